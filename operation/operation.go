@@ -1,0 +1,81 @@
+package operation
+
+import (
+	"context"
+
+	"github.com/sensorstorm/sensorstorm/particle"
+)
+
+// Operation processes one data particle.
+//
+// Process is called by one goroutine at a time per operation value; each bolt
+// instance has its own value (see [Factory]). The particle's tag and field
+// slices are shared with other consumers: copy before modifying (see
+// particle.Particle.Clone). Returning an error fails the input's tree; a
+// panic is recovered and does the same.
+type Operation interface {
+	Process(ctx context.Context, in particle.Particle, out Emitter) error
+}
+
+// Func adapts a function to an Operation.
+type Func func(ctx context.Context, in particle.Particle, out Emitter) error
+
+// Process calls f.
+func (f Func) Process(ctx context.Context, in particle.Particle, out Emitter) error {
+	return f(ctx, in, out)
+}
+
+// Factory makes the operation of one bolt instance.
+type Factory func() Operation
+
+// Stateless returns a Factory that shares op among all instances, for
+// operations that keep no state.
+func Stateless(op Operation) Factory {
+	return func() Operation { return op }
+}
+
+// Anchor is a handle on a held input, given by [Emitter.Hold].
+type Anchor uint64
+
+// Emitter receives what an operation produces.
+//
+// The engine's Emitter is valid only in the goroutine that called the
+// operation, during the call.
+type Emitter interface {
+	// Emit sends p downstream, anchored to the input being processed.
+	Emit(p particle.Particle)
+	// Hold keeps the input being processed pending after Process returns:
+	// it is neither acknowledged nor failed until Ack or Fail is called on
+	// the returned Anchor.
+	Hold() Anchor
+	// EmitAnchored sends p downstream anchored to held inputs, which may
+	// belong to different source trees; none of them completes before p is
+	// processed.
+	EmitAnchored(p particle.Particle, anchors ...Anchor)
+	// Ack acknowledges a held input; a second Ack or Fail is a no-op.
+	Ack(a Anchor)
+	// Fail fails a held input's tree with err; a second Ack or Fail is a
+	// no-op.
+	Fail(a Anchor, err error)
+}
+
+// MetaHandler is implemented by operations that react to meta particles
+// (ticks, speed changes, user-defined ones). Particles emitted are not
+// anchored. The engine forwards every meta particle downstream after the
+// handler returns, whatever it returns.
+type MetaHandler interface {
+	HandleMeta(ctx context.Context, m particle.Particle, out Emitter) error
+}
+
+// WatermarkHandler is implemented by operations that act on event-time
+// progress, such as windows closed by the watermark. OnWatermark is called
+// after the particles at or below the watermark have been processed.
+type WatermarkHandler interface {
+	OnWatermark(ctx context.Context, watermark int64, out Emitter) error
+}
+
+// Flusher is implemented by operations that hold state to emit at the end of
+// the stream, after the last particle was processed.
+type Flusher interface {
+	Flush(ctx context.Context, out Emitter) error
+}
