@@ -92,12 +92,14 @@ func (v Value) Number() (float64, bool) {
 // compare by bit pattern, so NaN equals NaN.
 func (v Value) Equal(w Value) bool { return v == w }
 
-// String formats the value as line protocol writes it.
+// String formats the value for people: numbers as line protocol writes
+// them, strings quoted with Go's escapes. The Encoder, not String, writes
+// line protocol.
 func (v Value) String() string {
 	return string(v.AppendTo(nil))
 }
 
-// AppendTo appends the value's line-protocol text to b.
+// AppendTo appends the text that String returns to b.
 func (v Value) AppendTo(b []byte) []byte {
 	switch v.kind {
 	case KindFloat:

@@ -1,0 +1,504 @@
+package particle
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+	"unsafe"
+
+	"github.com/influxdata/line-protocol/v2/lineprotocol"
+)
+
+// Defaults of DecoderConfig.
+const (
+	DefaultPrecision = Nanosecond
+	DefaultStartLine = 1
+)
+
+// DecoderConfig configures a Decoder. The zero value decodes nanosecond
+// timestamps, numbers lines from 1 and rejects lines without a timestamp.
+type DecoderConfig struct {
+	// Precision is the unit of the timestamps in the input. Defaults to
+	// Nanosecond.
+	Precision Precision `yaml:"precision"`
+	// DefaultTime, if not nil, gives the time in nanoseconds since the
+	// Unix epoch of a line without a timestamp; it is called once per such
+	// line. If nil, such a line is a *DecodeError wrapping ErrNoTime.
+	// Defaults to nil.
+	DefaultTime func() int64 `yaml:"-"`
+	// Origin is stamped on every decoded particle. Defaults to 0.
+	Origin uint32 `yaml:"-"`
+	// StartLine is the number of the input's first line, so that inputs
+	// decoded one after another (MQTT payloads) can report positions in
+	// the whole stream. Defaults to 1.
+	StartLine int `yaml:"-"`
+}
+
+func (c *DecoderConfig) setDefaults() {
+	if c.StartLine == 0 {
+		c.StartLine = DefaultStartLine
+	}
+}
+
+// Validate reports an unknown precision or a negative start line.
+func (c *DecoderConfig) Validate() error {
+	if !c.Precision.valid() {
+		return fmt.Errorf("particle: decoder config: %w %d", ErrUnknownPrecision, c.Precision)
+	}
+	if c.StartLine < 0 {
+		return fmt.Errorf("particle: decoder config: negative start line %d", c.StartLine)
+	}
+	return nil
+}
+
+// Memory layout of decoded particles. Each particle's tags, fields and
+// string field values are carved out of chunks shared with its neighbours,
+// which is what keeps decoding near one allocation per hundred lines. The
+// sizes bound what one retained particle keeps alive (about 40 KiB).
+const (
+	tagSlabLen     = 256      // tags per slab
+	fieldSlabLen   = 256      // fields per slab
+	minRoom        = 16       // free slots a slab needs for a line; a longer line costs an allocation
+	maxPositional  = 64       // key positions remembered per line
+	arenaLen       = 16 << 10 // bytes per string arena chunk
+	maxArenaString = 1 << 10  // longer strings get their own allocation
+	internLimit    = 4096     // distinct strings a decoder interns
+	maxInternLen   = 256      // longer strings are not interned
+	readSize       = 32 << 10 // bytes read from an io.Reader at once
+	maxPiece       = 256      // see feeder
+	maxEmptyReads  = 100      // reads returning nothing before io.ErrNoProgress
+)
+
+// Decoder reads particles from InfluxDB line protocol, one line at a time.
+//
+// Decoded particles are independent values: they do not refer to the input
+// nor to the decoder's buffers, and they stay valid and unchanged for as
+// long as they are referenced, however many lines are decoded afterwards.
+// Their strings and slices share backing arrays with other particles
+// decoded by the same Decoder, so they must be treated as read-only (as
+// every emitted particle must; appending to Tags or Fields is safe, it
+// copies). Repeated strings (measurements, keys, tag values) are interned.
+//
+// Tags are sorted by key; fields keep their order in the line. Blank lines
+// and comment lines are skipped.
+//
+// A Decoder is not safe for concurrent use.
+type Decoder struct {
+	cfg    DecoderConfig
+	source string
+	feed   feeder
+	lp     lineprotocol.Decoder
+	seq    uint64
+	line   int
+	err    error
+
+	tagSlab     []Tag   // free part of the current slab
+	fieldSlab   []Field // free part of the current slab
+	arena       []byte  // free part of the current chunk
+	interned    map[string]string
+	measurement string   // last measurement
+	tagKeys     []string // last key at each tag position
+	fieldKeys   []string // last key at each field position
+}
+
+// NewDecoder returns a decoder that reads line protocol from r. The source
+// names r in errors.
+func NewDecoder(r io.Reader, source string, cfg DecoderConfig) (*Decoder, error) {
+	d, err := newDecoder(cfg)
+	if err != nil {
+		return nil, err
+	}
+	d.Reset(r, source)
+	return d, nil
+}
+
+// NewDecoderBytes returns a decoder that reads line protocol from b, such
+// as an MQTT payload. Decoded particles do not refer to b, but b must not
+// be modified until Decode has returned io.EOF.
+func NewDecoderBytes(b []byte, source string, cfg DecoderConfig) (*Decoder, error) {
+	d, err := newDecoder(cfg)
+	if err != nil {
+		return nil, err
+	}
+	d.ResetBytes(b, source)
+	return d, nil
+}
+
+func newDecoder(cfg DecoderConfig) (*Decoder, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Decoder{cfg: cfg, interned: make(map[string]string)}, nil
+}
+
+// Reset makes d decode a new input, r named source, with lines numbered
+// from the configured StartLine. Sequence numbers continue where they
+// were, so that particles of one origin stay distinct, and the intern
+// table and slabs are reused; particles decoded before are unaffected.
+// A source of many small inputs, such as MQTT payloads, should keep one
+// Decoder and reset it for each. A reset still costs two allocations
+// (about 9 KiB): line protocol's own decoder cannot be reset.
+func (d *Decoder) Reset(r io.Reader, source string) {
+	d.reset(source)
+	d.feed.reset(r, d.feed.buf[:0])
+}
+
+// ResetBytes is like Reset for an input held in b.
+func (d *Decoder) ResetBytes(b []byte, source string) {
+	d.reset(source)
+	d.feed.reset(nil, b)
+}
+
+func (d *Decoder) reset(source string) {
+	if d.feed.r == nil {
+		// The buffer was the previous input's, not ours to reuse.
+		d.feed.buf = nil
+	}
+	d.source = source
+	d.line = 0
+	d.err = nil
+	// The line-protocol decoder cannot be reset, only replaced.
+	d.lp = *lineprotocol.NewDecoder(&d.feed)
+}
+
+// Line returns the number of the line on which the entry last decoded (a
+// particle or a *DecodeError) starts, or 0 before the first.
+func (d *Decoder) Line() int { return d.line }
+
+// Decode decodes the next line into *p.
+//
+// It returns io.EOF at the end of the input; a *DecodeError for a
+// malformed line, after which Decode may be called again and resumes at
+// the next line; any other error is a read error and final. *p is only
+// written when the error is nil. Particles get the configured Origin and
+// sequence numbers 1, 2, 3, ... in decoding order.
+func (d *Decoder) Decode(p *Particle) error {
+	if d.err != nil {
+		return d.err
+	}
+	d.feed.keep = d.feed.pieceLineStart
+	if !d.lp.Next() {
+		if d.feed.err != nil {
+			d.err = d.feed.err
+			return d.err
+		}
+		return io.EOF
+	}
+	d.feed.startEntry()
+	d.line = d.feed.entryLine + d.cfg.StartLine - 1
+	err := d.decodeEntry(p)
+	if d.feed.err != nil {
+		// The entry was cut short by the read error, not malformed.
+		d.err = d.feed.err
+		return d.err
+	}
+	return err
+}
+
+func (d *Decoder) decodeEntry(p *Particle) error {
+	m, err := d.lp.Measurement()
+	if err != nil {
+		return d.lineProtocolError(err)
+	}
+	measurement := d.key(&d.measurement, m)
+
+	// Tags and fields are appended in place to the free part of their
+	// slabs and claimed only if the line decodes; otherwise the next line
+	// overwrites them, which is safe as no particle refers to them.
+	tags := room(&d.tagSlab, tagSlabLen)
+	for {
+		k, v, err := d.lp.NextTag()
+		if err != nil {
+			return d.lineProtocolError(err)
+		}
+		if k == nil {
+			break
+		}
+		tags = append(tags, Tag{Key: d.positional(&d.tagKeys, len(tags), k), Value: d.intern(v)})
+	}
+	if !slices.IsSortedFunc(tags, compareTags) {
+		slices.SortFunc(tags, compareTags)
+	}
+	for i := 1; i < len(tags); i++ {
+		if tags[i].Key == tags[i-1].Key {
+			return d.lineError(fmt.Errorf("%w %q", ErrDuplicateTag, tags[i].Key))
+		}
+	}
+
+	fields := room(&d.fieldSlab, fieldSlabLen)
+	for {
+		k, v, err := d.lp.NextField()
+		if err != nil {
+			return d.lineProtocolError(err)
+		}
+		if k == nil {
+			break
+		}
+		fields = append(fields, Field{Key: d.positional(&d.fieldKeys, len(fields), k), Value: d.value(v)})
+	}
+
+	// The zero time.Time stands for "no timestamp": no int64 of
+	// nanoseconds reaches year 1.
+	t, err := d.lp.Time(lineprotocol.Precision(d.cfg.Precision), time.Time{})
+	if err != nil {
+		return d.lineProtocolError(err)
+	}
+	var ns int64
+	switch {
+	case !t.IsZero():
+		ns = t.UnixNano()
+	case d.cfg.DefaultTime != nil:
+		ns = d.cfg.DefaultTime()
+	default:
+		return d.lineError(ErrNoTime)
+	}
+
+	d.seq++
+	*p = Particle{
+		Time:        ns,
+		Origin:      d.cfg.Origin,
+		Seq:         d.seq,
+		Measurement: measurement,
+		Tags:        claim(&d.tagSlab, tags),
+		Fields:      claim(&d.fieldSlab, fields),
+	}
+	return nil
+}
+
+func compareTags(a, b Tag) int { return strings.Compare(a.Key, b.Key) }
+
+// lineProtocolError converts an error of lineprotocol.Decoder. Its
+// *DecodeError counts lines from the start of the current input and
+// columns from the measurement, not from the start of the line. Its other
+// errors, from Time, have no position: they concern the timestamp, the
+// last word of the entry.
+func (d *Decoder) lineProtocolError(err error) error {
+	lpErr, ok := err.(*lineprotocol.DecodeError)
+	if !ok {
+		line, col := d.feed.lastWord()
+		return &DecodeError{Source: d.source, Line: line + d.cfg.StartLine - 1, Column: col, Err: err}
+	}
+	col := lpErr.Column
+	if int(lpErr.Line) == d.feed.entryLine {
+		col += d.feed.entryIndent()
+	}
+	return &DecodeError{Source: d.source, Line: int(lpErr.Line) + d.cfg.StartLine - 1, Column: col, Err: lpErr.Err}
+}
+
+func (d *Decoder) lineError(err error) error {
+	return &DecodeError{Source: d.source, Line: d.line, Err: err}
+}
+
+// room returns an empty slice over the free part of *slab, first giving
+// *slab a new array of size elements if fewer than minRoom are free.
+func room[T any](slab *[]T, size int) []T {
+	if len(*slab) < minRoom {
+		*slab = make([]T, size)
+	}
+	return (*slab)[:0]
+}
+
+// claim returns s, built by appending to room(slab), with its capacity
+// clipped so that appending to it cannot overwrite a neighbour, and
+// removes it from the free part of *slab, unless append had to move it
+// elsewhere.
+func claim[T any](slab *[]T, s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	if unsafe.SliceData(s) == unsafe.SliceData(*slab) {
+		*slab = (*slab)[len(s):]
+	}
+	return s[:len(s):len(s)]
+}
+
+// key returns b as a string, reusing *last if equal: measurements repeat
+// from line to line, and a comparison is cheaper than a map lookup.
+func (d *Decoder) key(last *string, b []byte) string {
+	if *last != string(b) {
+		*last = d.intern(b)
+	}
+	return *last
+}
+
+// positional is like key for the i-th tag or field key of a line: lines of
+// one source tend to have the same keys in the same order.
+func (d *Decoder) positional(last *[]string, i int, b []byte) string {
+	if i < len(*last) {
+		return d.key(&(*last)[i], b)
+	}
+	s := d.intern(b)
+	if i == len(*last) && i < maxPositional {
+		*last = append(*last, s)
+	}
+	return s
+}
+
+// intern returns b as a string, the same string for the same bytes as long
+// as the intern table has room.
+func (d *Decoder) intern(b []byte) string {
+	if s, ok := d.interned[string(b)]; ok {
+		return s
+	}
+	if len(d.interned) >= internLimit || len(b) > maxInternLen {
+		return d.copyString(b)
+	}
+	// Interned strings get their own allocation so that the table, which
+	// lives as long as the decoder, does not pin arena chunks.
+	s := string(b)
+	d.interned[s] = s
+	return s
+}
+
+// copyString copies b into the arena and returns it as a string. The arena
+// only moves forward: bytes handed out are never written again.
+func (d *Decoder) copyString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if len(b) > maxArenaString {
+		return string(b)
+	}
+	if len(d.arena) < len(b) {
+		d.arena = make([]byte, arenaLen)
+	}
+	n := copy(d.arena, b)
+	s := unsafe.String(&d.arena[0], n)
+	d.arena = d.arena[n:]
+	return s
+}
+
+func (d *Decoder) value(v lineprotocol.Value) Value {
+	switch v.Kind() {
+	case lineprotocol.Float:
+		return Float(v.FloatV())
+	case lineprotocol.Int:
+		return Int(v.IntV())
+	case lineprotocol.Uint:
+		return Uint(v.UintV())
+	case lineprotocol.Bool:
+		return Bool(v.BoolV())
+	}
+	// The bytes of a string value belong to the line-protocol decoder.
+	return String(d.copyString(v.BytesV()))
+}
+
+// feeder is the io.Reader under lineprotocol.Decoder. It hands out the
+// input in pieces that never cross the end of a line, and remembers where
+// each piece's line starts, because lineprotocol.Decoder does not tell its
+// position. When lineprotocol.Decoder starts an entry, the entry is on the
+// line of the last piece served: it reads only when out of data, entries
+// start after a newline, and it never reads past a newline before an
+// entry's first byte (it may read ahead within the line, as when it checks
+// a comment and then backs up to report it). That gives the entry's line,
+// and the line's bytes, kept in buf until the next entry, place the errors
+// lineprotocol.Decoder leaves unplaced or misplaces. Pieces are at most
+// maxPiece bytes so that lineprotocol.Decoder, which moves up to that many
+// unread bytes to the front of its buffer at each entry, keeps using one
+// small buffer.
+type feeder struct {
+	r   io.Reader // nil when the input is all in buf
+	buf []byte
+	err error // first read error other than io.EOF
+	eof bool
+
+	pos       int // next byte to serve
+	line, col int // position of buf[pos]: one-based line, zero-based column
+	keep      int // buf[keep:] must survive refills; keep <= pos-col
+
+	pieceLine, pieceLineStart int // line of the last piece served, and its start in buf
+	entryLine, entryStart     int // line of the current entry, and its start in buf
+}
+
+func (f *feeder) reset(r io.Reader, buf []byte) {
+	*f = feeder{r: r, buf: buf, line: 1, pieceLine: 1, entryLine: 1}
+}
+
+// Read implements io.Reader for lineprotocol.Decoder.
+func (f *feeder) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if f.pos == len(f.buf) && !f.fill() {
+		if f.err != nil {
+			return 0, f.err
+		}
+		return 0, io.EOF
+	}
+	piece := f.buf[f.pos:min(len(f.buf), f.pos+maxPiece, f.pos+len(p))]
+	if i := bytes.IndexByte(piece, '\n'); i >= 0 {
+		piece = piece[:i+1]
+	}
+	n := copy(p, piece)
+	f.pieceLine, f.pieceLineStart = f.line, f.pos-f.col
+	f.pos += n
+	if piece[n-1] == '\n' {
+		f.line++
+		f.col = 0
+	} else {
+		f.col += n
+	}
+	return n, nil
+}
+
+// fill reads more input into buf, keeping buf[keep:], and reports whether
+// there is data to serve.
+func (f *feeder) fill() bool {
+	if f.r == nil || f.eof || f.err != nil {
+		return false
+	}
+	if f.keep > 0 {
+		n := copy(f.buf, f.buf[f.keep:])
+		f.buf = f.buf[:n]
+		f.pos -= f.keep
+		f.pieceLineStart -= f.keep
+		f.entryStart -= f.keep
+		f.keep = 0
+	}
+	if cap(f.buf)-len(f.buf) < readSize/2 {
+		b := make([]byte, len(f.buf), max(readSize, 2*cap(f.buf)))
+		copy(b, f.buf)
+		f.buf = b
+	}
+	for range maxEmptyReads {
+		n, err := f.r.Read(f.buf[len(f.buf):cap(f.buf)])
+		f.buf = f.buf[:len(f.buf)+n]
+		if err == io.EOF {
+			f.eof = true
+		} else if err != nil {
+			f.err = err
+		}
+		if n > 0 || err != nil {
+			return n > 0
+		}
+	}
+	f.err = io.ErrNoProgress
+	return false
+}
+
+// startEntry records that lineprotocol.Decoder has started an entry.
+func (f *feeder) startEntry() {
+	f.entryLine, f.entryStart = f.pieceLine, f.pieceLineStart
+	f.keep = f.entryStart
+}
+
+// entryIndent returns the number of spaces before the current entry on its
+// line, which line protocol's columns leave out.
+func (f *feeder) entryIndent() int {
+	raw := f.buf[f.entryStart:f.pos]
+	return len(raw) - len(bytes.TrimLeft(raw, " "))
+}
+
+// lastWord returns the line and one-based column of the last word served
+// in the current entry.
+func (f *feeder) lastWord() (line, col int) {
+	raw := f.buf[f.entryStart:f.pos]
+	raw = bytes.TrimRight(raw, " \r\n")
+	start := bytes.LastIndexByte(raw, ' ') + 1
+	nl := bytes.LastIndexByte(raw[:start], '\n')
+	return f.entryLine + bytes.Count(raw[:start], []byte{'\n'}), start - nl
+}

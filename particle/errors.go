@@ -1,0 +1,64 @@
+package particle
+
+import (
+	"errors"
+	"strconv"
+
+	"github.com/influxdata/line-protocol/v2/lineprotocol"
+)
+
+var (
+	// ErrNoTime reports a line without a timestamp, decoded without a
+	// DecoderConfig.DefaultTime.
+	ErrNoTime = errors.New("particle: line has no timestamp")
+	// ErrDuplicateTag reports a tag key given twice in one line.
+	ErrDuplicateTag = errors.New("particle: duplicate tag key")
+	// ErrNoFields reports a particle without fields, which line protocol
+	// cannot express.
+	ErrNoFields = errors.New("particle: no fields")
+	// ErrMetaParticle reports an attempt to encode a meta particle, which
+	// has no line-protocol form.
+	ErrMetaParticle = errors.New("particle: meta particle has no line-protocol form")
+	// ErrUnknownPrecision reports a precision other than ns, us, ms and s.
+	ErrUnknownPrecision = errors.New("particle: unknown precision")
+	// ErrValueOutOfRange reports a number, field value or timestamp, too
+	// large for its type. It is line protocol's own sentinel, so that
+	// errors.Is works without importing that package.
+	ErrValueOutOfRange = lineprotocol.ErrValueOutOfRange
+)
+
+// DecodeError reports one malformed line. Decoding goes on with the next
+// line.
+type DecodeError struct {
+	// Source names the input: a file path, an MQTT topic, ...
+	Source string
+	// Line is the one-based number of the line where the error is.
+	Line int
+	// Column is the one-based byte offset of the error in its line, or 0
+	// when the error concerns the whole line.
+	Column int
+	// Err is the cause: line protocol's syntax error, ErrValueOutOfRange,
+	// ErrNoTime or ErrDuplicateTag.
+	Err error
+}
+
+// Error returns "particle: decode <source>:<line>:<column>: <cause>",
+// leaving out the column when it is 0.
+func (e *DecodeError) Error() string {
+	b := append([]byte("particle: decode "), e.Source...)
+	if e.Source == "" {
+		b = append(b, "line "...)
+	} else {
+		b = append(b, ':')
+	}
+	b = strconv.AppendInt(b, int64(e.Line), 10)
+	if e.Column > 0 {
+		b = append(b, ':')
+		b = strconv.AppendInt(b, int64(e.Column), 10)
+	}
+	b = append(b, ": "...)
+	return string(append(b, e.Err.Error()...))
+}
+
+// Unwrap returns e.Err.
+func (e *DecodeError) Unwrap() error { return e.Err }
