@@ -1,0 +1,105 @@
+package file
+
+import (
+	"bufio"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/sensorstorm/sensorstorm/particle"
+	"github.com/sensorstorm/sensorstorm/topology"
+)
+
+// Position names a line of an input file; it is the message id of the
+// particles a tracking Source emits.
+type Position struct {
+	Path string
+	Line int
+}
+
+// String returns "path:line".
+func (p Position) String() string { return fmt.Sprintf("%s:%d", p.Path, p.Line) }
+
+// Source emits the particles of line-protocol files, one file after the
+// other. A path ending in ".gz" is read through gzip.
+type Source struct {
+	// Paths are the files to read, in order.
+	Paths []string
+	// Precision is the unit of the files' timestamps. Defaults to
+	// nanoseconds.
+	Precision particle.Precision
+	// Track makes every particle tracked by the acker, with its Position
+	// as message id.
+	Track bool
+}
+
+var _ topology.Source = (*Source)(nil)
+
+// Run implements topology.Source.
+func (s *Source) Run(ctx context.Context, out topology.SourceEmitter) error {
+	for _, path := range s.Paths {
+		if err := s.readFile(ctx, path, out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Source) readFile(ctx context.Context, path string, out topology.SourceEmitter) error {
+	r, closeFn, err := Open(path)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	dec, err := particle.NewDecoder(r, path, particle.DecoderConfig{Precision: s.Precision})
+	if err != nil {
+		return err
+	}
+	var p particle.Particle
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		err := dec.Decode(&p)
+		var de *particle.DecodeError
+		switch {
+		case err == io.EOF:
+			return nil
+		case errors.As(err, &de):
+			out.Reject(err, nil)
+			continue
+		case err != nil:
+			return fmt.Errorf("file: read %s: %w", path, err)
+		}
+		var id any
+		if s.Track {
+			id = Position{Path: path, Line: dec.Line()}
+		}
+		if err := out.Emit(p, id); err != nil {
+			return err
+		}
+	}
+}
+
+// Open opens a file for reading, through gzip when its name ends in ".gz",
+// and returns the reader and the function that closes it.
+func Open(path string) (io.Reader, func() error, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("file: %w", err)
+	}
+	br := bufio.NewReaderSize(f, 256<<10)
+	if !strings.HasSuffix(path, ".gz") {
+		return br, f.Close, nil
+	}
+	zr, err := gzip.NewReader(br)
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("file: %s: %w", path, err)
+	}
+	return zr, func() error { return errors.Join(zr.Close(), f.Close()) }, nil
+}

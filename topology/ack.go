@@ -1,0 +1,281 @@
+package topology
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cenkalti/backoff/v5"
+
+	"github.com/sensorstorm/sensorstorm/acker"
+	"github.com/sensorstorm/sensorstorm/particle"
+)
+
+// sealMark is the XOR value a tree starts with while its first copies are
+// being routed; sealing xors it out again, so a tree cannot complete before
+// every copy has an edge.
+const sealMark = 1
+
+// ackOp is one update of a tree from a bolt instance: the XOR of the input's
+// edge and the edges of the children anchored to it, or a failure.
+type ackOp struct {
+	root   acker.RootID
+	xor    uint64
+	fail   bool
+	reason acker.Reason
+	err    error
+}
+
+// tree is what the engine keeps per pending tree to report and replay it.
+type tree struct {
+	src     *sourceInstance
+	msgID   any
+	p       particle.Particle
+	attempt int
+}
+
+// outcome is a finished tree, reported outside the lock. Only failures
+// carry the particle, for replay or the dead-letter sink.
+type outcome struct {
+	src     *sourceInstance
+	msgID   any
+	attempt int
+	done    bool
+	reason  acker.Reason
+	err     error
+	p       particle.Particle
+}
+
+// ackService owns the acker table. Bolts apply their updates in batches
+// directly under its lock, so acks never wait behind data in a queue.
+type ackService struct {
+	cfg   AckingConfig
+	mu    sync.Mutex
+	table *acker.Table
+	trees []tree // by root slot
+	stale atomic.Uint64
+	// now is a coarse wall clock for the table, set at every housekeeping
+	// tick: timeouts are seconds, and reading the clock per particle would
+	// cost more than the acking itself.
+	now atomic.Int64
+}
+
+func newAckService(cfg AckingConfig, capacity int, now int64) (*ackService, error) {
+	t, err := acker.NewTable(cfg.table(capacity))
+	if err != nil {
+		return nil, err
+	}
+	a := &ackService{cfg: cfg, table: t, trees: make([]tree, capacity)}
+	a.now.Store(now)
+	return a, nil
+}
+
+// start opens a tree for p; the caller holds a pending token of src and
+// must seal the tree once its first copies have their edges.
+func (a *ackService) start(src *sourceInstance, p particle.Particle, msgID any, attempt int) acker.RootID {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	root, _, err := a.table.Init(a.now.Load(), sealMark)
+	if err != nil {
+		// Capacity is the sum of every source's pending tokens, so a
+		// full table is a broken invariant, not a load condition.
+		panic("topology: acker table full despite pending tokens: " + err.Error())
+	}
+	a.trees[root.Slot()] = tree{src: src, msgID: msgID, p: p, attempt: attempt}
+	return root
+}
+
+// sealOp is the update that adds the edges of a new tree's first copies.
+func sealOp(root acker.RootID, xor uint64) ackOp {
+	return ackOp{root: root, xor: xor ^ sealMark}
+}
+
+// apply performs updates and failures and reports finished trees. results
+// is the caller's scratch space; apply returns it for reuse.
+func (a *ackService) apply(ops []ackOp, results []outcome) []outcome {
+	if len(ops) == 0 {
+		return results
+	}
+	results = results[:0]
+	now := a.now.Load()
+	a.mu.Lock()
+	for i := range ops {
+		op := &ops[i]
+		if op.fail {
+			if a.table.Fail(op.root) {
+				results = a.finishLocked(results, op.root, false, op.reason, op.err)
+			} else {
+				a.stale.Add(1)
+			}
+			continue
+		}
+		done, ok := a.table.Update(now, op.root, op.xor)
+		switch {
+		case !ok:
+			a.stale.Add(1)
+		case done:
+			results = a.finishLocked(results, op.root, true, 0, nil)
+		}
+	}
+	a.mu.Unlock()
+	a.report(results)
+	clear(results)
+	return results[:0]
+}
+
+// expire fails trees that timed out. paused is the total time the topology
+// had work queued for longer than a housekeeping interval: trees waiting in
+// queues do not time out for it.
+func (a *ackService) expire(now int64, paused time.Duration) {
+	a.now.Store(now)
+	var results []outcome
+	a.mu.Lock()
+	a.table.Expire(now, now-int64(paused), func(root acker.RootID, r acker.Reason) {
+		results = a.finishLocked(results, root, false, r, nil)
+	})
+	a.mu.Unlock()
+	a.report(results)
+}
+
+func (a *ackService) finishLocked(results []outcome, root acker.RootID, done bool, r acker.Reason, err error) []outcome {
+	t := &a.trees[root.Slot()]
+	o := outcome{src: t.src, msgID: t.msgID, attempt: t.attempt, done: done, reason: r, err: err}
+	if !done {
+		o.p = t.p
+	}
+	*t = tree{}
+	return append(results, o)
+}
+
+// report tells sources about finished trees, outside the lock: a source's
+// callbacks may take their time.
+func (a *ackService) report(results []outcome) {
+	for i := range results {
+		o := &results[i]
+		s := o.src
+		switch {
+		case o.done:
+			s.stats.Acked.Add(1)
+			if s.ackr != nil {
+				s.ackr.Ack(o.msgID)
+			}
+			<-s.pending
+		case o.attempt < a.cfg.MaxAttempts:
+			s.stats.Failed.Add(1)
+			s.retries.push(retry{p: o.p, msgID: o.msgID, attempt: o.attempt + 1, due: a.now.Load() + int64(a.backoff(o.attempt))})
+		default:
+			s.stats.Failed.Add(1)
+			s.stats.DeadLettered.Add(1)
+			p := o.p
+			s.topo.deadLetter(DeadLetter{Component: s.name, Instance: s.index, Reason: o.reason.String(), Err: o.err, Particle: &p})
+			if s.ackr != nil {
+				s.ackr.Fail(o.msgID, o.reason, o.err)
+			}
+			<-s.pending
+		}
+	}
+}
+
+// backoff is the wait before attempt+1, exponential with jitter.
+func (a *ackService) backoff(attempt int) time.Duration {
+	b := backoff.ExponentialBackOff{
+		InitialInterval:     a.cfg.RetryInitialInterval,
+		RandomizationFactor: backoff.DefaultRandomizationFactor,
+		Multiplier:          backoff.DefaultMultiplier,
+		MaxInterval:         a.cfg.RetryMaxInterval,
+	}
+	b.Reset()
+	var d time.Duration
+	for range attempt {
+		d = b.NextBackOff()
+	}
+	return d
+}
+
+// retry is a failed particle waiting to be emitted again.
+type retry struct {
+	p       particle.Particle
+	msgID   any
+	attempt int
+	due     int64
+}
+
+// retryQueue holds a source instance's retries. It is safe for concurrent
+// use: the acker pushes, the source's housekeeping pops.
+type retryQueue struct {
+	mu    sync.Mutex
+	items []retry
+}
+
+func (q *retryQueue) push(r retry) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.items = append(q.items, r)
+}
+
+// due removes and returns the retries due at now.
+func (q *retryQueue) due(now int64) []retry {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out []retry
+	keep := q.items[:0]
+	for _, r := range q.items {
+		if r.due <= now {
+			out = append(out, r)
+		} else {
+			keep = append(keep, r)
+		}
+	}
+	clear(q.items[len(keep):])
+	q.items = keep
+	return out
+}
+
+// housekeep flushes batches that lingered and replays due retries until
+// ctx ends.
+func (s *sourceInstance) housekeep(ctx context.Context, ticks <-chan time.Time) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticks:
+			s.tick()
+		}
+	}
+}
+
+func (s *sourceInstance) tick() {
+	if s.topo.acks != nil {
+		for _, r := range s.retries.due(s.topo.acks.now.Load()) {
+			s.replay(r)
+		}
+	}
+	s.mu.Lock()
+	_ = s.router.flush(s.ctx, false)
+	s.mu.Unlock()
+}
+
+// drainPending waits until every tree of this instance has finished,
+// replaying failed ones meanwhile.
+func (s *sourceInstance) drainPending(ctx context.Context) error {
+	ticks, stop := s.topo.cfg.Wall.NewTicker(s.topo.cfg.HousekeepingInterval)
+	defer stop()
+	for len(s.pending) > 0 {
+		for _, r := range s.retries.due(s.topo.acks.now.Load()) {
+			s.replay(r)
+		}
+		s.mu.Lock()
+		err := s.router.flush(ctx, false)
+		s.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ticks:
+		}
+	}
+	return nil
+}

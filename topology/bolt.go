@@ -1,0 +1,435 @@
+package topology
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"runtime/debug"
+	"sync/atomic"
+
+	"github.com/sensorstorm/sensorstorm/acker"
+	"github.com/sensorstorm/sensorstorm/metaparticle"
+	"github.com/sensorstorm/sensorstorm/operation"
+	"github.com/sensorstorm/sensorstorm/particle"
+	"github.com/sensorstorm/sensorstorm/streamclock"
+	"github.com/sensorstorm/sensorstorm/syncbuffer"
+)
+
+// LateStream is the stream on which a bolt with the LateSide policy emits
+// its late particles; wire it with Bolt.InputStream.
+const LateStream = "late"
+
+// ErrFutureTimestamp is the error of a particle further ahead of the stream
+// clock than the bolt's future bound.
+var ErrFutureTimestamp = errors.New("topology: timestamp too far ahead of the stream clock")
+
+// held is an input an operation keeps pending past Process.
+type held struct {
+	env envelope
+	xor uint64 // edges of the children anchored to it
+}
+
+// boltInstance runs one instance of a bolt in its own goroutine.
+type boltInstance struct {
+	name   string
+	index  int
+	origin uint32
+	op     operation.Operation
+	buf    *syncbuffer.Buffer[envelope]
+	late   syncbuffer.LatePolicy
+	inbox  chan *batch
+	inputs int
+	ended  int
+	// drainedInputs marks the inputs that sent no new data since drained
+	// or ended; once all have, the instance drains its own outputs.
+	drainedInputs []bool
+	drained       int
+	topo          *run
+	stats         *ComponentStats
+	router        router
+	edges         *acker.EdgeIDs
+	acks          []ackOp
+	results       []outcome
+	seq           uint64
+	clock         *streamclock.Clock
+	lastWM        int64
+	sentDrain     bool
+	waiting       atomic.Int64 // wall time since which the oldest queued work waits; 0 when none
+
+	// the input being processed: its children's edges go to curXor, or to
+	// curHeld once the operation holds it; curDone once it acked or failed
+	// it itself
+	cur     *envelope
+	curXor  uint64
+	curHeld *held
+	curDone bool
+
+	// released and emitted hold the envelope being processed and the one
+	// being emitted, so that taking their address does not allocate.
+	released, emitted envelope
+
+	heldInputs map[operation.Anchor]*held
+	nextAnchor operation.Anchor
+	curAnchor  operation.Anchor
+}
+
+var _ operation.Emitter = (*boltInstance)(nil)
+
+func (b *boltInstance) run(ctx context.Context) error {
+	ticks, stop := b.topo.cfg.Wall.NewTicker(b.topo.cfg.HousekeepingInterval)
+	defer stop()
+	b.lastWM = math.MinInt64
+	for b.ended < b.inputs {
+		select {
+		case bt := <-b.inbox:
+			b.receive(ctx, bt)
+		case <-ticks:
+			b.housekeep(ctx)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	b.release(ctx, b.now())
+	b.watermark(ctx, math.MaxInt64)
+	if f, ok := b.op.(operation.Flusher); ok {
+		b.call(func() error { return f.Flush(ctx, b) })
+	}
+	b.failHeld(errors.New("topology: end of stream with held input"))
+	b.flushAcks()
+	if err := b.router.endOfStream(ctx); err != nil {
+		return err
+	}
+	if c, ok := b.op.(io.Closer); ok {
+		if err := c.Close(); err != nil {
+			return fmt.Errorf("bolt %s[%d]: close: %w", b.name, b.index, err)
+		}
+	}
+	return nil
+}
+
+// now returns the stream clock's time.
+func (b *boltInstance) now() int64 {
+	if b.clock == nil {
+		return b.topo.wallNanos()
+	}
+	return b.clock.Now()
+}
+
+func (b *boltInstance) startClock(t int64) {
+	if b.clock != nil || !b.topo.cfg.Clock.Replay {
+		return
+	}
+	// Replay clocks cannot fail here: the speed was validated with the config.
+	b.clock, _ = streamclock.Replay(b.topo.cfg.Wall, t, b.topo.cfg.Clock.Speed)
+}
+
+func (b *boltInstance) receive(ctx context.Context, bt *batch) {
+	arrived := b.topo.wallNanos()
+	b.stats.In.Add(uint64(len(bt.items)))
+	if b.clock == nil && len(bt.items) > 0 {
+		b.startClock(bt.items[0].p.Time)
+	}
+	now := b.now()
+	for i := range bt.items {
+		env := &bt.items[i]
+		env.arrived = arrived
+		if b.clock != nil {
+			b.clock.Observe(env.p.Time)
+		}
+		switch b.buf.Push(bt.input, *env, now) {
+		case syncbuffer.Late:
+			b.handleLate(ctx, env)
+		case syncbuffer.Invalid:
+			b.handleInvalid(ctx, env)
+		case syncbuffer.Duplicate:
+			b.stats.Duplicates.Add(1)
+		}
+	}
+	if (bt.drained || bt.eos) && !b.drainedInputs[bt.input] {
+		b.drainedInputs[bt.input] = true
+		b.drained++
+		b.buf.EndOfStream(bt.input)
+	}
+	if bt.eos {
+		b.ended++
+	}
+	b.topo.pool.put(bt)
+	b.release(ctx, b.now())
+	b.settle(ctx)
+	if b.drained == b.inputs && b.ended < b.inputs && !b.sentDrain {
+		b.sentDrain = true
+		_ = b.router.drain(ctx)
+	}
+}
+
+// settle hands on what the last round produced and publishes how long the
+// oldest queued work has waited, for the acker's progress timeout.
+func (b *boltInstance) settle(ctx context.Context) {
+	b.flushAcks()
+	_ = b.router.flush(ctx, false)
+	var since int64
+	if len(b.inbox) > 0 {
+		since = b.topo.wallNanos()
+	}
+	if oldest, ok := b.buf.Min(); ok && (since == 0 || oldest.arrived < since) {
+		since = oldest.arrived
+	}
+	b.waiting.Store(since)
+}
+
+func (b *boltInstance) housekeep(ctx context.Context) {
+	b.release(ctx, b.now())
+	for _, h := range b.heldInputs {
+		// An input held by a live operation makes progress by being held.
+		h.env.each(func(a anchor) { b.acks = append(b.acks, ackOp{root: a.root}) })
+	}
+	b.settle(ctx)
+}
+
+// release processes what the buffer releases at now, then tells the
+// operation how far event time has progressed.
+func (b *boltInstance) release(ctx context.Context, now int64) {
+	b.buf.Release(now, func(env envelope) bool {
+		// The released envelope lives in the instance, not on the heap:
+		// operations and routing take its address.
+		b.released = env
+		if env.p.Meta != nil {
+			b.handleMeta(ctx, &b.released)
+		} else {
+			b.process(ctx, &b.released)
+		}
+		return true
+	})
+	if wm, ok := b.buf.Watermark(now); ok {
+		b.watermark(ctx, wm)
+	}
+}
+
+func (b *boltInstance) watermark(ctx context.Context, wm int64) {
+	if wm <= b.lastWM {
+		return
+	}
+	b.lastWM = wm
+	b.stats.Watermark.Store(wm)
+	if h, ok := b.op.(operation.WatermarkHandler); ok {
+		b.call(func() error { return h.OnWatermark(ctx, wm, b) })
+	}
+}
+
+func (b *boltInstance) process(ctx context.Context, env *envelope) {
+	b.cur, b.curXor, b.curHeld, b.curDone = env, 0, nil, false
+	err := b.call(func() error { return b.op.Process(ctx, env.p, b) })
+	b.stats.Processed.Add(1)
+	switch {
+	case b.curDone, b.curHeld != nil && err == nil:
+	case err != nil:
+		if b.curHeld != nil {
+			b.take(b.curAnchor)
+		}
+		b.failInput(ctx, env, err)
+	default:
+		b.ackInput(env, b.curXor)
+	}
+	b.cur, b.curHeld = nil, nil
+}
+
+// call runs an operation callback, turning a panic into a *PanicError.
+func (b *boltInstance) call(fn func() error) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			b.stats.Panics.Add(1)
+			err = &PanicError{Component: fmt.Sprintf("%s[%d]", b.name, b.index), Value: v, Stack: debug.Stack()}
+			b.topo.cfg.Logger.Error("operation panicked", "component", b.name, "instance", b.index, "panic", fmt.Sprint(v))
+		}
+	}()
+	return fn()
+}
+
+func (b *boltInstance) ackInput(env *envelope, xor uint64) {
+	env.each(func(a anchor) { b.acks = append(b.acks, ackOp{root: a.root, xor: a.edge ^ xor}) })
+}
+
+func (b *boltInstance) failInput(ctx context.Context, env *envelope, err error) {
+	b.stats.Errors.Add(1)
+	reason := acker.Failed
+	var pe *PanicError
+	if errors.As(err, &pe) {
+		reason = acker.Panic
+	}
+	if !env.tracked {
+		p := env.p
+		b.topo.deadLetter(DeadLetter{Component: b.name, Instance: b.index, Reason: reason.String(), Err: err, Particle: &p})
+		return
+	}
+	env.each(func(a anchor) { b.acks = append(b.acks, ackOp{root: a.root, fail: true, reason: reason, err: err}) })
+}
+
+func (b *boltInstance) handleMeta(ctx context.Context, env *envelope) {
+	if sc, ok := env.p.Meta.(metaparticle.SpeedChange); ok && b.clock != nil {
+		b.applySpeed(sc)
+	}
+	if h, ok := b.op.(operation.MetaHandler); ok {
+		if err := b.call(func() error { return h.HandleMeta(ctx, env.p, b) }); err != nil {
+			b.stats.Errors.Add(1)
+			b.topo.cfg.Logger.Warn("meta handler failed", "component", b.name, "instance", b.index, "meta", env.p.Meta.MetaType(), "err", err)
+		}
+	}
+	b.stats.Meta.Add(1)
+	b.router.route("", env, nil)
+}
+
+func (b *boltInstance) applySpeed(sc metaparticle.SpeedChange) {
+	switch {
+	case sc.Paused:
+		b.clock.Pause()
+	default:
+		if b.clock.Paused() {
+			b.clock.Resume()
+		}
+		if err := b.clock.SetSpeed(sc.Speed); err != nil {
+			b.topo.cfg.Logger.Warn("speed change ignored", "component", b.name, "err", err)
+		}
+	}
+}
+
+func (b *boltInstance) handleLate(ctx context.Context, env *envelope) {
+	b.stats.Late.Add(1)
+	switch {
+	case env.replay && env.p.Meta == nil:
+		// A replayed particle is old by nature; processing it out of
+		// order beats losing it.
+		b.process(ctx, env)
+	case b.late == syncbuffer.LatePass:
+		if env.p.Meta == nil {
+			b.process(ctx, env)
+		}
+	case b.late == syncbuffer.LateSide:
+		if env.p.Meta == nil {
+			b.cur, b.curXor = env, 0
+			b.emit(LateStream, env.p)
+			b.cur = nil
+			b.ackInput(env, b.curXor)
+		}
+	default:
+		b.ackInput(env, 0)
+	}
+}
+
+func (b *boltInstance) handleInvalid(ctx context.Context, env *envelope) {
+	b.stats.Invalid.Add(1)
+	p := env.p
+	err := fmt.Errorf("%w: %s at %d, stream clock at %d", ErrFutureTimestamp, p.EventTime(), p.Time, b.now())
+	b.topo.deadLetter(DeadLetter{Component: b.name, Instance: b.index, Reason: "invalid", Err: err, Particle: &p})
+	b.ackInput(env, 0)
+}
+
+// Emit implements operation.Emitter.
+func (b *boltInstance) Emit(p particle.Particle) { b.emit("", p) }
+
+func (b *boltInstance) emit(stream string, p particle.Particle) {
+	b.seq++
+	p.Origin, p.Seq = b.origin, b.seq
+	env := &b.emitted
+	*env = envelope{p: p}
+	if p.Meta == nil && b.cur != nil && b.cur.tracked && !b.curDone {
+		env.first, env.more, env.tracked, env.replay = b.cur.first, b.cur.more, true, b.cur.replay
+	}
+	x := b.router.route(stream, env, b.edges.Next)
+	if b.curHeld != nil {
+		b.curHeld.xor ^= x
+	} else {
+		b.curXor ^= x
+	}
+	b.stats.Out.Add(1)
+}
+
+// Hold implements operation.Emitter.
+func (b *boltInstance) Hold() operation.Anchor {
+	if b.cur == nil {
+		panic("topology: Hold called outside Process")
+	}
+	if b.curHeld == nil && !b.curDone {
+		b.nextAnchor++
+		b.curAnchor = b.nextAnchor
+		b.curHeld = &held{env: *b.cur, xor: b.curXor}
+		b.heldInputs[b.curAnchor] = b.curHeld
+	}
+	return b.curAnchor
+}
+
+// EmitAnchored implements operation.Emitter.
+func (b *boltInstance) EmitAnchored(p particle.Particle, anchors ...operation.Anchor) {
+	b.seq++
+	p.Origin, p.Seq = b.origin, b.seq
+	env := &b.emitted
+	*env = envelope{p: p}
+	// A root anchored an even number of times cancels out of the child,
+	// as in Storm: its edges are xored into the held inputs only.
+	odd := map[acker.RootID]int{}
+	var hs []*held
+	for _, a := range anchors {
+		h := b.heldInputs[a]
+		if h == nil {
+			continue
+		}
+		hs = append(hs, h)
+		h.env.each(func(an anchor) { odd[an.root]++ })
+	}
+	for root, n := range odd {
+		if n%2 == 0 {
+			continue
+		}
+		if !env.tracked {
+			env.first, env.tracked = anchor{root: root}, true
+		} else {
+			env.more = append(env.more, anchor{root: root})
+		}
+	}
+	xor := b.router.route("", env, b.edges.Next)
+	for _, h := range hs {
+		h.xor ^= xor
+	}
+	b.stats.Out.Add(1)
+}
+
+// Ack implements operation.Emitter.
+func (b *boltInstance) Ack(a operation.Anchor) {
+	if h := b.take(a); h != nil {
+		b.ackInput(&h.env, h.xor)
+	}
+}
+
+// Fail implements operation.Emitter.
+func (b *boltInstance) Fail(a operation.Anchor, err error) {
+	if h := b.take(a); h != nil {
+		b.failInput(context.Background(), &h.env, err)
+	}
+}
+
+func (b *boltInstance) take(a operation.Anchor) *held {
+	h := b.heldInputs[a]
+	delete(b.heldInputs, a)
+	if h != nil && h == b.curHeld {
+		b.curHeld, b.curDone = nil, true
+	}
+	return h
+}
+
+func (b *boltInstance) failHeld(err error) {
+	for a := range b.heldInputs {
+		b.Fail(a, err)
+	}
+}
+
+func (b *boltInstance) flushAcks() {
+	if len(b.acks) == 0 {
+		return
+	}
+	if b.topo.acks != nil {
+		b.results = b.topo.acks.apply(b.acks, b.results)
+	}
+	clear(b.acks)
+	b.acks = b.acks[:0]
+}

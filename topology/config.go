@@ -1,0 +1,170 @@
+package topology
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/sensorstorm/sensorstorm/acker"
+	"github.com/sensorstorm/sensorstorm/streamclock"
+	"github.com/sensorstorm/sensorstorm/syncbuffer"
+)
+
+// Defaults for Config.
+const (
+	DefaultBatchSize            = 256
+	DefaultInboxSize            = 4
+	DefaultHousekeepingInterval = 100 * time.Millisecond
+	DefaultDrainTimeout         = 30 * time.Second
+	DefaultMaxPending           = 1 << 14
+	DefaultMaxAttempts          = 3
+	DefaultRetryInitialInterval = 100 * time.Millisecond
+	DefaultRetryMaxInterval     = 10 * time.Second
+)
+
+// Config configures a Topology. The zero Config is valid: every field has a
+// default.
+type Config struct {
+	// BatchSize is how many particles travel together from one instance to
+	// another. Defaults to DefaultBatchSize.
+	BatchSize int `yaml:"batch_size"`
+	// InboxSize is how many batches a bolt instance's inbox holds before
+	// senders block. Defaults to DefaultInboxSize.
+	InboxSize int `yaml:"inbox_size"`
+	// HousekeepingInterval is the wall time between checks for idle inputs,
+	// due timers and timed-out trees. Defaults to
+	// DefaultHousekeepingInterval.
+	HousekeepingInterval time.Duration `yaml:"housekeeping_interval"`
+	// DrainTimeout bounds how long Run drains after its context is
+	// cancelled before it abandons what is left. Defaults to
+	// DefaultDrainTimeout.
+	DrainTimeout time.Duration `yaml:"drain_timeout"`
+	// Clock selects the stream clock of every instance.
+	Clock ClockConfig `yaml:"clock"`
+	// Acking configures guaranteed processing.
+	Acking AckingConfig `yaml:"acking"`
+
+	// Wall is the wall clock. Defaults to the system clock.
+	Wall streamclock.Wall `yaml:"-"`
+	// Logger receives the engine's logs. Defaults to discarding them.
+	Logger *slog.Logger `yaml:"-"`
+	// DeadLetters receives bad input, late particles dropped by policy and
+	// trees that failed for good. Defaults to counting them only.
+	DeadLetters DeadLetterSink `yaml:"-"`
+}
+
+// ClockConfig selects the stream clock.
+type ClockConfig struct {
+	// Replay makes the stream clocks run from the first event time each
+	// instance sees, at Speed. Live (false) uses the wall clock.
+	Replay bool `yaml:"replay"`
+	// Speed is the replay speed factor, or streamclock.Unpaced. Defaults
+	// to 1.
+	Speed float64 `yaml:"speed"`
+}
+
+// AckingConfig configures the XOR acker and the retry of failed trees.
+type AckingConfig struct {
+	// Enabled turns tracking of data particles on.
+	Enabled bool `yaml:"enabled"`
+	// MaxPending bounds the trees a source instance has pending: Emit
+	// blocks beyond it. Defaults to DefaultMaxPending.
+	MaxPending int `yaml:"max_pending"`
+	// ProgressTimeout fails a tree that made no progress for this long
+	// while the topology was not busy with other work. Defaults to the
+	// acker's default.
+	ProgressTimeout time.Duration `yaml:"progress_timeout"`
+	// HardTimeout fails a tree older than this, progress or not. Defaults
+	// to the acker's default.
+	HardTimeout time.Duration `yaml:"hard_timeout"`
+	// MaxAttempts is how often a particle is emitted before a failure is
+	// final and it goes to the dead-letter sink. Defaults to
+	// DefaultMaxAttempts; 1 means no retry.
+	MaxAttempts int `yaml:"max_attempts"`
+	// RetryInitialInterval and RetryMaxInterval bound the exponential
+	// backoff between attempts. Default to DefaultRetryInitialInterval and
+	// DefaultRetryMaxInterval.
+	RetryInitialInterval time.Duration `yaml:"retry_initial_interval"`
+	RetryMaxInterval     time.Duration `yaml:"retry_max_interval"`
+}
+
+func (c *Config) setDefaults() {
+	if c.BatchSize == 0 {
+		c.BatchSize = DefaultBatchSize
+	}
+	if c.InboxSize == 0 {
+		c.InboxSize = DefaultInboxSize
+	}
+	if c.HousekeepingInterval == 0 {
+		c.HousekeepingInterval = DefaultHousekeepingInterval
+	}
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = DefaultDrainTimeout
+	}
+	if c.Clock.Speed == 0 {
+		c.Clock.Speed = 1
+	}
+	if c.Wall == nil {
+		c.Wall = streamclock.System{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	a := &c.Acking
+	if a.MaxPending == 0 {
+		a.MaxPending = DefaultMaxPending
+	}
+	if a.MaxAttempts == 0 {
+		a.MaxAttempts = DefaultMaxAttempts
+	}
+	if a.RetryInitialInterval == 0 {
+		a.RetryInitialInterval = DefaultRetryInitialInterval
+	}
+	if a.RetryMaxInterval == 0 {
+		a.RetryMaxInterval = DefaultRetryMaxInterval
+	}
+}
+
+// Validate reports the first invalid field.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.BatchSize < 1 {
+		errs = append(errs, fmt.Errorf("batch size %d < 1", c.BatchSize))
+	}
+	if c.InboxSize < 1 {
+		errs = append(errs, fmt.Errorf("inbox size %d < 1", c.InboxSize))
+	}
+	if c.HousekeepingInterval < 0 || c.DrainTimeout < 0 {
+		errs = append(errs, errors.New("negative interval"))
+	}
+	if err := streamclock.ValidSpeed(c.Clock.Speed); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Acking.MaxPending < 1 || c.Acking.MaxAttempts < 1 {
+		errs = append(errs, errors.New("acking: max pending and max attempts must be positive"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("topology: invalid config: %w", err)
+	}
+	return nil
+}
+
+func (a *AckingConfig) table(capacity int) acker.Config {
+	return acker.Config{Capacity: capacity, ProgressTimeout: a.ProgressTimeout, HardTimeout: a.HardTimeout}
+}
+
+// BoltConfig configures one bolt.
+type BoltConfig struct {
+	// Parallelism is the number of instances. Defaults to 1.
+	Parallelism int `yaml:"parallelism"`
+	// Buffer configures the synchronization buffer in front of every
+	// instance: window, idle timeout, future bound and late policy.
+	Buffer syncbuffer.Config `yaml:"buffer"`
+}
+
+// SourceConfig configures one source.
+type SourceConfig struct {
+	// Parallelism is the number of instances. Defaults to 1.
+	Parallelism int `yaml:"parallelism"`
+}

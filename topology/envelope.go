@@ -1,0 +1,81 @@
+package topology
+
+import (
+	"sync"
+
+	"github.com/sensorstorm/sensorstorm/acker"
+	"github.com/sensorstorm/sensorstorm/particle"
+	"github.com/sensorstorm/sensorstorm/syncbuffer"
+)
+
+// anchor ties a particle to one source tree: the tree's root and the
+// particle's own edge id in it.
+type anchor struct {
+	root acker.RootID
+	edge uint64
+}
+
+// envelope is a particle in transit with the trees it belongs to. Most
+// particles belong to one tree or none, so the first anchor is inline.
+type envelope struct {
+	p       particle.Particle
+	first   anchor
+	more    []anchor // further trees, for particles anchored across roots
+	tracked bool
+	replay  bool  // emitted again after a failure, or derived from such a particle
+	arrived int64 // wall time the receiving instance took it in
+}
+
+// each calls fn for every tree the envelope belongs to.
+func (e *envelope) each(fn func(a anchor)) {
+	if !e.tracked {
+		return
+	}
+	fn(e.first)
+	for _, a := range e.more {
+		fn(a)
+	}
+}
+
+func envelopeKey(e *envelope) syncbuffer.Key {
+	return syncbuffer.Key{Time: e.p.Time, Origin: e.p.Origin, Seq: e.p.Seq}
+}
+
+func envelopeIsMeta(e *envelope) bool { return e.p.Meta != nil }
+
+// batch is the unit that travels between instances. drained marks the end
+// of its sender's new data: only replays of failed particles may follow, so
+// the receiver stops waiting for this input and flushes. eos marks the last
+// batch from its sender.
+type batch struct {
+	input   int
+	items   []envelope
+	drained bool
+	eos     bool
+	sent    int64 // wall time of delivery
+}
+
+// batchPool recycles batches so that steady-state transport does not
+// allocate.
+type batchPool struct {
+	size int
+	pool sync.Pool
+}
+
+func newBatchPool(size int) *batchPool {
+	bp := &batchPool{size: size}
+	bp.pool.New = func() any { return &batch{items: make([]envelope, 0, size)} }
+	return bp
+}
+
+func (bp *batchPool) get(input int) *batch {
+	b := bp.pool.Get().(*batch)
+	b.input = input
+	return b
+}
+
+func (bp *batchPool) put(b *batch) {
+	clear(b.items)
+	b.items, b.drained, b.eos = b.items[:0], false, false
+	bp.pool.Put(b)
+}

@@ -1,0 +1,252 @@
+package topology
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/sensorstorm/sensorstorm/acker"
+	"github.com/sensorstorm/sensorstorm/particle"
+)
+
+// Source produces particles. Run emits until the input is exhausted (it
+// returns nil) or ctx is cancelled (it returns promptly, with nil or
+// ctx.Err()). Any other error stops the topology.
+type Source interface {
+	Run(ctx context.Context, out SourceEmitter) error
+}
+
+// SourceFunc adapts a function to a Source.
+type SourceFunc func(ctx context.Context, out SourceEmitter) error
+
+// Run calls f.
+func (f SourceFunc) Run(ctx context.Context, out SourceEmitter) error { return f(ctx, out) }
+
+// SourceFactory makes the source of one instance.
+type SourceFactory func(instance int) Source
+
+// Single returns a SourceFactory for a source with one instance.
+func Single(s Source) SourceFactory { return func(int) Source { return s } }
+
+// Acknowledger is implemented by sources that want to learn the fate of
+// the particles they emitted with a message id. Both methods are called
+// from the engine's goroutines, concurrently with Run and with each other,
+// once per message id: Ack when the particle's tree was fully processed
+// (or, with acking off, when the particle was accepted), Fail when it
+// failed for good after the retry policy gave up.
+type Acknowledger interface {
+	Ack(msgID any)
+	Fail(msgID any, reason acker.Reason, err error)
+}
+
+// SourceEmitter is what a source emits into. Its methods are safe for
+// concurrent use.
+type SourceEmitter interface {
+	// Emit sends a data particle downstream. With a non-nil msgID the
+	// particle is tracked: the source's Acknowledger learns when it was
+	// processed, and a failure is retried by the engine. Emit blocks
+	// while downstream is full or the source has too many particles
+	// pending; it returns a non-nil error only when p was not accepted
+	// because ctx was cancelled or the topology is stopping.
+	Emit(p particle.Particle, msgID any) error
+	// EmitMeta sends a meta particle to every instance downstream.
+	EmitMeta(t int64, m particle.Meta) error
+	// Reject reports bad input: it is counted and sent to the dead-letter
+	// sink with raw; nothing is emitted.
+	Reject(err error, raw []byte)
+	// Flush hands partly filled batches downstream now, for sources that
+	// go quiet; the engine also does it after a short linger.
+	Flush() error
+}
+
+// sourceInstance runs one instance of a source.
+type sourceInstance struct {
+	name    string
+	index   int
+	origin  uint32
+	src     Source
+	ackr    Acknowledger // nil when the source does not want acks
+	topo    *run
+	stats   *ComponentStats
+	pending chan struct{} // one token per tracked particle not yet finished; nil without acking
+	retries retryQueue
+	edgesFn edgeFunc
+
+	// ctx is the source's context: cancelled when the topology stops.
+	ctx context.Context
+
+	mu     sync.Mutex // guards what follows: Emit may be called concurrently
+	seq    uint64
+	router router
+	env    envelope // the one being routed; a field so that routing does not allocate
+
+	seals   []ackOp   // of trees whose copies wait in undelivered batches
+	results []outcome // scratch for applying them
+}
+
+var _ SourceEmitter = (*sourceInstance)(nil)
+
+func (s *sourceInstance) run(ctx context.Context) error {
+	s.ctx = ctx
+	err := s.src.Run(ctx, s)
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		err = nil
+	}
+	if err != nil {
+		err = fmt.Errorf("source %s[%d]: %w", s.name, s.index, err)
+	}
+	return err
+}
+
+// Emit implements SourceEmitter.
+func (s *sourceInstance) Emit(p particle.Particle, msgID any) error {
+	if p.Meta != nil {
+		return fmt.Errorf("topology: Emit of a meta particle (%s): use EmitMeta", p.Meta.MetaType())
+	}
+	tracked := msgID != nil && s.pending != nil
+	if tracked {
+		if err := s.acquire(); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.router.flushFull(s.ctx); err != nil {
+		if tracked {
+			<-s.pending
+		}
+		return err
+	}
+	if tracked {
+		s.emitTracked(p, msgID, 1)
+	} else {
+		s.emitUntracked(p)
+		if msgID != nil && s.ackr != nil {
+			s.ackr.Ack(msgID)
+		}
+	}
+	s.stats.Out.Add(1)
+	// p is accepted: a batch that cannot be handed on now because ctx is
+	// over is delivered when the source finishes.
+	_ = s.router.flushFull(s.ctx)
+	return nil
+}
+
+// acquire takes a pending token, flushing what this source holds before it
+// blocks: those particles may be the ones whose completion frees a token.
+func (s *sourceInstance) acquire() error {
+	select {
+	case s.pending <- struct{}{}:
+		return nil
+	default:
+	}
+	if err := s.Flush(); err != nil {
+		return err
+	}
+	select {
+	case s.pending <- struct{}{}:
+		return nil
+	case <-s.ctx.Done():
+		return s.ctx.Err()
+	}
+}
+
+// stamp gives p this instance's identity. s.mu is held.
+func (s *sourceInstance) stamp(p *particle.Particle) {
+	s.seq++
+	p.Origin, p.Seq = s.origin, s.seq
+}
+
+func (s *sourceInstance) emitUntracked(p particle.Particle) {
+	s.stamp(&p)
+	s.env = envelope{p: p}
+	s.router.route("", &s.env, nil)
+}
+
+// emitTracked starts a tree for p and routes it. s.mu is held and a
+// pending token was taken.
+func (s *sourceInstance) emitTracked(p particle.Particle, msgID any, attempt int) {
+	s.stamp(&p)
+	acks := s.topo.acks
+	root := acks.start(s, p, msgID, attempt)
+	s.env = envelope{p: p, first: anchor{root: root}, tracked: true, replay: attempt > 1}
+	xor := s.router.route("", &s.env, s.edgesFn)
+	// No copy is visible downstream before its batch is delivered, so
+	// seals wait for the next delivery and share one lock.
+	s.seals = append(s.seals, sealOp(root, xor))
+}
+
+// applySeals is called by the router before it delivers a batch.
+func (s *sourceInstance) applySeals() {
+	s.results = s.topo.acks.apply(s.seals, s.results)
+	clear(s.seals)
+	s.seals = s.seals[:0]
+}
+
+// EmitMeta implements SourceEmitter.
+func (s *sourceInstance) EmitMeta(t int64, m particle.Meta) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.router.flushFull(s.ctx); err != nil {
+		return err
+	}
+	p := particle.Particle{Time: t, Meta: m}
+	s.stamp(&p)
+	s.env = envelope{p: p}
+	s.router.route("", &s.env, nil)
+	_ = s.router.flushFull(s.ctx)
+	return nil
+}
+
+// Reject implements SourceEmitter.
+func (s *sourceInstance) Reject(err error, raw []byte) {
+	s.stats.Invalid.Add(1)
+	s.topo.deadLetter(DeadLetter{Component: s.name, Instance: s.index, Reason: "invalid", Err: err, Raw: raw})
+}
+
+// Flush implements SourceEmitter.
+func (s *sourceInstance) Flush() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.router.flush(s.ctx, false)
+}
+
+// replay emits a failed particle again.
+func (s *sourceInstance) replay(r retry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stats.Replayed.Add(1)
+	s.emitTracked(r.p, r.msgID, r.attempt)
+	// The source's own context may be over: a replay must still reach the
+	// bolts, which drain until the end.
+	_ = s.router.flushFull(s.topo.drainCtx)
+}
+
+// finish delivers what is left and announces the end of this instance's
+// stream. It waits for pending trees first, replaying failures, so that
+// nothing the source emitted is lost.
+func (s *sourceInstance) finish(ctx context.Context) error {
+	s.mu.Lock()
+	err := s.router.flush(ctx, false)
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if s.pending != nil {
+		// Downstream buffers flush on drained, so the last trees can
+		// complete; failed ones are replayed meanwhile.
+		s.mu.Lock()
+		err := s.router.drain(ctx)
+		s.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		if err := s.drainPending(ctx); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.router.endOfStream(ctx)
+}

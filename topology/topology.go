@@ -1,0 +1,428 @@
+package topology
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sensorstorm/sensorstorm/acker"
+	"github.com/sensorstorm/sensorstorm/operation"
+	"github.com/sensorstorm/sensorstorm/syncbuffer"
+)
+
+// Topology is a graph of sources and bolts. Build it with AddSource and
+// AddBolt, then call Run once.
+type Topology struct {
+	cfg     Config
+	sources []*sourceSpec
+	bolts   []*Bolt
+	stats   map[string]*ComponentStats
+	errs    []error
+	ran     atomic.Bool
+}
+
+type sourceSpec struct {
+	name    string
+	factory SourceFactory
+	cfg     SourceConfig
+}
+
+// Bolt is a bolt being declared; its methods declare its inputs.
+type Bolt struct {
+	name    string
+	factory operation.Factory
+	cfg     BoltConfig
+	inputs  []inputSpec
+}
+
+type inputSpec struct {
+	from, stream string
+	grouping     Grouping
+}
+
+// New returns an empty topology.
+func New(cfg Config) (*Topology, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Topology{cfg: cfg, stats: make(map[string]*ComponentStats)}, nil
+}
+
+// AddSource adds a source with cfg.Parallelism instances made by f.
+func (t *Topology) AddSource(name string, f SourceFactory, cfg SourceConfig) {
+	if cfg.Parallelism == 0 {
+		cfg.Parallelism = 1
+	}
+	t.declare(name)
+	t.sources = append(t.sources, &sourceSpec{name: name, factory: f, cfg: cfg})
+}
+
+// AddBolt adds a bolt with cfg.Parallelism instances, each running an
+// operation made by f. Declare its inputs on the returned Bolt.
+func (t *Topology) AddBolt(name string, f operation.Factory, cfg BoltConfig) *Bolt {
+	if cfg.Parallelism == 0 {
+		cfg.Parallelism = 1
+	}
+	t.declare(name)
+	b := &Bolt{name: name, factory: f, cfg: cfg}
+	t.bolts = append(t.bolts, b)
+	return b
+}
+
+func (t *Topology) declare(name string) {
+	if _, dup := t.stats[name]; dup || name == "" {
+		t.errs = append(t.errs, fmt.Errorf("component name %q empty or used twice", name))
+	}
+	t.stats[name] = new(ComponentStats)
+}
+
+// Input subscribes the bolt to the default stream of component from, with
+// grouping g.
+func (b *Bolt) Input(from string, g Grouping) *Bolt { return b.InputStream(from, "", g) }
+
+// InputStream subscribes the bolt to a named stream of component from, such
+// as LateStream.
+func (b *Bolt) InputStream(from, stream string, g Grouping) *Bolt {
+	b.inputs = append(b.inputs, inputSpec{from: from, stream: stream, grouping: g})
+	return b
+}
+
+// Stats returns the counters of the named component, or nil.
+func (t *Topology) Stats(name string) *ComponentStats { return t.stats[name] }
+
+// Components returns the names of the sources, then the bolts, in the
+// order they were added.
+func (t *Topology) Components() []string {
+	var names []string
+	for _, s := range t.sources {
+		names = append(names, s.name)
+	}
+	for _, b := range t.bolts {
+		names = append(names, b.name)
+	}
+	return names
+}
+
+// validate checks the graph: known inputs, parallelism, no cycles.
+func (t *Topology) validate() error {
+	errs := append([]error(nil), t.errs...)
+	if len(t.sources) == 0 {
+		errs = append(errs, errors.New("no source"))
+	}
+	deps := map[string][]string{}
+	for _, s := range t.sources {
+		if s.cfg.Parallelism < 1 {
+			errs = append(errs, fmt.Errorf("source %s: parallelism %d", s.name, s.cfg.Parallelism))
+		}
+	}
+	for _, b := range t.bolts {
+		if b.cfg.Parallelism < 1 {
+			errs = append(errs, fmt.Errorf("bolt %s: parallelism %d", b.name, b.cfg.Parallelism))
+		}
+		if len(b.inputs) == 0 {
+			errs = append(errs, fmt.Errorf("bolt %s: no input", b.name))
+		}
+		for _, in := range b.inputs {
+			if _, ok := t.stats[in.from]; !ok {
+				errs = append(errs, fmt.Errorf("bolt %s: input from unknown component %q", b.name, in.from))
+			}
+			if in.grouping == nil {
+				errs = append(errs, fmt.Errorf("bolt %s: input from %s has no grouping", b.name, in.from))
+			}
+			deps[b.name] = append(deps[b.name], in.from)
+		}
+	}
+	if cyc := findCycle(deps); cyc != "" {
+		errs = append(errs, fmt.Errorf("cycle through %s: end of stream could never flow", cyc))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %w", ErrInvalidTopology, errors.Join(errs...))
+	}
+	return nil
+}
+
+func findCycle(deps map[string][]string) string {
+	const (
+		visiting = 1
+		done     = 2
+	)
+	state := map[string]int{}
+	var visit func(n string) string
+	visit = func(n string) string {
+		switch state[n] {
+		case visiting:
+			return n
+		case done:
+			return ""
+		}
+		state[n] = visiting
+		for _, d := range deps[n] {
+			if c := visit(d); c != "" {
+				return c
+			}
+		}
+		state[n] = done
+		return ""
+	}
+	for n := range deps {
+		if c := visit(n); c != "" {
+			return c
+		}
+	}
+	return ""
+}
+
+// run is the state of one Run.
+type run struct {
+	cfg      Config
+	pool     *batchPool
+	acks     *ackService // nil without acking
+	drainCtx context.Context
+	sources  []*sourceInstance
+	bolts    []*boltInstance
+}
+
+func (r *run) wallNanos() int64 { return r.cfg.Wall.Now().UnixNano() }
+
+func (r *run) deadLetter(d DeadLetter) {
+	if r.cfg.DeadLetters != nil {
+		r.cfg.DeadLetters.DeadLetter(r.drainCtx, d)
+	}
+}
+
+// Run runs the topology until every source has ended and everything they
+// emitted was processed, or until ctx is cancelled and the topology has
+// drained. It returns the sources' and sinks' errors, joined, and
+// ErrDrainTimeout when draining took longer than Config.DrainTimeout.
+func (t *Topology) Run(ctx context.Context) error {
+	if !t.ran.CompareAndSwap(false, true) {
+		return errors.New("topology: Run called twice")
+	}
+	if err := t.validate(); err != nil {
+		return err
+	}
+	drainCtx, abort := context.WithCancel(context.WithoutCancel(ctx))
+	defer abort()
+	r, err := t.build(drainCtx)
+	if err != nil {
+		return err
+	}
+	srcCtx, stopSources := context.WithCancel(ctx)
+	defer stopSources()
+
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	fail := func(err error) {
+		if err == nil {
+			return
+		}
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+		// Any failure stops the sources: the rest drains in order.
+		stopSources()
+	}
+	for _, b := range r.bolts {
+		wg.Go(func() { fail(b.run(drainCtx)) })
+	}
+	var aux sync.WaitGroup
+	auxCtx, stopAux := context.WithCancel(drainCtx)
+	for _, s := range r.sources {
+		ticks, stop := t.cfg.Wall.NewTicker(linger)
+		aux.Go(func() {
+			defer stop()
+			s.housekeep(auxCtx, ticks)
+		})
+		wg.Go(func() {
+			fail(s.run(srcCtx))
+			fail(s.finish(drainCtx))
+		})
+	}
+	if r.acks != nil {
+		aux.Go(func() { r.expireTrees(auxCtx) })
+	}
+	finished := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(finished)
+	}()
+	select {
+	case <-finished:
+	case <-srcCtx.Done():
+		timer := time.NewTimer(t.cfg.DrainTimeout)
+		select {
+		case <-finished:
+		case <-timer.C:
+			fail(ErrDrainTimeout)
+			abort()
+			<-finished
+		}
+		timer.Stop()
+	}
+	stopAux()
+	aux.Wait()
+	return errors.Join(dropAborted(errs)...)
+}
+
+// linger is how long a partly filled batch of a source may wait.
+const linger = 5 * time.Millisecond
+
+// dropAborted removes the cancellations caused by an abort: ErrDrainTimeout
+// says it once.
+func dropAborted(errs []error) []error {
+	if !slicesContains(errs, ErrDrainTimeout) {
+		return errs
+	}
+	var out []error
+	for _, e := range errs {
+		if !errors.Is(e, context.Canceled) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func slicesContains(errs []error, target error) bool {
+	for _, e := range errs {
+		if errors.Is(e, target) {
+			return true
+		}
+	}
+	return false
+}
+
+// expireTrees times out lost trees until ctx ends. Time during which work
+// waited in a queue for longer than a housekeeping interval does not count
+// towards the progress timeout: under backpressure trees are queued, not
+// lost, and must not be replayed in a storm.
+func (r *run) expireTrees(ctx context.Context) {
+	interval := r.cfg.HousekeepingInterval
+	ticks, stop := r.cfg.Wall.NewTicker(interval)
+	defer stop()
+	var paused time.Duration
+	last := r.wallNanos()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticks:
+			now := r.wallNanos()
+			if r.queueDelay(now) >= interval {
+				paused += time.Duration(now - last)
+			}
+			last = now
+			r.acks.expire(now, paused)
+		}
+	}
+}
+
+// queueDelay is how long the oldest work queued anywhere has waited.
+func (r *run) queueDelay(now int64) time.Duration {
+	var oldest int64
+	for _, b := range r.bolts {
+		if w := b.waiting.Load(); w != 0 && (oldest == 0 || w < oldest) {
+			oldest = w
+		}
+	}
+	if oldest == 0 {
+		return 0
+	}
+	return time.Duration(now - oldest)
+}
+
+// build makes the instances and wires their routers to the inboxes.
+func (t *Topology) build(drainCtx context.Context) (*run, error) {
+	r := &run{cfg: t.cfg, pool: newBatchPool(t.cfg.BatchSize), drainCtx: drainCtx}
+	var origin uint32
+	instances := map[string][]*router{}
+	sourcesByName := map[string]int{}
+	for _, spec := range t.sources {
+		sourcesByName[spec.name] = spec.cfg.Parallelism
+		for i := range spec.cfg.Parallelism {
+			origin++
+			src := spec.factory(i)
+			s := &sourceInstance{name: spec.name, index: i, origin: origin, src: src, topo: r, stats: t.stats[spec.name], ctx: drainCtx}
+			s.ackr, _ = src.(Acknowledger)
+			s.router = router{pool: r.pool, now: r.wallNanos}
+			if t.cfg.Acking.Enabled {
+				s.pending = make(chan struct{}, t.cfg.Acking.MaxPending)
+			}
+			r.sources = append(r.sources, s)
+			instances[spec.name] = append(instances[spec.name], &s.router)
+		}
+	}
+	if t.cfg.Acking.Enabled {
+		acks, err := newAckService(t.cfg.Acking, len(r.sources)*t.cfg.Acking.MaxPending, r.wallNanos())
+		if err != nil {
+			return nil, fmt.Errorf("topology: %w", err)
+		}
+		r.acks = acks
+	}
+	byName := map[string][]*boltInstance{}
+	for _, spec := range t.bolts {
+		inputs := 0
+		for _, in := range spec.inputs {
+			inputs += t.parallelism(in.from)
+		}
+		for i := range spec.cfg.Parallelism {
+			origin++
+			buf, err := syncbuffer.New(spec.cfg.Buffer, inputs, envelopeKey, envelopeIsMeta)
+			if err != nil {
+				return nil, fmt.Errorf("topology: bolt %s: %w", spec.name, err)
+			}
+			b := &boltInstance{
+				name: spec.name, index: i, origin: origin, op: spec.factory(), buf: buf,
+				late: buf.Config().Late, inbox: make(chan *batch, t.cfg.InboxSize), inputs: inputs,
+				topo: r, stats: t.stats[spec.name], edges: acker.NewEdgeIDs(),
+				heldInputs: map[operation.Anchor]*held{}, drainedInputs: make([]bool, inputs),
+			}
+			b.router = router{pool: r.pool, now: r.wallNanos}
+			r.bolts = append(r.bolts, b)
+			byName[spec.name] = append(byName[spec.name], b)
+			instances[spec.name] = append(instances[spec.name], &b.router)
+		}
+	}
+	// Wire every input: each upstream instance is one input of every
+	// downstream instance, numbered in declaration order.
+	for _, spec := range t.bolts {
+		next := 0
+		for _, in := range spec.inputs {
+			for _, up := range instances[in.from] {
+				o := output{stream: in.stream, grouping: in.grouping}
+				for _, down := range byName[spec.name] {
+					o.targets = append(o.targets, target{inbox: chanInbox(down.inbox), input: next})
+				}
+				up.outputs = append(up.outputs, o)
+				next++
+			}
+		}
+	}
+	for _, s := range r.sources {
+		s.edgesFn = acker.NewEdgeIDs().Next
+		if r.acks != nil {
+			s.router.beforeDeliver = s.applySeals
+		}
+	}
+	return r, nil
+}
+
+func (t *Topology) parallelism(name string) int {
+	for _, s := range t.sources {
+		if s.name == name {
+			return s.cfg.Parallelism
+		}
+	}
+	for _, b := range t.bolts {
+		if b.name == name {
+			return b.cfg.Parallelism
+		}
+	}
+	return 0
+}
