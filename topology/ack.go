@@ -163,9 +163,11 @@ func (a *ackService) report(results []outcome) {
 			<-s.pending
 		case o.attempt < a.cfg.MaxAttempts:
 			s.stats.Failed.Add(1)
+			s.stats.FailedBy[o.reason].Add(1)
 			s.retries.push(retry{p: o.p, msgID: o.msgID, attempt: o.attempt + 1, due: a.now.Load() + int64(a.backoff(o.attempt))})
 		default:
 			s.stats.Failed.Add(1)
+			s.stats.FailedBy[o.reason].Add(1)
 			s.stats.DeadLettered.Add(1)
 			p := o.p
 			s.topo.deadLetter(DeadLetter{Component: s.name, Instance: s.index, Reason: o.reason.String(), Err: o.err, Particle: &p})

@@ -56,6 +56,7 @@ type boltInstance struct {
 	clock         *streamclock.Clock
 	lastWM        int64
 	sentDrain     bool
+	buffered      int64        // this instance's share of stats.Buffered
 	waiting       atomic.Int64 // wall time since which the oldest queued work waits; 0 when none
 
 	// the input being processed: its children's edges go to curXor, or to
@@ -92,6 +93,8 @@ func (b *boltInstance) run(ctx context.Context) error {
 		}
 	}
 	b.release(ctx, b.now())
+	b.stats.Buffered.Add(-b.buffered)
+	b.buffered = 0
 	b.watermark(ctx, math.MaxInt64)
 	if f, ok := b.op.(operation.Flusher); ok {
 		b.call(func() error { return f.Flush(ctx, b) })
@@ -177,6 +180,9 @@ func (b *boltInstance) settle(ctx context.Context) {
 		since = oldest.arrived
 	}
 	b.waiting.Store(since)
+	n := int64(b.buf.Len())
+	b.stats.Buffered.Add(n - b.buffered)
+	b.buffered = n
 }
 
 func (b *boltInstance) housekeep(ctx context.Context) {

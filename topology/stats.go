@@ -1,6 +1,10 @@
 package topology
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/sensorstorm/sensorstorm/acker"
+)
 
 // ComponentStats counts what one source or bolt did, summed over its
 // instances. The counters are safe to read while the topology runs.
@@ -21,6 +25,33 @@ type ComponentStats struct {
 	// Acked, Failed, Replayed and DeadLettered count a source's trees:
 	// completed, failed (each attempt), emitted again, and given up.
 	Acked, Failed, Replayed, DeadLettered atomic.Uint64
+	// FailedBy counts a source's failed attempts by reason, indexed by
+	// acker.Reason.
+	FailedBy [acker.Shutdown + 1]atomic.Uint64
 	// Watermark is the highest watermark of any instance, in ns.
 	Watermark atomic.Int64
+	// Buffered is the number of particles held in the instances' sync
+	// buffers now.
+	Buffered atomic.Int64
+}
+
+// AckStats describes the acker of a running topology.
+type AckStats struct {
+	// Pending is the number of trees not finished yet.
+	Pending int
+	// Stale counts acks and fails for trees that had already finished.
+	Stale uint64
+}
+
+// AckStats returns the acker's figures; zero when acking is off or the
+// topology is not running.
+func (t *Topology) AckStats() AckStats {
+	r := t.current.Load()
+	if r == nil || r.acks == nil {
+		return AckStats{}
+	}
+	a := r.acks
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return AckStats{Pending: a.table.Len(), Stale: a.stale.Load()}
 }

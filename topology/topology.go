@@ -22,6 +22,7 @@ type Topology struct {
 	stats   map[string]*ComponentStats
 	errs    []error
 	ran     atomic.Bool
+	current atomic.Pointer[run]
 }
 
 type sourceSpec struct {
@@ -211,6 +212,7 @@ func (t *Topology) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	t.current.Store(r)
 	srcCtx, stopSources := context.WithCancel(ctx)
 	defer stopSources()
 

@@ -39,6 +39,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "replay":
 		return replay(ctx, args[1:], stdout, stderr)
+	case "ingest":
+		return ingest(ctx, args[1:], stdout, stderr)
+	case "bench":
+		return bench(ctx, args[1:], stdout, stderr)
+	case "run":
+		return runPipeline(ctx, args[1:], stdout, stderr)
+	case "validate":
+		return validatePipeline(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		usage(stdout)
 		return exitOK
@@ -52,7 +60,11 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `sensorstorm runs time-synchronized sensor stream pipelines.
 
 Commands:
-  replay [flags] FILE...   replay line-protocol recordings in event-time order
+  replay [flags] FILE...   replay recordings in event-time order at an adjusted speed
+  ingest [flags]           ingest MQTT sensor feeds with no loss
+  bench [flags]            measure MQTT ingest against a bare subscriber
+  run PIPELINE.yaml        run a pipeline from a config file
+  validate PIPELINE.yaml   check a pipeline config without running it
 
 Run "sensorstorm COMMAND -h" for the flags of a command.
 `)
