@@ -55,19 +55,21 @@ type ackService struct {
 	table *acker.Table
 	trees []tree // by root slot
 	stale atomic.Uint64
-	// now is a coarse wall clock for the table, set at every housekeeping
-	// tick: timeouts are seconds, and reading the clock per particle would
-	// cost more than the acking itself.
-	now atomic.Int64
+	// now is a coarse wall clock, set at every housekeeping tick, for
+	// starting trees: reading the clock per particle would cost more than
+	// the acking itself. Their progress is stamped when they are sealed,
+	// with the exact time read once per batch of updates.
+	now  atomic.Int64
+	wall func() int64
 }
 
-func newAckService(cfg AckingConfig, capacity int, now int64) (*ackService, error) {
+func newAckService(cfg AckingConfig, capacity int, wall func() int64) (*ackService, error) {
 	t, err := acker.NewTable(cfg.table(capacity))
 	if err != nil {
 		return nil, err
 	}
-	a := &ackService{cfg: cfg, table: t, trees: make([]tree, capacity)}
-	a.now.Store(now)
+	a := &ackService{cfg: cfg, table: t, trees: make([]tree, capacity), wall: wall}
+	a.now.Store(wall())
 	return a, nil
 }
 
@@ -98,7 +100,7 @@ func (a *ackService) apply(ops []ackOp, results []outcome) []outcome {
 		return results
 	}
 	results = results[:0]
-	now := a.now.Load()
+	now := a.wall()
 	a.mu.Lock()
 	for i := range ops {
 		op := &ops[i]

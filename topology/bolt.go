@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"runtime/debug"
-	"sync/atomic"
 
 	"github.com/sensorstorm/sensorstorm/acker"
 	"github.com/sensorstorm/sensorstorm/metaparticle"
@@ -28,7 +27,22 @@ var ErrFutureTimestamp = errors.New("topology: timestamp too far ahead of the st
 // held is an input an operation keeps pending past Process.
 type held struct {
 	env envelope
-	xor uint64 // edges of the children anchored to it
+	// xors holds, per tree of env (in the order of envelope.each), the
+	// edges of the children that tree must see acked through this input.
+	xors []uint64
+}
+
+func newHeld(env *envelope, xor uint64) *held {
+	h := &held{env: *env, xors: make([]uint64, 1+len(env.more))}
+	h.add(xor)
+	return h
+}
+
+// add accounts children anchored to the input in every one of its trees.
+func (h *held) add(xor uint64) {
+	for i := range h.xors {
+		h.xors[i] ^= xor
+	}
 }
 
 // boltInstance runs one instance of a bolt in its own goroutine.
@@ -56,8 +70,8 @@ type boltInstance struct {
 	clock         *streamclock.Clock
 	lastWM        int64
 	sentDrain     bool
-	buffered      int64        // this instance's share of stats.Buffered
-	waiting       atomic.Int64 // wall time since which the oldest queued work waits; 0 when none
+	buffered      int64 // this instance's share of stats.Buffered
+	backlog       backlog
 
 	// the input being processed: its children's edges go to curXor, or to
 	// curHeld once the operation holds it; curDone once it acked or failed
@@ -72,6 +86,7 @@ type boltInstance struct {
 	released, emitted envelope
 
 	heldInputs map[operation.Anchor]*held
+	claims     []claim // scratch for EmitAnchored
 	nextAnchor operation.Anchor
 	curAnchor  operation.Anchor
 }
@@ -129,7 +144,8 @@ func (b *boltInstance) startClock(t int64) {
 }
 
 func (b *boltInstance) receive(ctx context.Context, bt *batch) {
-	arrived := b.topo.wallNanos()
+	// What is left in the inbox waits while this batch is processed.
+	b.backlog.settle(b.topo.wallNanos(), len(b.inbox) > 0 || b.buf.Len() > 0)
 	b.stats.In.Add(uint64(len(bt.items)))
 	if b.clock == nil && len(bt.items) > 0 {
 		b.startClock(bt.items[0].p.Time)
@@ -137,7 +153,6 @@ func (b *boltInstance) receive(ctx context.Context, bt *batch) {
 	now := b.now()
 	for i := range bt.items {
 		env := &bt.items[i]
-		env.arrived = arrived
 		if b.clock != nil {
 			b.clock.Observe(env.p.Time)
 		}
@@ -167,19 +182,12 @@ func (b *boltInstance) receive(ctx context.Context, bt *batch) {
 	}
 }
 
-// settle hands on what the last round produced and publishes how long the
-// oldest queued work has waited, for the acker's progress timeout.
+// settle hands on what the last round produced and accounts the time the
+// instance had work waiting, for the acker's progress timeout.
 func (b *boltInstance) settle(ctx context.Context) {
 	b.flushAcks()
 	_ = b.router.flush(ctx, false)
-	var since int64
-	if len(b.inbox) > 0 {
-		since = b.topo.wallNanos()
-	}
-	if oldest, ok := b.buf.Min(); ok && (since == 0 || oldest.arrived < since) {
-		since = oldest.arrived
-	}
-	b.waiting.Store(since)
+	b.backlog.settle(b.topo.wallNanos(), len(b.inbox) > 0 || b.buf.Len() > 0)
 	n := int64(b.buf.Len())
 	b.stats.Buffered.Add(n - b.buffered)
 	b.buffered = n
@@ -344,7 +352,7 @@ func (b *boltInstance) emit(stream string, p particle.Particle) {
 	}
 	x := b.router.route(stream, env, b.edges.Next)
 	if b.curHeld != nil {
-		b.curHeld.xor ^= x
+		b.curHeld.add(x)
 	} else {
 		b.curXor ^= x
 	}
@@ -359,51 +367,67 @@ func (b *boltInstance) Hold() operation.Anchor {
 	if b.curHeld == nil && !b.curDone {
 		b.nextAnchor++
 		b.curAnchor = b.nextAnchor
-		b.curHeld = &held{env: *b.cur, xor: b.curXor}
+		b.curHeld = newHeld(b.cur, b.curXor)
 		b.heldInputs[b.curAnchor] = b.curHeld
 	}
 	return b.curAnchor
 }
 
 // EmitAnchored implements operation.Emitter.
+//
+// Each tree of the anchors is charged to exactly one held input, the first
+// that belongs to it, and the child joins that tree. (Storm xors the child's
+// edge into every anchor, so that a tree reached through two anchors, or the
+// same anchor twice, could complete before the child was processed.)
 func (b *boltInstance) EmitAnchored(p particle.Particle, anchors ...operation.Anchor) {
 	b.seq++
 	p.Origin, p.Seq = b.origin, b.seq
 	env := &b.emitted
 	*env = envelope{p: p}
-	// A root anchored an even number of times cancels out of the child,
-	// as in Storm: its edges are xored into the held inputs only.
-	odd := map[acker.RootID]int{}
-	var hs []*held
+	b.claims = b.claims[:0]
 	for _, a := range anchors {
 		h := b.heldInputs[a]
 		if h == nil {
 			continue
 		}
-		hs = append(hs, h)
-		h.env.each(func(an anchor) { odd[an.root]++ })
+		i := 0
+		h.env.each(func(an anchor) {
+			defer func() { i++ }()
+			for _, c := range b.claims {
+				if c.root == an.root {
+					return
+				}
+			}
+			b.claims = append(b.claims, claim{root: an.root, h: h, i: i})
+			if !env.tracked {
+				env.first, env.tracked, env.replay = anchor{root: an.root}, true, h.env.replay
+			} else {
+				env.more = append(env.more, anchor{root: an.root})
+			}
+		})
 	}
-	for root, n := range odd {
-		if n%2 == 0 {
-			continue
-		}
-		if !env.tracked {
-			env.first, env.tracked = anchor{root: root}, true
-		} else {
-			env.more = append(env.more, anchor{root: root})
-		}
-	}
-	xor := b.router.route("", env, b.edges.Next)
-	for _, h := range hs {
-		h.xor ^= xor
+	x := b.router.route("", env, b.edges.Next)
+	for _, c := range b.claims {
+		c.h.xors[c.i] ^= x
 	}
 	b.stats.Out.Add(1)
+}
+
+// claim charges one tree of an EmitAnchored child to one held input.
+type claim struct {
+	root acker.RootID
+	h    *held
+	i    int
 }
 
 // Ack implements operation.Emitter.
 func (b *boltInstance) Ack(a operation.Anchor) {
 	if h := b.take(a); h != nil {
-		b.ackInput(&h.env, h.xor)
+		i := 0
+		h.env.each(func(an anchor) {
+			b.acks = append(b.acks, ackOp{root: an.root, xor: an.edge ^ h.xors[i]})
+			i++
+		})
 	}
 }
 

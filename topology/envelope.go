@@ -22,8 +22,7 @@ type envelope struct {
 	first   anchor
 	more    []anchor // further trees, for particles anchored across roots
 	tracked bool
-	replay  bool  // emitted again after a failure, or derived from such a particle
-	arrived int64 // wall time the receiving instance took it in
+	replay  bool // emitted again after a failure, or derived from such a particle
 }
 
 // each calls fn for every tree the envelope belongs to.
@@ -52,7 +51,6 @@ type batch struct {
 	items   []envelope
 	drained bool
 	eos     bool
-	sent    int64 // wall time of delivery
 }
 
 // batchPool recycles batches so that steady-state transport does not

@@ -50,8 +50,7 @@ type router struct {
 	outputs []output
 	pool    *batchPool
 	scratch []int
-	full    int          // pending batches that are full
-	now     func() int64 // wall clock, to stamp batches for queueing delay
+	full    int // pending batches that are full
 	// beforeDeliver, if set, runs before batches are handed on.
 	beforeDeliver func()
 }
@@ -132,7 +131,6 @@ func (r *router) flush(ctx context.Context, onlyFull bool) error {
 				continue
 			}
 			full := len(t.pending.items) >= r.pool.size
-			t.pending.sent = r.now()
 			if err := t.inbox.deliver(ctx, t.pending); err != nil {
 				return err
 			}

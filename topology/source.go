@@ -87,8 +87,8 @@ type sourceInstance struct {
 
 var _ SourceEmitter = (*sourceInstance)(nil)
 
-func (s *sourceInstance) run(ctx context.Context) error {
-	s.ctx = ctx
+func (s *sourceInstance) run() error {
+	ctx := s.ctx
 	err := s.src.Run(ctx, s)
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		err = nil

@@ -237,13 +237,14 @@ func (t *Topology) Run(ctx context.Context) error {
 	var aux sync.WaitGroup
 	auxCtx, stopAux := context.WithCancel(drainCtx)
 	for _, s := range r.sources {
+		s.ctx = srcCtx
 		ticks, stop := t.cfg.Wall.NewTicker(linger)
 		aux.Go(func() {
 			defer stop()
 			s.housekeep(auxCtx, ticks)
 		})
 		wg.Go(func() {
-			fail(s.run(srcCtx))
+			fail(s.run())
 			fail(s.finish(drainCtx))
 		})
 	}
@@ -300,43 +301,27 @@ func slicesContains(errs []error, target error) bool {
 	return false
 }
 
-// expireTrees times out lost trees until ctx ends. Time during which work
-// waited in a queue for longer than a housekeeping interval does not count
-// towards the progress timeout: under backpressure trees are queued, not
-// lost, and must not be replayed in a storm.
+// expireTrees times out lost trees until ctx ends. Time during which a
+// bolt instance had work waiting does not count towards the progress
+// timeout: under backpressure trees are queued, not lost, and must not be
+// replayed in a storm.
 func (r *run) expireTrees(ctx context.Context) {
-	interval := r.cfg.HousekeepingInterval
-	ticks, stop := r.cfg.Wall.NewTicker(interval)
+	ticks, stop := r.cfg.Wall.NewTicker(r.cfg.HousekeepingInterval)
 	defer stop()
 	var paused time.Duration
-	last := r.wallNanos()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-ticks:
 			now := r.wallNanos()
-			if r.queueDelay(now) >= interval {
-				paused += time.Duration(now - last)
+			for _, b := range r.bolts {
+				// The progress clock must never run backwards.
+				paused = max(paused, b.backlog.total(now))
 			}
-			last = now
 			r.acks.expire(now, paused)
 		}
 	}
-}
-
-// queueDelay is how long the oldest work queued anywhere has waited.
-func (r *run) queueDelay(now int64) time.Duration {
-	var oldest int64
-	for _, b := range r.bolts {
-		if w := b.waiting.Load(); w != 0 && (oldest == 0 || w < oldest) {
-			oldest = w
-		}
-	}
-	if oldest == 0 {
-		return 0
-	}
-	return time.Duration(now - oldest)
 }
 
 // build makes the instances and wires their routers to the inboxes.
@@ -352,7 +337,7 @@ func (t *Topology) build(drainCtx context.Context) (*run, error) {
 			src := spec.factory(i)
 			s := &sourceInstance{name: spec.name, index: i, origin: origin, src: src, topo: r, stats: t.stats[spec.name], ctx: drainCtx}
 			s.ackr, _ = src.(Acknowledger)
-			s.router = router{pool: r.pool, now: r.wallNanos}
+			s.router = router{pool: r.pool}
 			if t.cfg.Acking.Enabled {
 				s.pending = make(chan struct{}, t.cfg.Acking.MaxPending)
 			}
@@ -361,7 +346,7 @@ func (t *Topology) build(drainCtx context.Context) (*run, error) {
 		}
 	}
 	if t.cfg.Acking.Enabled {
-		acks, err := newAckService(t.cfg.Acking, len(r.sources)*t.cfg.Acking.MaxPending, r.wallNanos())
+		acks, err := newAckService(t.cfg.Acking, len(r.sources)*t.cfg.Acking.MaxPending, r.wallNanos)
 		if err != nil {
 			return nil, fmt.Errorf("topology: %w", err)
 		}
@@ -385,7 +370,7 @@ func (t *Topology) build(drainCtx context.Context) (*run, error) {
 				topo: r, stats: t.stats[spec.name], edges: acker.NewEdgeIDs(),
 				heldInputs: map[operation.Anchor]*held{}, drainedInputs: make([]bool, inputs),
 			}
-			b.router = router{pool: r.pool, now: r.wallNanos}
+			b.router = router{pool: r.pool}
 			r.bolts = append(r.bolts, b)
 			byName[spec.name] = append(byName[spec.name], b)
 			instances[spec.name] = append(instances[spec.name], &b.router)

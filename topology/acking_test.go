@@ -1,0 +1,302 @@
+package topology_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sensorstorm/sensorstorm/acker"
+	"github.com/sensorstorm/sensorstorm/operation"
+	"github.com/sensorstorm/sensorstorm/particle"
+	"github.com/sensorstorm/sensorstorm/streamclock"
+	"github.com/sensorstorm/sensorstorm/topology"
+)
+
+// trackedSource emits n particles with message ids 1..n and records what
+// the engine reports about each.
+type trackedSource struct {
+	n      int
+	mu     sync.Mutex
+	acked  map[any]int
+	failed map[any]acker.Reason
+}
+
+func newTrackedSource(n int) *trackedSource {
+	return &trackedSource{n: n, acked: map[any]int{}, failed: map[any]acker.Reason{}}
+}
+
+func (s *trackedSource) Run(ctx context.Context, out topology.SourceEmitter) error {
+	for i := 1; i <= s.n; i++ {
+		p := particle.Particle{Time: int64(i), Measurement: "m", Tags: []particle.Tag{{Key: "k", Value: string(rune('a' + i%3))}}}
+		if err := out.Emit(p, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *trackedSource) Ack(id any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.acked[id]++
+}
+
+func (s *trackedSource) Fail(id any, r acker.Reason, _ error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failed[id] = r
+}
+
+// each message id ended exactly once, acked or failed.
+func (s *trackedSource) assertEachEndedOnce(t *testing.T) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := 1; i <= s.n; i++ {
+		_, failed := s.failed[i]
+		acks := s.acked[i]
+		require.True(t, (acks == 1) != failed, "message %d: acked %d times, failed %v", i, acks, failed)
+	}
+}
+
+// advance drives a fake wall clock in the background until stop is closed,
+// so that tickers of a topology under test fire without real sleeps.
+func advance(w *streamclock.Fake, step time.Duration) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+				w.Advance(step)
+				time.Sleep(50 * time.Microsecond) // yield to the topology; no assertion depends on it
+			}
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
+
+func ackingConfig(w streamclock.Wall, dead topology.DeadLetterSink) topology.Config {
+	return topology.Config{
+		BatchSize: 8,
+		Wall:      w,
+		Acking: topology.AckingConfig{
+			Enabled: true, MaxPending: 64, MaxAttempts: 3,
+			ProgressTimeout: time.Second, HardTimeout: 5 * time.Second,
+			RetryInitialInterval: 10 * time.Millisecond, RetryMaxInterval: 50 * time.Millisecond,
+		},
+		DeadLetters: dead,
+	}
+}
+
+type deadLetters struct {
+	mu sync.Mutex
+	ls []topology.DeadLetter
+}
+
+func (d *deadLetters) DeadLetter(_ context.Context, l topology.DeadLetter) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.ls = append(d.ls, l)
+}
+
+func (d *deadLetters) all() []topology.DeadLetter {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]topology.DeadLetter(nil), d.ls...)
+}
+
+func TestAckingEveryTreeCompletesThroughBranchesAndFanOut(t *testing.T) {
+	src := newTrackedSource(500)
+	topo := newTopology(t, ackingConfig(streamclock.System{}, nil))
+	topo.AddSource("src", topology.Single(src), topology.SourceConfig{})
+	// Each input branches into three children, one of them to every sink
+	// instance: the tree completes only when all are processed.
+	topo.AddBolt("branch", operation.Stateless(operation.Func(func(_ context.Context, in particle.Particle, out operation.Emitter) error {
+		for range 3 {
+			out.Emit(in)
+		}
+		return nil
+	})), topology.BoltConfig{Parallelism: 2}).Input("src", topology.Fields("k"))
+	var sunk atomic.Int64
+	topo.AddBolt("sink", operation.Stateless(operation.Func(func(context.Context, particle.Particle, operation.Emitter) error {
+		sunk.Add(1)
+		return nil
+	})), topology.BoltConfig{Parallelism: 3}).Input("branch", topology.All())
+	require.NoError(t, topo.Run(context.Background()))
+
+	assert.Equal(t, int64(500*3*3), sunk.Load())
+	src.assertEachEndedOnce(t)
+	assert.Empty(t, src.failed)
+	assert.Equal(t, uint64(500), topo.Stats("src").Acked.Load())
+}
+
+// A window-like operation holds inputs from many roots and emits one
+// aggregate anchored to all of them: no root completes before the
+// aggregate itself was processed.
+func TestAckingAggregateAnchoredAcrossRoots(t *testing.T) {
+	src := newTrackedSource(30)
+	var sinkSaw atomic.Int64
+	var ackedBeforeSink atomic.Int64
+	topo := newTopology(t, ackingConfig(streamclock.System{}, nil))
+	topo.AddSource("src", topology.Single(src), topology.SourceConfig{})
+	topo.AddBolt("window", func() operation.Operation {
+		var held []operation.Anchor
+		return operation.Func(func(_ context.Context, in particle.Particle, out operation.Emitter) error {
+			held = append(held, out.Hold())
+			if len(held) == 10 {
+				// The same input anchored twice must not break the XOR.
+				out.EmitAnchored(particle.Particle{Time: in.Time, Measurement: "sum"}, append(held, held[0])...)
+				src.mu.Lock()
+				ackedBeforeSink.Add(int64(len(src.acked)) - sinkSaw.Load()*10)
+				src.mu.Unlock()
+				for _, a := range held {
+					out.Ack(a)
+				}
+				held = held[:0]
+			}
+			return nil
+		})
+	}, topology.BoltConfig{}).Input("src", topology.Global())
+	topo.AddBolt("sink", operation.Stateless(operation.Func(func(context.Context, particle.Particle, operation.Emitter) error {
+		sinkSaw.Add(1)
+		return nil
+	})), topology.BoltConfig{}).Input("window", topology.Global())
+	require.NoError(t, topo.Run(context.Background()))
+
+	assert.Equal(t, int64(3), sinkSaw.Load())
+	assert.Zero(t, ackedBeforeSink.Load(), "a root completed before its aggregate was processed")
+	src.assertEachEndedOnce(t)
+	assert.Empty(t, src.failed)
+}
+
+func TestAckingPanicIsRetriedAndThenSucceeds(t *testing.T) {
+	src := newTrackedSource(20)
+	var panicked atomic.Bool
+	var processed sync.Map
+	topo := newTopology(t, ackingConfig(streamclock.System{}, nil))
+	topo.AddSource("src", topology.Single(src), topology.SourceConfig{})
+	topo.AddBolt("flaky", operation.Stateless(operation.Func(func(_ context.Context, in particle.Particle, _ operation.Emitter) error {
+		if in.Time == 7 && panicked.CompareAndSwap(false, true) {
+			panic("transient")
+		}
+		processed.Store(in.Time, true)
+		return nil
+	})), topology.BoltConfig{}).Input("src", topology.Global())
+	w := streamclock.System{}
+	_ = w
+	require.NoError(t, topo.Run(context.Background()))
+
+	src.assertEachEndedOnce(t)
+	assert.Empty(t, src.failed)
+	_, ok := processed.Load(int64(7))
+	assert.True(t, ok, "the replayed particle was processed")
+	stats := topo.Stats("src")
+	assert.Equal(t, uint64(1), stats.Replayed.Load())
+	assert.Equal(t, uint64(1), stats.FailedBy[acker.Panic].Load())
+}
+
+// A bolt that keeps particles and never acks them: their trees expire,
+// are replayed, and after the last attempt go to the dead-letter sink;
+// every other particle completes.
+func TestAckingLostParticlesAreReplayedThenDeadLettered(t *testing.T) {
+	wall := streamclock.NewFake(time.Unix(1000, 0))
+	stop := advance(wall, 20*time.Millisecond)
+	defer stop()
+	src := newTrackedSource(40)
+	var dead deadLetters
+	topo := newTopology(t, ackingConfig(wall, &dead))
+	topo.AddSource("src", topology.Single(src), topology.SourceConfig{})
+	topo.AddBolt("leaky", operation.Stateless(operation.Func(func(_ context.Context, in particle.Particle, out operation.Emitter) error {
+		if in.Time%10 == 0 {
+			out.Hold() // and forget it
+		}
+		return nil
+	})), topology.BoltConfig{}).Input("src", topology.Global())
+	require.NoError(t, topo.Run(context.Background()))
+
+	src.assertEachEndedOnce(t)
+	require.Len(t, src.failed, 4)
+	for id, r := range src.failed {
+		assert.Zero(t, id.(int)%10, "message %v", id)
+		assert.Contains(t, []acker.Reason{acker.Timeout, acker.Expired}, r)
+	}
+	stats := topo.Stats("src")
+	assert.Equal(t, uint64(4*2), stats.Replayed.Load(), "two replays each before giving up")
+	assert.Equal(t, uint64(4), stats.DeadLettered.Load())
+	require.Len(t, dead.all(), 4)
+	for _, d := range dead.all() {
+		require.NotNil(t, d.Particle)
+		assert.Zero(t, d.Particle.Time%10)
+	}
+}
+
+// A bolt far slower than its source: trees wait in queues for longer than
+// the progress timeout, yet none times out and none is replayed, and the
+// pending trees never exceed max pending.
+func TestAckingOverloadCausesNoReplayStorm(t *testing.T) {
+	wall := streamclock.NewFake(time.Unix(1000, 0))
+	// Background time only keeps tickers going; the slow bolt moves it.
+	stop := advance(wall, 100*time.Microsecond)
+	defer stop()
+	src := newTrackedSource(3000)
+	cfg := ackingConfig(wall, nil)
+	cfg.Acking.MaxPending = 500
+	cfg.Acking.ProgressTimeout = time.Second
+	cfg.InboxSize = 64
+	cfg.Acking.HardTimeout = time.Hour
+	topo := newTopology(t, cfg)
+	var maxPending atomic.Int64
+	topo.AddSource("src", topology.Single(src), topology.SourceConfig{})
+	topo.AddBolt("slow", operation.Stateless(operation.Func(func(context.Context, particle.Particle, operation.Emitter) error {
+		// Each particle takes 10 ms of (fake) wall time: the 500 trees
+		// pending wait up to 5 s, five times the progress timeout.
+		wall.Advance(10 * time.Millisecond)
+		if p := int64(topo.AckStats().Pending); p > maxPending.Load() {
+			maxPending.Store(p)
+		}
+		return nil
+	})), topology.BoltConfig{}).Input("src", topology.Global())
+	require.NoError(t, topo.Run(context.Background()))
+
+	src.assertEachEndedOnce(t)
+	stats := topo.Stats("src")
+	assert.Zero(t, stats.Failed.Load(), "timeouts under backpressure")
+	assert.Zero(t, stats.Replayed.Load())
+	assert.Equal(t, uint64(3000), stats.Acked.Load())
+	assert.LessOrEqual(t, maxPending.Load(), int64(500))
+}
+
+func TestAckingFailedOperationDeadLettersAfterAttempts(t *testing.T) {
+	src := newTrackedSource(5)
+	var dead deadLetters
+	boom := errors.New("cannot store")
+	topo := newTopology(t, ackingConfig(streamclock.System{}, &dead))
+	topo.AddSource("src", topology.Single(src), topology.SourceConfig{})
+	var calls atomic.Int64
+	topo.AddBolt("store", operation.Stateless(operation.Func(func(_ context.Context, in particle.Particle, _ operation.Emitter) error {
+		if in.Time == 3 {
+			calls.Add(1)
+			return boom
+		}
+		return nil
+	})), topology.BoltConfig{}).Input("src", topology.Global())
+	require.NoError(t, topo.Run(context.Background()))
+
+	src.assertEachEndedOnce(t)
+	assert.Equal(t, int64(3), calls.Load(), "max attempts")
+	require.Equal(t, acker.Failed, src.failed[3])
+	require.Len(t, dead.all(), 1)
+	assert.ErrorIs(t, dead.all()[0].Err, boom)
+}
