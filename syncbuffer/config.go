@@ -1,0 +1,73 @@
+package syncbuffer
+
+import (
+	"fmt"
+	"time"
+)
+
+const (
+	// DefaultIdleTimeout is the default [Config.IdleTimeout].
+	DefaultIdleTimeout = 30 * time.Second
+
+	// DefaultFutureBound is the default [Config.FutureBound].
+	DefaultFutureBound = time.Hour
+
+	// DefaultMetaRetention is the least default [Config.MetaRetention]; a
+	// longer window raises it to the window.
+	DefaultMetaRetention = time.Minute
+)
+
+// Config configures a [Buffer]. The zero value is valid and gets the
+// defaults stated on each field.
+type Config struct {
+	// Window is the bounded out-of-orderness: how far behind the slowest
+	// active input's newest item an item may be and still be released in
+	// order. Defaults to 0, which still merges the inputs in order.
+	Window time.Duration `yaml:"window"`
+
+	// IdleTimeout is the stream-clock time after which an input that shows
+	// no sign of life stops holding the watermark back. Negative disables
+	// it: a silent input then holds the watermark back until it ends.
+	// Defaults to DefaultIdleTimeout.
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
+
+	// FutureBound is how far ahead of the stream clock an item's event time
+	// may be before the item is Invalid. Negative disables the check.
+	// Defaults to DefaultFutureBound.
+	FutureBound time.Duration `yaml:"future_bound"`
+
+	// Late is what the caller does with Late items; the buffer only stores
+	// it. Defaults to LateDrop.
+	Late LatePolicy `yaml:"late"`
+
+	// MetaRetention is how far below the watermark (in event time) a meta
+	// identity is still remembered for deduplication. Defaults to the
+	// larger of Window and DefaultMetaRetention.
+	MetaRetention time.Duration `yaml:"meta_retention"`
+}
+
+func (c *Config) setDefaults() {
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.FutureBound == 0 {
+		c.FutureBound = DefaultFutureBound
+	}
+	if c.MetaRetention == 0 {
+		c.MetaRetention = max(c.Window, DefaultMetaRetention)
+	}
+}
+
+// Validate reports whether c is usable, after defaults. The error wraps
+// [ErrInvalidConfig].
+func (c Config) Validate() error {
+	switch {
+	case c.Window < 0:
+		return fmt.Errorf("%w: window %v is negative", ErrInvalidConfig, c.Window)
+	case c.MetaRetention < 0:
+		return fmt.Errorf("%w: meta retention %v is negative", ErrInvalidConfig, c.MetaRetention)
+	case c.Late > LatePass:
+		return fmt.Errorf("%w: late policy %d", ErrInvalidConfig, uint8(c.Late))
+	}
+	return nil
+}

@@ -1,0 +1,19 @@
+package syncbuffer
+
+import "errors"
+
+var (
+	// ErrInvalidConfig is returned by [New] and [Config.Validate] for a
+	// configuration value out of range; the wrapping error names the field.
+	ErrInvalidConfig = errors.New("syncbuffer: invalid config")
+
+	// ErrNoInputs is returned by [New] when the buffer would have no inputs.
+	ErrNoInputs = errors.New("syncbuffer: no inputs")
+
+	// ErrNilKey is returned by [New] when the key function is nil.
+	ErrNilKey = errors.New("syncbuffer: nil key function")
+
+	// ErrUnknownLatePolicy is returned when parsing a late policy name other
+	// than "drop", "side" or "pass".
+	ErrUnknownLatePolicy = errors.New("syncbuffer: unknown late policy")
+)

@@ -1,0 +1,394 @@
+package syncbuffer
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+)
+
+// item is the test element: a key, a meta flag and an id unique per push.
+type item struct {
+	K    Key
+	Meta bool
+	ID   int
+}
+
+func itemKey(it *item) Key   { return it.K }
+func itemMeta(it *item) bool { return it.Meta }
+
+// model is the reference: the semantics of Buffer written as plainly as
+// possible, over an unsorted slice sorted at each release.
+type model struct {
+	cfg      Config
+	inputs   []modelInput
+	started  bool
+	pending  []modelEntry
+	arrivals int
+	released int64
+	seen     map[[2]uint64]int64 // meta identity -> event time
+	horizon  int64
+}
+
+type modelInput struct {
+	high, last  int64
+	sent, ended bool
+}
+
+type modelEntry struct {
+	it      item
+	arrival int
+}
+
+func newModel(cfg Config, inputs int) *model {
+	cfg.setDefaults()
+	return &model{
+		cfg:      cfg,
+		inputs:   make([]modelInput, inputs),
+		released: math.MinInt64,
+		seen:     map[[2]uint64]int64{},
+		horizon:  math.MinInt64,
+	}
+}
+
+func (m *model) start(now int64) {
+	if !m.started {
+		m.started = true
+		for i := range m.inputs {
+			m.inputs[i].last = now
+		}
+	}
+}
+
+func (m *model) push(input int, it item, now int64) Status {
+	m.start(now)
+	in := &m.inputs[input]
+	raise := func() {
+		if !in.sent || it.K.Time > in.high {
+			in.high = it.K.Time
+		}
+		in.sent = true
+	}
+	if m.cfg.FutureBound >= 0 && it.K.Time > now+int64(m.cfg.FutureBound) {
+		return Invalid
+	}
+	in.last = now
+	id := [2]uint64{uint64(it.K.Origin), it.K.Seq}
+	if it.Meta {
+		if _, ok := m.seen[id]; ok {
+			raise()
+			return Duplicate
+		}
+		if it.K.Time < m.horizon {
+			return Late
+		}
+		m.seen[id] = it.K.Time
+	}
+	if it.K.Time < m.released {
+		return Late
+	}
+	raise()
+	m.pending = append(m.pending, modelEntry{it, m.arrivals})
+	m.arrivals++
+	return Buffered
+}
+
+func (m *model) watermark(now int64) (int64, bool) {
+	lowest, highest := int64(math.MaxInt64), int64(math.MinInt64)
+	active, anySent, allEnded := false, false, true
+	for _, in := range m.inputs {
+		if in.sent {
+			anySent = true
+			highest = max(highest, in.high)
+		}
+		if in.ended {
+			continue
+		}
+		allEnded = false
+		if m.started && m.cfg.IdleTimeout >= 0 && now-in.last > int64(m.cfg.IdleTimeout) {
+			continue
+		}
+		if !in.sent {
+			return 0, false
+		}
+		active = true
+		lowest = min(lowest, in.high)
+	}
+	switch {
+	case allEnded:
+		return math.MaxInt64, true
+	case active:
+		return lowest - int64(m.cfg.Window), true
+	case anySent:
+		return highest - int64(m.cfg.Window), true
+	}
+	return 0, false
+}
+
+// release returns what Release would hand out, stopping after limit items
+// when limit > 0.
+func (m *model) release(now int64, limit int) []item {
+	m.start(now)
+	wm, ok := m.watermark(now)
+	if !ok {
+		return nil
+	}
+	if wm != math.MaxInt64 {
+		m.horizon = max(m.horizon, wm-int64(m.cfg.MetaRetention))
+	} else {
+		m.horizon = math.MaxInt64
+	}
+	for id, t := range m.seen {
+		if t < m.horizon {
+			delete(m.seen, id)
+		}
+	}
+	slices.SortFunc(m.pending, func(a, b modelEntry) int {
+		if a.it.K != b.it.K {
+			if a.it.K.Less(b.it.K) {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(a.arrival, b.arrival)
+	})
+	var out []item
+	for len(m.pending) > 0 && m.pending[0].it.K.Time <= wm {
+		out = append(out, m.pending[0].it)
+		m.released = m.pending[0].it.K.Time
+		m.pending = m.pending[1:]
+		if len(out) == limit {
+			break
+		}
+	}
+	return out
+}
+
+type opKind uint8
+
+const (
+	opPush     opKind = iota // data item at now+delta
+	opPushSame               // data item with the key of input's previous one
+	opMeta                   // new meta identity at now+delta
+	opCopyMeta               // another copy of an earlier meta identity
+	opWild                   // data item far in the future
+	opRelease                // Release, stopping after delta items if delta > 0
+	opAdvance                // stream clock forward by delta
+	opEnd                    // input ends
+	opKinds
+)
+
+type op struct {
+	kind  opKind
+	input int
+	delta int64
+	pick  int
+}
+
+// script is one run checked against the model.
+type script struct {
+	cfg    Config
+	inputs int
+	ops    []op
+}
+
+// run plays s on a Buffer and the model, requires the same classifications
+// and output, and checks the invariants: output never goes back in time,
+// every Buffered item is released exactly once, every meta identity at
+// most once (exactly once if a copy was Buffered).
+func (s script) run(t require.TestingT) {
+	b, err := New(s.cfg, s.inputs, itemKey, itemMeta)
+	require.NoError(t, err)
+	m := newModel(s.cfg, s.inputs)
+
+	var (
+		now       int64
+		ids       int
+		seqs      = make([]uint64, s.inputs)
+		last      = make([]Key, s.inputs)
+		metas     []Key
+		buffered  = map[int]bool{}
+		metaKept  = map[Key]bool{}
+		released  = map[int]int{}
+		metaOut   = map[Key]int{}
+		lastTime  = int64(math.MinInt64)
+		counts    [4]uint64
+		totalRels uint64
+	)
+	push := func(input int, it item) {
+		ids++
+		it.ID = ids
+		got, want := b.Push(input, it, now), m.push(input, it, now)
+		require.Equal(t, want, got, "push %+v from %d at %d", it, input, now)
+		counts[got]++
+		if got == Buffered {
+			buffered[it.ID] = true
+			if it.Meta {
+				metaKept[it.K] = true
+			}
+		}
+	}
+	release := func(limit int) {
+		var out []item
+		b.Release(now, func(it item) bool {
+			out = append(out, it)
+			return len(out) != limit
+		})
+		require.Equal(t, m.release(now, limit), out, "release at %d", now)
+		for _, it := range out {
+			require.GreaterOrEqual(t, it.K.Time, lastTime, "output went back in time")
+			lastTime = it.K.Time
+			released[it.ID]++
+			if it.Meta {
+				metaOut[it.K]++
+			}
+		}
+		totalRels += uint64(len(out))
+	}
+
+	for _, o := range s.ops {
+		in := o.input % s.inputs
+		switch o.kind {
+		case opPush:
+			seqs[in]++
+			last[in] = Key{Time: now + o.delta, Origin: uint32(in), Seq: seqs[in]}
+			push(in, item{K: last[in]})
+		case opPushSame:
+			push(in, item{K: last[in]})
+		case opMeta:
+			k := Key{Time: now + o.delta, Origin: 1, Seq: uint64(len(metas))}
+			metas = append(metas, k)
+			push(in, item{K: k, Meta: true})
+		case opCopyMeta:
+			if len(metas) > 0 {
+				push(in, item{K: metas[o.pick%len(metas)], Meta: true})
+			}
+		case opWild:
+			seqs[in]++
+			push(in, item{K: Key{Time: now + 1<<40, Origin: uint32(in), Seq: seqs[in]}})
+		case opRelease:
+			release(int(o.delta))
+		case opAdvance:
+			now += o.delta
+		case opEnd:
+			b.EndOfStream(in)
+			m.inputs[in].ended = true
+		}
+		wm, ok := b.Watermark(now)
+		mwm, mok := m.watermark(now)
+		require.Equal(t, mok, ok)
+		if ok {
+			require.Equal(t, mwm, wm)
+		}
+		require.Equal(t, len(m.pending), b.Len())
+	}
+
+	for i := range s.inputs {
+		b.EndOfStream(i)
+		m.inputs[i].ended = true
+	}
+	release(0)
+	require.Zero(t, b.Len())
+
+	for id := range buffered {
+		require.Equal(t, 1, released[id], "item %d", id)
+	}
+	require.Len(t, released, len(buffered))
+	for k, n := range metaOut {
+		require.Equal(t, 1, n, "meta %+v", k)
+	}
+	require.Len(t, metaOut, len(metaKept))
+
+	st := b.Stats()
+	require.Equal(t, uint64(ids), st.Pushed)
+	require.Equal(t, counts[Late], st.Late)
+	require.Equal(t, counts[Invalid], st.Invalid)
+	require.Equal(t, counts[Duplicate], st.Duplicate)
+	require.Equal(t, totalRels, st.Released)
+	require.Equal(t, counts[Buffered], st.Released)
+}
+
+func drawScript(t *rapid.T) script {
+	s := script{
+		inputs: rapid.IntRange(1, 4).Draw(t, "inputs"),
+		cfg: Config{
+			Window:        time.Duration(rapid.Int64Range(0, 30).Draw(t, "window")),
+			IdleTimeout:   time.Duration(rapid.SampledFrom([]int64{-1, 5, 20, 60, 200}).Draw(t, "idle")),
+			FutureBound:   time.Duration(rapid.SampledFrom([]int64{-1, 50, 300}).Draw(t, "future")),
+			MetaRetention: time.Duration(rapid.SampledFrom([]int64{0, 1, 10, 50}).Draw(t, "retention")),
+		},
+	}
+	s.ops = rapid.SliceOfN(rapid.Custom(func(t *rapid.T) op {
+		o := op{
+			kind:  opKind(rapid.IntRange(0, int(opKinds)-1).Draw(t, "kind")),
+			input: rapid.IntRange(0, s.inputs-1).Draw(t, "input"),
+		}
+		switch o.kind {
+		case opPush, opMeta:
+			o.delta = rapid.Int64Range(-40, 60).Draw(t, "delta")
+		case opCopyMeta:
+			o.pick = rapid.IntRange(0, 100).Draw(t, "pick")
+		case opRelease:
+			o.delta = rapid.Int64Range(0, 3).Draw(t, "limit")
+		case opAdvance:
+			o.delta = rapid.Int64Range(0, 40).Draw(t, "advance")
+		case opEnd:
+			// Rare, so that most runs keep their inputs open.
+			if rapid.IntRange(0, 3).Draw(t, "end") != 0 {
+				o.kind = opRelease
+			}
+		}
+		return o
+	}), 1, 200).Draw(t, "ops")
+	return s
+}
+
+func TestBufferMatchesModel(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) { drawScript(t).run(t) })
+}
+
+// decodeScript turns fuzz bytes into a script: five bytes of configuration,
+// then three bytes per operation.
+func decodeScript(data []byte) (script, bool) {
+	if len(data) < 5 {
+		return script{}, false
+	}
+	s := script{inputs: 1 + int(data[0]%4)}
+	s.cfg.Window = time.Duration(data[1] % 32)
+	s.cfg.IdleTimeout = time.Duration(data[2]) - 1
+	if data[2] == 1 {
+		s.cfg.IdleTimeout = -1 // 0 would mean the default
+	}
+	s.cfg.FutureBound = time.Duration(data[3])*4 - 1
+	s.cfg.MetaRetention = time.Duration(data[4] % 64)
+	for data = data[5:]; len(data) >= 3; data = data[3:] {
+		o := op{kind: opKind(data[0] % uint8(opKinds)), input: int(data[1] % 4), pick: int(data[2])}
+		switch o.kind {
+		case opPush, opMeta:
+			o.delta = int64(int8(data[2]))
+		case opRelease:
+			o.delta = int64(data[2] % 4)
+		case opAdvance:
+			o.delta = int64(data[2] % 64)
+		}
+		s.ops = append(s.ops, o)
+	}
+	return s, true
+}
+
+func FuzzBuffer(f *testing.F) {
+	f.Add([]byte{1, 10, 30, 50, 5, 0, 0, 5, 0, 1, 3, 6, 0, 1, 5, 0, 0})
+	f.Add([]byte{2, 0, 0, 0, 0, 2, 0, 0, 3, 1, 0, 0, 0, 20, 6, 0, 50, 5, 0, 0, 4, 1, 0})
+	f.Add([]byte{3, 5, 10, 1, 3, 0, 0, 250, 0, 1, 10, 6, 2, 30, 5, 1, 1, 7, 0, 0, 5, 0, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, ok := decodeScript(data)
+		if !ok {
+			t.Skip()
+		}
+		s.run(t)
+	})
+}
