@@ -11,5 +11,6 @@
 //
 // Optional interfaces add abilities the engine detects at run time:
 // [MetaHandler] for meta particles, [WatermarkHandler] for event-time
-// progress (closing windows), and [Flusher] for the end of the stream.
+// progress (closing windows), [TickHandler] for the passing of stream time,
+// and [Flusher] for the end of the stream.
 package operation

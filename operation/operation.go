@@ -74,6 +74,15 @@ type WatermarkHandler interface {
 	OnWatermark(ctx context.Context, watermark int64, out Emitter) error
 }
 
+// TickHandler is implemented by operations that act on the passing of
+// stream time: processing-time timers, eviction of idle state. OnTick is
+// called about every housekeeping interval (topology.Config) with the
+// instance's stream-clock time, which in a replay runs at the replay speed.
+// Particles emitted are not anchored.
+type TickHandler interface {
+	OnTick(ctx context.Context, now int64, out Emitter) error
+}
+
 // Flusher is implemented by operations that hold state to emit at the end of
 // the stream, after the last particle was processed.
 type Flusher interface {

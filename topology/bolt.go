@@ -194,7 +194,14 @@ func (b *boltInstance) settle(ctx context.Context) {
 }
 
 func (b *boltInstance) housekeep(ctx context.Context) {
-	b.release(ctx, b.now())
+	now := b.now()
+	b.release(ctx, now)
+	if h, ok := b.op.(operation.TickHandler); ok {
+		if err := b.call(func() error { return h.OnTick(ctx, now, b) }); err != nil {
+			b.stats.Errors.Add(1)
+			b.topo.cfg.Logger.Warn("tick handler failed", "component", b.name, "instance", b.index, "err", err)
+		}
+	}
 	for _, h := range b.heldInputs {
 		// An input held by a live operation makes progress by being held.
 		h.env.each(func(a anchor) { b.acks = append(b.acks, ackOp{root: a.root}) })

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -11,6 +12,7 @@ import (
 	"github.com/sensorstorm/sensorstorm/metaparticle"
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
+	"github.com/sensorstorm/sensorstorm/streamclock"
 	"github.com/sensorstorm/sensorstorm/topology"
 )
 
@@ -104,4 +106,48 @@ func TestMetaParticlesAreBroadcastAndDeduplicated(t *testing.T) {
 	// Three "mid" instances forwarded a copy of each meta particle to
 	// each "last" instance: two of every three copies were duplicates.
 	assert.Equal(t, uint64(2*2*wantMetas), topo.Stats("last").Duplicates.Load())
+}
+
+type tickCounter struct {
+	operation.Func
+	ticks chan int64
+}
+
+func (c tickCounter) OnTick(_ context.Context, now int64, _ operation.Emitter) error {
+	select {
+	case c.ticks <- now:
+	default:
+	}
+	return nil
+}
+
+// Operations that implement TickHandler see the stream clock pass, at the
+// replay speed.
+func TestTickHandlerSeesTheStreamClock(t *testing.T) {
+	wall := streamclock.NewFake(time.Unix(0, 0))
+	release := make(chan struct{})
+	topo := newTopology(t, topology.Config{Wall: wall, Clock: topology.ClockConfig{Replay: true, Speed: 100}})
+	topo.AddSource("src", topology.Single(topology.SourceFunc(func(ctx context.Context, out topology.SourceEmitter) error {
+		if err := out.Emit(particle.Particle{Time: 1e9, Measurement: "m"}, nil); err != nil {
+			return err
+		}
+		if err := out.Flush(); err != nil {
+			return err
+		}
+		<-release
+		return nil
+	})), topology.SourceConfig{})
+	ticks := make(chan int64, 1)
+	topo.AddBolt("b", operation.Stateless(tickCounter{Func: func(context.Context, particle.Particle, operation.Emitter) error { return nil }, ticks: ticks}), topology.BoltConfig{}).Input("src", topology.Global())
+	done := make(chan error)
+	go func() { done <- topo.Run(context.Background()) }()
+
+	// Wait until the particle started the instance's replay clock, then
+	// let one second of wall time pass: 100 s of stream time.
+	require.Eventually(t, func() bool { return topo.Stats("b").Processed.Load() == 1 }, 10*time.Second, time.Millisecond)
+	wall.Advance(time.Second)
+	now := <-ticks
+	assert.Equal(t, int64(1e9+100e9), now)
+	close(release)
+	require.NoError(t, <-done)
 }
