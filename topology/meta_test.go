@@ -151,3 +151,35 @@ func TestTickHandlerSeesTheStreamClock(t *testing.T) {
 	close(release)
 	require.NoError(t, <-done)
 }
+
+// A SpeedChange meta particle sets the speed of every downstream stream
+// clock from that point on.
+func TestSpeedChangeAdjustsDownstreamClocks(t *testing.T) {
+	wall := streamclock.NewFake(time.Unix(0, 0))
+	release := make(chan struct{})
+	topo := newTopology(t, topology.Config{Wall: wall, Clock: topology.ClockConfig{Replay: true, Speed: 100}})
+	topo.AddSource("src", topology.Single(topology.SourceFunc(func(ctx context.Context, out topology.SourceEmitter) error {
+		if err := out.Emit(particle.Particle{Time: 1e9, Measurement: "m"}, nil); err != nil {
+			return err
+		}
+		if err := out.EmitMeta(1e9, metaparticle.SpeedChange{Speed: 10}); err != nil {
+			return err
+		}
+		if err := out.Flush(); err != nil {
+			return err
+		}
+		<-release
+		return nil
+	})), topology.SourceConfig{})
+	ticks := make(chan int64, 1)
+	noop := func(context.Context, particle.Particle, operation.Emitter) error { return nil }
+	topo.AddBolt("b", operation.Stateless(tickCounter{Func: noop, ticks: ticks}), topology.BoltConfig{Parallelism: 2}).Input("src", topology.Shuffle())
+	done := make(chan error)
+	go func() { done <- topo.Run(context.Background()) }()
+
+	require.Eventually(t, func() bool { return topo.Stats("b").Meta.Load() == 2 }, 10*time.Second, time.Millisecond)
+	wall.Advance(time.Second)
+	assert.Equal(t, int64(1e9+10e9), <-ticks, "10 s of stream time at 10x")
+	close(release)
+	require.NoError(t, <-done)
+}
