@@ -144,8 +144,9 @@ func (b *boltInstance) startClock(t int64) {
 }
 
 func (b *boltInstance) receive(ctx context.Context, bt *batch) {
-	// What is left in the inbox waits while this batch is processed.
-	b.backlog.settle(b.topo.wallNanos(), len(b.inbox) > 0 || b.buf.Len() > 0)
+	// The batch's later particles, and whatever is left in the inbox, wait
+	// while this batch is processed.
+	b.backlog.settle(b.topo.wallNanos(), len(bt.items) > 1 || len(b.inbox) > 0 || b.buf.Len() > 0)
 	b.stats.In.Add(uint64(len(bt.items)))
 	if b.clock == nil && len(bt.items) > 0 {
 		b.startClock(bt.items[0].p.Time)
