@@ -17,15 +17,15 @@ type Sink struct {
 	mu     sync.Mutex
 	w      *bufio.Writer
 	c      io.Closer
-	prec   particle.Precision
-	line   []byte
+	enc    particle.Encoder
 	closed bool
 }
 
 // NewSink returns a Sink writing to w with timestamps at precision prec. If
 // w is an io.Closer, closing the Sink closes it.
 func NewSink(w io.Writer, prec particle.Precision) *Sink {
-	s := &Sink{w: bufio.NewWriterSize(w, 256<<10), prec: prec}
+	s := &Sink{w: bufio.NewWriterSize(w, 256<<10)}
+	s.enc.SetPrecision(prec)
 	s.c, _ = w.(io.Closer)
 	return s
 }
@@ -39,12 +39,11 @@ var (
 func (s *Sink) Process(_ context.Context, in particle.Particle, _ operation.Emitter) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var err error
-	s.line, err = particle.AppendLineProtocol(s.line[:0], &in, s.prec)
-	if err != nil {
+	s.enc.Reset()
+	if err := s.enc.Encode(&in); err != nil {
 		return err
 	}
-	_, err = s.w.Write(s.line)
+	_, err := s.w.Write(s.enc.Bytes())
 	return err
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/sensorstorm/sensorstorm/particle"
@@ -24,14 +25,18 @@ type Position struct {
 // String returns "path:line".
 func (p Position) String() string { return fmt.Sprintf("%s:%d", p.Path, p.Line) }
 
-// Source emits the particles of line-protocol files, one file after the
-// other. A path ending in ".gz" is read through gzip.
+// Source emits the particles of recordings, one file after the other, as
+// fast as downstream takes them. A path ending in ".gz" is read through
+// gzip. Package replay paces recordings and merges them by event time.
 type Source struct {
 	// Paths are the files to read, in order.
 	Paths []string
-	// Precision is the unit of the files' timestamps. Defaults to
-	// nanoseconds.
+	// Precision is the unit of the files' timestamps when Format is nil.
+	// Defaults to nanoseconds.
 	Precision particle.Precision
+	// Format is the files' format. Defaults to line protocol at
+	// Precision.
+	Format *Format
 	// Track makes every particle tracked by the acker, with its Position
 	// as message id.
 	Track bool
@@ -50,34 +55,34 @@ func (s *Source) Run(ctx context.Context, out topology.SourceEmitter) error {
 }
 
 func (s *Source) readFile(ctx context.Context, path string, out topology.SourceEmitter) error {
-	r, closeFn, err := Open(path)
+	f := Format{Precision: s.Precision}
+	if s.Format != nil {
+		f = *s.Format
+	}
+	r, err := OpenReader(path, f)
 	if err != nil {
 		return err
 	}
-	defer closeFn()
-	dec, err := particle.NewDecoder(r, path, particle.DecoderConfig{Precision: s.Precision})
-	if err != nil {
-		return err
-	}
+	defer r.Close()
 	var p particle.Particle
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		err := dec.Decode(&p)
+		err := r.Read(&p)
 		var de *particle.DecodeError
 		switch {
 		case err == io.EOF:
 			return nil
 		case errors.As(err, &de):
-			out.Reject(err, nil)
+			out.Reject(err, slices.Clone(r.Raw()))
 			continue
 		case err != nil:
-			return fmt.Errorf("file: read %s: %w", path, err)
+			return err
 		}
 		var id any
 		if s.Track {
-			id = Position{Path: path, Line: dec.Line()}
+			id = Position{Path: path, Line: r.Line()}
 		}
 		if err := out.Emit(p, id); err != nil {
 			return err

@@ -1,0 +1,173 @@
+package file
+
+import (
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync/atomic"
+
+	"github.com/sensorstorm/sensorstorm/particle"
+)
+
+// decoder is the syntax-specific part of a Reader.
+type decoder interface {
+	decode(p *particle.Particle) error
+	line() int
+	raw() []byte
+	skips() int
+}
+
+// Reader reads the records of one recording as particles, one at a time:
+// a file streams through it and is never held in memory whole.
+//
+// A Reader is not safe for concurrent use, except for Offset.
+type Reader struct {
+	source string
+	dec    decoder
+	count  *countingReader
+	size   int64
+	close  func() error
+}
+
+// OpenReader opens the file at path for reading in format f, through gzip
+// when the name ends in ".gz". Close the Reader when done.
+func OpenReader(path string, f Format) (*Reader, error) {
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("file: %w", err)
+	}
+	var size int64
+	if st, err := file.Stat(); err == nil {
+		size = st.Size()
+	}
+	count := &countingReader{r: file}
+	var r io.Reader = count
+	closeFn := file.Close
+	if strings.HasSuffix(path, ".gz") {
+		zr, err := gzip.NewReader(count)
+		if err != nil {
+			file.Close()
+			return nil, fmt.Errorf("file: %s: %w", path, err)
+		}
+		r = zr
+		closeFn = func() error { return errors.Join(zr.Close(), file.Close()) }
+	}
+	rd, err := NewReader(r, path, f)
+	if err != nil {
+		closeFn()
+		return nil, err
+	}
+	rd.count, rd.size, rd.close = count, size, closeFn
+	return rd, nil
+}
+
+// NewReader returns a Reader of the records in r, in format f. The source
+// names r in errors.
+func NewReader(r io.Reader, source string, f Format) (*Reader, error) {
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	rd := &Reader{source: source}
+	if f.Syntax == Delimited {
+		d, err := newDelimitedDecoder(r, source, f.Delimited)
+		if err != nil {
+			return nil, err
+		}
+		rd.dec = d
+		return rd, nil
+	}
+	d, err := particle.NewDecoder(r, source, particle.DecoderConfig{Precision: f.Precision})
+	if err != nil {
+		return nil, err
+	}
+	rd.dec = lpDecoder{d}
+	return rd, nil
+}
+
+// Read reads the next record into *p. It returns io.EOF at the end of the
+// input; a *particle.DecodeError naming the source, line and (where known)
+// column of a malformed record, after which Read may be called again and
+// goes on with the next record; any other error is final. *p is only
+// written when the error is nil.
+//
+// Decoded particles are independent of the Reader and stay valid, but
+// they may share memory with each other and must be treated as read-only.
+func (r *Reader) Read(p *particle.Particle) error { return r.dec.decode(p) }
+
+// Source returns the name of the input, as given to NewReader or
+// OpenReader.
+func (r *Reader) Source() string { return r.source }
+
+// Line returns the number of the line of the record or error that Read
+// returned last.
+func (r *Reader) Line() int { return r.dec.line() }
+
+// Raw returns the text of the malformed delimited record that Read
+// reported last, or nil for line protocol. It is valid until the next
+// Read.
+func (r *Reader) Raw() []byte { return r.dec.raw() }
+
+// Skipped returns how many records were left out because every one of
+// their values was missing (see DelimitedConfig.Missing). They are records
+// read, neither emitted nor malformed.
+func (r *Reader) Skipped() int { return r.dec.skips() }
+
+// Offset returns how many bytes of the file (compressed bytes for gzip)
+// were read so far: a measure of progress against Size. It is 0 for a
+// Reader made by NewReader. It is safe to call concurrently with Read.
+func (r *Reader) Offset() int64 {
+	if r.count == nil {
+		return 0
+	}
+	return r.count.n.Load()
+}
+
+// Size returns the size of the file, or 0 for a Reader made by NewReader.
+func (r *Reader) Size() int64 { return r.size }
+
+// Close closes the file of a Reader made by OpenReader.
+func (r *Reader) Close() error {
+	if r.close == nil {
+		return nil
+	}
+	err := r.close()
+	r.close = nil
+	return err
+}
+
+// lpDecoder reads line protocol.
+type lpDecoder struct{ d *particle.Decoder }
+
+func (l lpDecoder) decode(p *particle.Particle) error {
+	err := l.d.Decode(p)
+	if err == nil || err == io.EOF {
+		return err
+	}
+	var de *particle.DecodeError
+	if errors.As(err, &de) {
+		return err
+	}
+	return fmt.Errorf("file: read: %w", err)
+}
+
+func (l lpDecoder) line() int   { return l.d.Line() }
+func (l lpDecoder) raw() []byte { return nil }
+func (l lpDecoder) skips() int  { return 0 }
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n.Add(int64(n))
+	return n, err
+}

@@ -1,0 +1,127 @@
+package replay_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sensorstorm/sensorstorm/connectors/file"
+	"github.com/sensorstorm/sensorstorm/connectors/replay"
+	"github.com/sensorstorm/sensorstorm/operation"
+	"github.com/sensorstorm/sensorstorm/particle"
+	"github.com/sensorstorm/sensorstorm/syncbuffer"
+	"github.com/sensorstorm/sensorstorm/topology"
+)
+
+// writeRecording writes n readings of 10 sensors, step apart, as line
+// protocol and returns its path and size.
+func writeRecording(b *testing.B, n int, step time.Duration) (string, int64) {
+	b.Helper()
+	path := filepath.Join(b.TempDir(), "rec.lp")
+	f, err := os.Create(path)
+	require.NoError(b, err)
+	w := bufio.NewWriterSize(f, 1<<20)
+	for i := range n {
+		fmt.Fprintf(w, "wsn,node=%d seq=%di,temperature=%d.%d,humidity=51.5 %d\n", i%10, i, 20+i%5, i%10, t0+int64(i)*int64(step))
+	}
+	require.NoError(b, w.Flush())
+	require.NoError(b, f.Close())
+	st, err := os.Stat(path)
+	require.NoError(b, err)
+	return path, st.Size()
+}
+
+// BenchmarkReplay replays a line-protocol file of a million readings
+// unpaced through a topology: replay source, then the synchronization
+// buffer of a sink bolt writing line protocol to io.Discard.
+func BenchmarkReplay(b *testing.B) {
+	const n = 1_000_000
+	path, size := writeRecording(b, n, time.Millisecond)
+	b.ReportAllocs()
+	b.SetBytes(size)
+	var total time.Duration
+	for b.Loop() {
+		src, err := replay.New(replay.Config{Inputs: []replay.Input{{Path: path}}, Speed: replay.Max})
+		require.NoError(b, err)
+		topo, err := topology.New(topology.Config{Clock: topology.ClockConfig{Replay: true, Speed: float64(replay.Max)}})
+		require.NoError(b, err)
+		topo.AddSource("replay", topology.Single(src), topology.SourceConfig{})
+		topo.AddBolt("sink", operation.Stateless(file.NewSink(io.Discard, particle.Nanosecond)), topology.BoltConfig{
+			Buffer: syncbuffer.Config{FutureBound: -1},
+		}).Input("replay", topology.Global())
+		start := time.Now()
+		require.NoError(b, topo.Run(context.Background()))
+		total += time.Since(start)
+		require.Equal(b, uint64(n), topo.Stats("sink").Processed.Load())
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/total.Seconds(), "particles/s")
+}
+
+// arrivals is a sink operation that notes when each particle arrives.
+type arrivals struct {
+	mu    sync.Mutex
+	times []int64
+	at    []time.Time
+}
+
+func (a *arrivals) Process(_ context.Context, p particle.Particle, _ operation.Emitter) error {
+	now := time.Now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.times = append(a.times, p.Time)
+	a.at = append(a.at, now)
+	return nil
+}
+
+// BenchmarkPacedAccuracy replays a 300 s recording (100 readings a
+// second) at speed 100 on the real clock through a topology, and reports
+// the wall time it took, its error against the 3 s it should take, and
+// the 99th percentile of how late the readings reached the sink against
+// their schedule (the first arrival plus the event-time offset divided by
+// the speed). Run it with -benchtime=1x: one replay takes 3 s.
+func BenchmarkPacedAccuracy(b *testing.B) {
+	const (
+		span  = 300 * time.Second
+		step  = 10 * time.Millisecond
+		speed = 100
+	)
+	n := int(span/step) + 1
+	path, _ := writeRecording(b, n, step)
+	var wall, p99, worst time.Duration
+	for b.Loop() {
+		src, err := replay.New(replay.Config{Inputs: []replay.Input{{Path: path}}, Speed: speed})
+		require.NoError(b, err)
+		topo, err := topology.New(topology.Config{Clock: topology.ClockConfig{Replay: true, Speed: speed}})
+		require.NoError(b, err)
+		sink := &arrivals{}
+		topo.AddSource("replay", topology.Single(src), topology.SourceConfig{})
+		topo.AddBolt("sink", operation.Stateless(sink), topology.BoltConfig{
+			Buffer: syncbuffer.Config{FutureBound: -1},
+		}).Input("replay", topology.Global())
+		require.NoError(b, topo.Run(context.Background()))
+		require.Len(b, sink.at, n)
+		w0 := sink.at[0]
+		lateness := make([]time.Duration, n)
+		for i, at := range sink.at {
+			lateness[i] = at.Sub(w0.Add(time.Duration(sink.times[i]-sink.times[0]) / speed))
+		}
+		slices.Sort(lateness)
+		wall = sink.at[n-1].Sub(w0)
+		p99 = lateness[n*99/100]
+		worst = lateness[n-1]
+	}
+	want := span / speed
+	b.ReportMetric(wall.Seconds(), "wall-s")
+	b.ReportMetric(100*(wall-want).Seconds()/want.Seconds(), "error-%")
+	b.ReportMetric(float64(p99)/1e6, "p99-late-ms")
+	b.ReportMetric(float64(worst)/1e6, "max-late-ms")
+}

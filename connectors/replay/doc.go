@@ -1,0 +1,39 @@
+// Package replay replays recordings into a topology at an adjusted speed.
+//
+// A [Source] reads recordings (line protocol, plain or gzip, or delimited
+// text mapped to particles; see package file), merges them by event time
+// into one stream, and emits each particle when the schedule says: the
+// event-time gap from the first particle divided by the speed factor, from
+// 0.01x (a hundred times slower than recorded) to 10000x, or [Max] for as
+// fast as downstream takes them. The speed can be changed, and the replay
+// paused and resumed, while it runs: from Go (SetSpeed, Pause, Resume),
+// over HTTP ([Handler]), or from the sensorstorm command's keys. Each
+// change travels downstream as a metaparticle.SpeedChange, so that the
+// stream clock of every bolt instance, and with it idle timeouts, timers
+// and processing-time windows, follows the replay.
+//
+// Guarantees:
+//   - Order: inputs are merged by event time, ties in the order of the
+//     inputs; a file that goes back in time is replayed as recorded, and
+//     downstream synchronization buffers judge what is late. Concat reads
+//     the inputs one after the other instead.
+//   - Memory: files stream; the merge holds one particle per input.
+//   - Pacing: every emission is scheduled from an anchor (the first
+//     particle, moved by each change), never from the previous emission,
+//     so there is no drift over long replays; particles due together are
+//     emitted together and handed downstream before the source sleeps.
+//   - Bad input: a malformed record is rejected through the topology with
+//     its file, line and column (counted as invalid, dead-lettered), and
+//     the replay goes on.
+//   - Range and loop: [From, To) selects records by event time; Loop
+//     replays again with event time moved forward by the span of the
+//     recording plus its first gap, so that it keeps increasing.
+//
+// It is not a generic file source: package file's Source emits files as
+// fast as possible, one after the other, without pacing or merging.
+//
+// Time is injected: Config.Wall is the wall clock and its timers, which
+// tests replace with a fake that moves only when told.
+//
+// See DESIGN.md, "Stream clock and replay".
+package replay
