@@ -1,0 +1,478 @@
+package mqtt
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/sensorstorm/sensorstorm/particle"
+	"github.com/sensorstorm/sensorstorm/spool"
+)
+
+// Defaults for Config, SinkConfig and their parts.
+const (
+	DefaultQoS                  = AtLeastOnce
+	DefaultMode                 = ModeSpool
+	DefaultKeepAlive            = 30 * time.Second
+	DefaultPingTimeout          = 10 * time.Second
+	DefaultConnectTimeout       = 10 * time.Second
+	DefaultMaxReconnectInterval = 30 * time.Second
+	DefaultMaxBuffered          = 4096
+	DefaultMaxBatch             = 4096
+	DefaultJSONTimeField        = "time"
+	DefaultJSONTimeFormat       = "rfc3339"
+	DefaultSinkMaxInflight      = 256
+	DefaultPublishTimeout       = 30 * time.Second
+	DefaultDisconnectQuiesce    = 250 * time.Millisecond
+)
+
+// QoS is an MQTT quality of service. The zero QoS means the default of the
+// config it is in.
+type QoS uint8
+
+// The MQTT qualities of service.
+const (
+	AtMostOnce  QoS = 1 // QoS 0
+	AtLeastOnce QoS = 2 // QoS 1
+	ExactlyOnce QoS = 3 // QoS 2
+)
+
+// Byte returns q as on the wire: 0, 1 or 2.
+func (q QoS) Byte() byte { return byte(q) - 1 }
+
+// String returns "0", "1" or "2".
+func (q QoS) String() string { return fmt.Sprint(q.Byte()) }
+
+// MarshalText implements encoding.TextMarshaler.
+func (q QoS) MarshalText() ([]byte, error) { return []byte(q.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler for "0", "1" and "2".
+func (q *QoS) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "0":
+		*q = AtMostOnce
+	case "1":
+		*q = AtLeastOnce
+	case "2":
+		*q = ExactlyOnce
+	default:
+		return fmt.Errorf("mqtt: QoS %q: want 0, 1 or 2", b)
+	}
+	return nil
+}
+
+func (q QoS) valid() bool { return q >= AtMostOnce && q <= ExactlyOnce }
+
+// Mode says when a source acknowledges a message to the broker (PUBACK).
+// See the package documentation for the trade-offs.
+type Mode uint8
+
+const (
+	// ModeSpool acknowledges a message once it is durable in the local
+	// spool, and replays the spool at start.
+	ModeSpool Mode = iota
+	// ModeTree acknowledges a message once every particle decoded from
+	// it was processed.
+	ModeTree
+	// ModeReceipt acknowledges a message as soon as the pipeline takes
+	// it: a crash loses what was in flight.
+	ModeReceipt
+)
+
+var modeNames = [...]string{ModeSpool: "spool", ModeTree: "tree", ModeReceipt: "receipt"}
+
+// String returns "spool", "tree" or "receipt".
+func (m Mode) String() string {
+	if int(m) < len(modeNames) {
+		return modeNames[m]
+	}
+	return fmt.Sprintf("Mode(%d)", m)
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (m Mode) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (m *Mode) UnmarshalText(b []byte) error {
+	for i, n := range modeNames {
+		if n == string(b) {
+			*m = Mode(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("mqtt: mode %q: want spool, tree or receipt", b)
+}
+
+// Format is a payload format.
+type Format uint8
+
+const (
+	// FormatLineProtocol is InfluxDB line protocol, one or more lines
+	// per payload.
+	FormatLineProtocol Format = iota
+	// FormatJSON is a JSON object, or an array of objects.
+	FormatJSON
+)
+
+// String returns "lp" or "json".
+func (f Format) String() string {
+	if f == FormatJSON {
+		return "json"
+	}
+	return "lp"
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (f Format) MarshalText() ([]byte, error) { return []byte(f.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler for "lp" (or
+// "line-protocol") and "json".
+func (f *Format) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "lp", "line-protocol", "influx":
+		*f = FormatLineProtocol
+	case "json":
+		*f = FormatJSON
+	default:
+		return fmt.Errorf("mqtt: format %q: want lp or json", b)
+	}
+	return nil
+}
+
+// ConnConfig configures the connection to the broker, for a Source and a
+// Sink alike.
+type ConnConfig struct {
+	// Brokers are the broker URLs, tried in order: tcp://host:1883,
+	// ssl://host:8883, ws://host/mqtt or wss://. Required.
+	Brokers []string `yaml:"brokers"`
+	// ClientID identifies the client to the broker. A persistent session
+	// belongs to a client id: it must stay the same across restarts, and
+	// differ between processes connected at the same time. Defaults to
+	// DefaultClientID("sensorstorm").
+	ClientID string `yaml:"client_id"`
+	// Username and Password authenticate the client. Default to none.
+	Username string `yaml:"username"`
+	Password string `yaml:"password"`
+	// TLS configures TLS for ssl:// and wss:// brokers.
+	TLS TLSConfig `yaml:"tls"`
+	// KeepAlive is the interval of keepalive pings. Defaults to
+	// DefaultKeepAlive.
+	KeepAlive time.Duration `yaml:"keep_alive"`
+	// PingTimeout is how long a ping may go unanswered before the
+	// connection is considered lost. Defaults to DefaultPingTimeout.
+	PingTimeout time.Duration `yaml:"ping_timeout"`
+	// ConnectTimeout bounds one connection attempt. Defaults to
+	// DefaultConnectTimeout.
+	ConnectTimeout time.Duration `yaml:"connect_timeout"`
+	// MaxReconnectInterval caps the exponential backoff between
+	// reconnection attempts, which starts at 1s. The first connection is
+	// retried the same way. Defaults to DefaultMaxReconnectInterval.
+	MaxReconnectInterval time.Duration `yaml:"max_reconnect_interval"`
+
+	// Logger receives connection events. Defaults to discarding them.
+	Logger *slog.Logger `yaml:"-"`
+	// OnConnect is called, in its own goroutine, after every connection
+	// and reconnection. Defaults to nil.
+	OnConnect func() `yaml:"-"`
+	// OnConnectionLost is called, in its own goroutine, when an
+	// established connection is lost. Defaults to nil.
+	OnConnectionLost func(err error) `yaml:"-"`
+}
+
+// TLSConfig configures TLS. Files are PEM.
+type TLSConfig struct {
+	// CAFile holds the certificate authorities to trust. Defaults to the
+	// system's.
+	CAFile string `yaml:"ca_file"`
+	// CertFile and KeyFile hold the client certificate and its key, for
+	// brokers that require one. Default to none.
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+	// ServerName overrides the name checked in the broker's certificate.
+	// Defaults to the broker URL's host.
+	ServerName string `yaml:"server_name"`
+	// InsecureSkipVerify accepts any broker certificate: for tests only.
+	// Defaults to false.
+	InsecureSkipVerify bool `yaml:"insecure_skip_verify"`
+}
+
+// Config configures a Source.
+type Config struct {
+	ConnConfig `yaml:",inline"`
+	// Topics are the topic filters to subscribe to, with + and #
+	// wildcards; $share/GROUP/FILTER makes instances with different
+	// client ids split a feed. Required.
+	Topics []string `yaml:"topics"`
+	// QoS of the subscriptions. Defaults to DefaultQoS (1).
+	QoS QoS `yaml:"qos"`
+	// CleanSession asks the broker to forget the session when the client
+	// disconnects; messages published meanwhile are then lost. Defaults
+	// to false: a persistent session.
+	CleanSession bool `yaml:"clean_session"`
+	// Mode says when a message is acknowledged to the broker. Defaults to
+	// DefaultMode (spool).
+	Mode Mode `yaml:"mode"`
+	// StateDir holds the spool. Required in ModeSpool; unused otherwise.
+	StateDir string `yaml:"state_dir"`
+	// Spool configures the spool.
+	Spool spool.Config `yaml:"spool"`
+	// MaxBatch bounds the messages made durable by one fsync. Defaults
+	// to DefaultMaxBatch.
+	MaxBatch int `yaml:"max_batch"`
+	// MaxBuffered bounds the messages held in memory between the broker
+	// and the pipeline. Beyond it the source stops acknowledging, so the
+	// broker stops sending (QoS 1 and 2) or drops (QoS 0, counted).
+	// Defaults to DefaultMaxBuffered.
+	MaxBuffered int `yaml:"max_buffered"`
+	// Payload says how payloads are decoded.
+	Payload PayloadConfig `yaml:"payload"`
+}
+
+// PayloadConfig says how payloads become particles.
+type PayloadConfig struct {
+	// Format of the payloads. Defaults to FormatLineProtocol.
+	Format Format `yaml:"format"`
+	// Precision of line-protocol timestamps. Defaults to nanoseconds.
+	Precision particle.Precision `yaml:"precision"`
+	// TopicTags is a template such as "sensors/{room}/{sensor}": a topic
+	// segment in the place of {name} becomes the tag name (unless the
+	// payload has it); other segments are not checked, and a trailing #
+	// matches the rest. A topic with fewer segments gets no topic tags.
+	// Defaults to none.
+	TopicTags string `yaml:"topic_tags"`
+	// RequireTime makes a reading without a timestamp bad input.
+	// Defaults to false: it gets the time the message was received.
+	RequireTime bool `yaml:"require_time"`
+	// JSON configures FormatJSON.
+	JSON JSONConfig `yaml:"json"`
+}
+
+// JSONConfig configures JSON payloads: an object, or an array of objects,
+// each one reading. Numbers become float fields, booleans bool fields,
+// nested objects are flattened with "_" (a_b), nulls are skipped.
+type JSONConfig struct {
+	// TimeField is the member holding the timestamp. Defaults to
+	// DefaultJSONTimeField.
+	TimeField string `yaml:"time_field"`
+	// TimeFormat is "rfc3339" (a string), or "unix", "unix_ms", "unix_us"
+	// or "unix_ns" (a number of seconds, which may have a fraction, or
+	// of milli-, micro- or nanoseconds), or a Go time layout. Defaults
+	// to DefaultJSONTimeFormat.
+	TimeFormat string `yaml:"time_format"`
+	// MeasurementField is the member naming the measurement. Defaults to
+	// none.
+	MeasurementField string `yaml:"measurement_field"`
+	// Measurement is the measurement of objects without
+	// MeasurementField. Defaults to the topic's last segment.
+	Measurement string `yaml:"measurement"`
+	// TagFields are the members that become tags. Defaults to none.
+	TagFields []string `yaml:"tag_fields"`
+	// StringsAsTags makes every other string member a tag too. Defaults
+	// to false: they are string fields.
+	StringsAsTags bool `yaml:"strings_as_tags"`
+}
+
+// SinkConfig configures a Sink.
+type SinkConfig struct {
+	ConnConfig `yaml:",inline"`
+	// Topic is the template of the topic a particle is published to:
+	// {name} stands for the value of tag name, {measurement} for the
+	// measurement unless a tag has that name. Required.
+	Topic string `yaml:"topic"`
+	// QoS of the publications. Defaults to DefaultQoS (1).
+	QoS QoS `yaml:"qos"`
+	// Retain asks the broker to keep the last message of each topic.
+	// Defaults to false.
+	Retain bool `yaml:"retain"`
+	// Format of the payloads. Defaults to FormatLineProtocol.
+	Format Format `yaml:"format"`
+	// Precision of line-protocol timestamps. Defaults to nanoseconds.
+	Precision particle.Precision `yaml:"precision"`
+	// MaxInflight bounds the publications awaiting the broker's
+	// confirmation; Process blocks beyond it. Defaults to
+	// DefaultSinkMaxInflight.
+	MaxInflight int `yaml:"max_inflight"`
+	// PublishTimeout fails a particle whose publication was not confirmed
+	// in time; the engine retries it. Defaults to DefaultPublishTimeout.
+	PublishTimeout time.Duration `yaml:"publish_timeout"`
+}
+
+// DefaultClientID returns prefix-hostname: stable across restarts, so that
+// a persistent session survives them.
+func DefaultClientID(prefix string) string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return prefix
+	}
+	return prefix + "-" + h
+}
+
+func (c *ConnConfig) setDefaults(prefix string) {
+	if c.ClientID == "" {
+		c.ClientID = DefaultClientID(prefix)
+	}
+	if c.KeepAlive == 0 {
+		c.KeepAlive = DefaultKeepAlive
+	}
+	if c.PingTimeout == 0 {
+		c.PingTimeout = DefaultPingTimeout
+	}
+	if c.ConnectTimeout == 0 {
+		c.ConnectTimeout = DefaultConnectTimeout
+	}
+	if c.MaxReconnectInterval == 0 {
+		c.MaxReconnectInterval = DefaultMaxReconnectInterval
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+func (c *ConnConfig) validate() []error {
+	var errs []error
+	if len(c.Brokers) == 0 {
+		errs = append(errs, ErrNoBroker)
+	}
+	if c.KeepAlive < time.Second || c.PingTimeout < 0 || c.ConnectTimeout < 0 || c.MaxReconnectInterval < 0 {
+		errs = append(errs, errors.New("keepalive below 1s or negative timeout"))
+	}
+	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
+		errs = append(errs, errors.New("tls: cert file and key file go together"))
+	}
+	return errs
+}
+
+func (c *Config) setDefaults() {
+	c.ConnConfig.setDefaults("sensorstorm")
+	if c.QoS == 0 {
+		c.QoS = DefaultQoS
+	}
+	if c.MaxBatch == 0 {
+		c.MaxBatch = DefaultMaxBatch
+	}
+	if c.MaxBuffered == 0 {
+		c.MaxBuffered = DefaultMaxBuffered
+	}
+	c.Payload.setDefaults()
+}
+
+// Validate reports every invalid field.
+func (c *Config) Validate() error {
+	errs := c.ConnConfig.validate()
+	if len(c.Topics) == 0 {
+		errs = append(errs, ErrNoTopic)
+	}
+	for _, t := range c.Topics {
+		if t == "" || strings.Contains(t, "#") && !strings.HasSuffix(t, "#") {
+			errs = append(errs, fmt.Errorf("topic filter %q", t))
+		}
+	}
+	if !c.QoS.valid() {
+		errs = append(errs, fmt.Errorf("QoS %d", c.QoS))
+	}
+	if int(c.Mode) >= len(modeNames) {
+		errs = append(errs, fmt.Errorf("mode %d", c.Mode))
+	}
+	if c.Mode == ModeSpool && c.StateDir == "" {
+		errs = append(errs, ErrNoStateDir)
+	}
+	if c.MaxBatch < 1 || c.MaxBuffered < 1 {
+		errs = append(errs, errors.New("max batch and max buffered must be positive"))
+	}
+	if err := c.Spool.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Payload.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("mqtt: invalid config: %w", err)
+	}
+	return nil
+}
+
+func (c *PayloadConfig) setDefaults() {
+	if c.JSON.TimeField == "" {
+		c.JSON.TimeField = DefaultJSONTimeField
+	}
+	if c.JSON.TimeFormat == "" {
+		c.JSON.TimeFormat = DefaultJSONTimeFormat
+	}
+}
+
+func (c *PayloadConfig) validate() error {
+	if c.Format > FormatJSON {
+		return fmt.Errorf("format %d", c.Format)
+	}
+	if _, err := particle.ParsePrecision(c.Precision.String()); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (c *SinkConfig) setDefaults() {
+	c.ConnConfig.setDefaults("sensorstorm-sink")
+	if c.QoS == 0 {
+		c.QoS = DefaultQoS
+	}
+	if c.MaxInflight == 0 {
+		c.MaxInflight = DefaultSinkMaxInflight
+	}
+	if c.PublishTimeout == 0 {
+		c.PublishTimeout = DefaultPublishTimeout
+	}
+}
+
+// Validate reports every invalid field.
+func (c *SinkConfig) Validate() error {
+	errs := c.ConnConfig.validate()
+	if c.Topic == "" || strings.ContainsAny(c.Topic, "+#") {
+		errs = append(errs, fmt.Errorf("sink topic template %q: empty or with wildcards", c.Topic))
+	}
+	if !c.QoS.valid() {
+		errs = append(errs, fmt.Errorf("QoS %d", c.QoS))
+	}
+	if c.Format > FormatJSON {
+		errs = append(errs, fmt.Errorf("format %d", c.Format))
+	}
+	if c.MaxInflight < 1 || c.PublishTimeout < 0 {
+		errs = append(errs, errors.New("max inflight must be positive, publish timeout not negative"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("mqtt: invalid sink config: %w", err)
+	}
+	return nil
+}
+
+// tlsConfig builds the TLS configuration, or returns nil when none is
+// asked for.
+func (t *TLSConfig) tlsConfig() (*tls.Config, error) {
+	if *t == (TLSConfig{}) {
+		return nil, nil
+	}
+	cfg := &tls.Config{ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify, MinVersion: tls.VersionTLS12}
+	if t.CAFile != "" {
+		pem, err := os.ReadFile(t.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("mqtt: tls: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("mqtt: tls: no certificate in %s", t.CAFile)
+		}
+		cfg.RootCAs = pool
+	}
+	if t.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("mqtt: tls: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg, nil
+}

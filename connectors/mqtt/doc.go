@@ -1,0 +1,101 @@
+// Package mqtt connects topologies to MQTT brokers: [Source] ingests
+// sensor feeds with no loss, [Sink] publishes results. It uses
+// github.com/eclipse/paho.mqtt.golang (MQTT 3.1.1).
+//
+// # Source
+//
+// A Source subscribes to topic filters (QoS 1 by default; 0 and 2 too)
+// with a persistent session under a stable client id, so that the broker
+// keeps what arrives while the process is down. It resubscribes on every
+// connection, reconnects with a backoff capped at MaxReconnectInterval,
+// and speaks TLS and username/password. Its one message handler is
+// registered before it connects: the messages a persistent session queued
+// arrive at once. The handler only queues a message and returns, so that
+// paho's keepalive never waits for the pipeline.
+//
+// Payloads are line protocol (one or more lines) or JSON (an object or an
+// array of objects; see [JSONConfig]). A template such as
+// "sensors/{room}/{sensor}" turns topic segments into tags. Shared
+// subscriptions ($share/GROUP/FILTER) let instances with different client
+// ids split a feed.
+//
+// Bad input (a malformed line, a JSON object without fields, a timestamp in
+// the wrong format) is rejected to the topology's dead-letter sink with a
+// *particle.DecodeError naming the topic, line and column, and the raw
+// payload; it is counted, the rest of the payload goes on, and the message
+// is acknowledged like any other: never redelivered forever, never
+// blocking the stream.
+//
+// # When a message is acknowledged to the broker
+//
+// A broker lets a client hold few unacknowledged messages (Mosquitto's
+// max_inflight_messages, 20 by default) and queues few more for it
+// (max_queued_messages, 1000), dropping the rest silently. A source that
+// held the acknowledgement (PUBACK) of each message until the pipeline
+// had processed it, behind a 1s synchronization window, would take about
+// 20 messages a second and make the broker drop the rest. The [Mode]
+// chooses:
+//
+//   - ModeSpool (the default): a message is appended to a local
+//     write-ahead spool (package spool) in StateDir; a writer makes the
+//     messages that arrived meanwhile durable with one fsync (group
+//     commit, about 0.3 ms) and then acknowledges them, in arrival order.
+//     Particles are emitted afterwards, and a message is marked complete
+//     in the spool when all its particles were processed; complete
+//     segments are deleted. At start, the messages a previous run did not
+//     complete are emitted again before any new one. A crash, even
+//     SIGKILL, loses nothing: what was not acknowledged the broker sends
+//     again, what was acknowledged the spool replays. Duplicates are
+//     possible (Stats.Replayed, Stats.Redelivered), loss is not. Works
+//     with a stock broker at close to a bare subscriber's rate. Costs
+//     local disk (what is in flight) and one fsync per batch.
+//   - ModeTree: a message is acknowledged once all its particles were
+//     processed (their trees completed), as an in-order prefix since
+//     MQTT 3.1.1 requires acknowledgements in arrival order. No local
+//     state, no loss, but throughput is bounded by max_inflight_messages
+//     divided by the processing latency (window included): raise
+//     max_inflight_messages (for example to 10000, or 0 for no limit) and
+//     max_queued_messages on the broker, or it takes about 20 messages a
+//     second with a 1s window and the broker drops beyond its queue.
+//   - ModeReceipt: a message is acknowledged when the pipeline takes it.
+//     Fast with a stock broker and no local state, but a crash loses the
+//     messages taken and not yet processed: at-most-once for those.
+//
+// All modes need a persistent session (CleanSession false, the default)
+// and a stable ClientID to survive restarts; with QoS 0 the broker sends
+// each message once and nothing protects it. Memory is bounded: at most
+// MaxBuffered messages wait between the broker and the pipeline, beyond
+// which the source stops acknowledging and the broker stops sending (QoS
+// 0 messages are dropped and counted instead); add what the broker sends
+// unacknowledged (max_inflight_messages; Mosquitto 2.0.11 was seen to
+// exceed it, up to a few hundred, after bursts of acknowledgements). A
+// slow pipeline makes a broker queue, and a stock Mosquitto drops beyond
+// 1000 queued messages: raise max_queued_messages for bursts longer than
+// that. Mosquitto 2.0 also loses, when it is stopped, the messages it has
+// in flight to a client (eclipse-mosquitto/mosquitto#2811), whatever the
+// client does.
+//
+// After a crash, what the broker sends again may be older than what the
+// spool's replay already released downstream: with a late policy of
+// drop, a synchronization buffer would drop it. Use syncbuffer.LatePass
+// (the ingest command's default) where that matters.
+//
+// Run the Source with acking on (topology.AckingConfig.Enabled): its
+// guarantees rest on learning when trees complete. The connection
+// outlives Run so that trees completing while the topology drains are
+// still acknowledged; Close disconnects and closes the spool.
+//
+// # Sink
+//
+// A Sink publishes each particle as line protocol (or JSON) to a topic
+// made from a template such as "results/{sensor}", at QoS 1 by default.
+// It holds each input until the broker confirmed the publication, so with
+// QoS 1 or 2 a tree completes only once its results are with the broker;
+// MaxInflight bounds the publications waiting (backpressure), and
+// publications made while the connection is lost are sent on
+// reconnection.
+//
+// This package is not a broker, does not speak MQTT 5 (no receive
+// maximum, no message expiry), and does not deduplicate what a crash makes
+// it process twice. See DESIGN.md, "MQTT" and "Bad input".
+package mqtt

@@ -1,0 +1,235 @@
+// Package mosquittotest runs a private Mosquitto broker for tests: on a
+// free loopback port, with its own configuration file and persistence
+// directory, so that a test can stop it, kill it with SIGKILL and start it
+// again on the same port while clients reconnect.
+//
+// It needs the mosquitto binary (Debian package mosquitto). When the
+// binary is missing the test fails, saying what to install: a broker test
+// that skips would pass without testing anything.
+//
+// It is not a broker for production use and never touches a broker it did
+// not start.
+package mosquittotest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Stock broker limits of Mosquitto 2.0, written into every configuration
+// so that a test measures what users of an untuned broker get.
+const (
+	StockMaxInflight = 20
+	StockMaxQueued   = 1000
+)
+
+// startTimeout bounds how long a broker may take to accept connections.
+const startTimeout = 10 * time.Second
+
+// Config configures a Broker. The zero Config is Mosquitto's stock
+// configuration on a free loopback port, without persistence.
+type Config struct {
+	// Persistence saves sessions and queued messages to the broker's
+	// directory on shutdown, so that they survive Stop and Start.
+	// Defaults to false.
+	Persistence bool
+	// MaxInflight is max_inflight_messages. Defaults to StockMaxInflight.
+	MaxInflight int
+	// MaxQueued is max_queued_messages. Defaults to StockMaxQueued.
+	MaxQueued int
+	// Extra is appended to the configuration file, for example TLS or
+	// password settings. Paths in it are the caller's.
+	Extra string
+}
+
+// Broker is a Mosquitto process owned by a test.
+type Broker struct {
+	t    testing.TB
+	bin  string
+	dir  string
+	port int
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{} // closed when cmd has exited
+	log  *lockedBuffer
+}
+
+// Binary returns the path of the mosquitto binary, or an error telling
+// what to install.
+func Binary() (string, error) {
+	if p, err := exec.LookPath("mosquitto"); err == nil {
+		return p, nil
+	}
+	for _, p := range []string{"/usr/sbin/mosquitto", "/usr/local/sbin/mosquitto", "/usr/local/bin/mosquitto"} {
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	return "", errors.New("mosquittotest: the mosquitto binary is missing: install the Debian package `mosquitto` (apt-get install -y mosquitto)")
+}
+
+// Start starts a broker configured by cfg on a free loopback port and
+// stops it when the test ends. It fails the test if the broker cannot be
+// started.
+func Start(t testing.TB, cfg Config) *Broker {
+	t.Helper()
+	bin, err := Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.MaxInflight == 0 {
+		cfg.MaxInflight = StockMaxInflight
+	}
+	if cfg.MaxQueued == 0 {
+		cfg.MaxQueued = StockMaxQueued
+	}
+	b := &Broker{t: t, bin: bin, dir: t.TempDir(), port: freePort(t)}
+	conf := fmt.Sprintf("listener %d 127.0.0.1\nallow_anonymous true\nmax_inflight_messages %d\nmax_queued_messages %d\npersistence %t\npersistence_location %s/\nlog_dest stderr\nlog_type error\nlog_type warning\nlog_type notice\n",
+		b.port, cfg.MaxInflight, cfg.MaxQueued, cfg.Persistence, b.dir)
+	// Mosquitto started as root switches to user mosquitto, which would
+	// clear the parent-death signal: stay the user running the test.
+	if u, err := user.Current(); err == nil {
+		conf += "user " + u.Username + "\n"
+	}
+	if cfg.Extra != "" {
+		conf += cfg.Extra + "\n"
+	}
+	if err := os.WriteFile(b.ConfigPath(), []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Kill)
+	b.Start()
+	return b
+}
+
+// ConfigPath returns the path of the broker's configuration file.
+func (b *Broker) ConfigPath() string { return filepath.Join(b.dir, "mosquitto.conf") }
+
+// Addr returns the broker's host:port.
+func (b *Broker) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(b.port)) }
+
+// URL returns the broker's URL for MQTT clients, tcp://127.0.0.1:port.
+func (b *Broker) URL() string { return "tcp://" + b.Addr() }
+
+// Start starts the broker again after Stop or Kill, on the same port with
+// the same configuration and persistence directory, and waits until it
+// accepts connections. It does nothing if the broker is running.
+func (b *Broker) Start() {
+	b.t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cmd != nil {
+		return
+	}
+	cmd := exec.Command(b.bin, "-c", b.ConfigPath())
+	dieWithParent(cmd)
+	log := new(lockedBuffer)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		b.t.Fatalf("mosquittotest: start %s: %v", b.bin, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+	deadline := time.Now().Add(startTimeout)
+	for {
+		c, err := net.DialTimeout("tcp", b.Addr(), time.Second)
+		if err == nil {
+			c.Close()
+			break
+		}
+		select {
+		case <-done:
+			b.t.Fatalf("mosquittotest: mosquitto exited at start: %s", strings.TrimSpace(log.String()))
+		default:
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			<-done
+			b.t.Fatalf("mosquittotest: mosquitto not accepting connections on %s after %v: %s", b.Addr(), startTimeout, log.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	b.cmd, b.done, b.log = cmd, done, log
+}
+
+// Stop stops the broker with SIGTERM and waits for it to exit; with
+// persistence on, it saves its state first. It does nothing if the broker
+// is not running.
+func (b *Broker) Stop() { b.signal(syscall.SIGTERM) }
+
+// Kill stops the broker with SIGKILL: what it did not save is lost. It does
+// nothing if the broker is not running.
+func (b *Broker) Kill() { b.signal(syscall.SIGKILL) }
+
+// Restart stops the broker with SIGTERM and starts it again.
+func (b *Broker) Restart() {
+	b.t.Helper()
+	b.Stop()
+	b.Start()
+}
+
+func (b *Broker) signal(sig syscall.Signal) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cmd == nil {
+		return
+	}
+	_ = b.cmd.Process.Signal(sig)
+	<-b.done
+	b.cmd, b.done = nil, nil
+}
+
+// Log returns what the running or last broker process wrote.
+func (b *Broker) Log() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.log == nil {
+		return ""
+	}
+	return b.log.String()
+}
+
+// lockedBuffer collects a process's output while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// freePort returns a loopback TCP port that was free a moment ago.
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}

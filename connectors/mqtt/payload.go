@@ -1,0 +1,372 @@
+package mqtt
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sensorstorm/sensorstorm/particle"
+)
+
+// decoder turns payloads into particles. It is not safe for concurrent
+// use.
+type decoder struct {
+	cfg  PayloadConfig
+	lp   *particle.Decoder
+	recv int64 // receive time of the JSON message being decoded
+	// The line-protocol payloads being decoded are joined in buf, one
+	// after the other; payload i starts at line starts[i].
+	buf    []byte
+	starts []int
+	recvs  []int64
+	// tmpl has, per topic segment, the tag it becomes or "".
+	tmpl     []string
+	tmplRest bool
+	isTag    map[string]bool
+}
+
+func newDecoder(cfg PayloadConfig) (*decoder, error) {
+	d := &decoder{cfg: cfg, isTag: map[string]bool{}}
+	dc := particle.DecoderConfig{Precision: cfg.Precision}
+	if !cfg.RequireTime {
+		dc.DefaultTime = func() int64 { return d.recvs[d.payloadAt(d.lp.Line())] }
+	}
+	lp, err := particle.NewDecoderBytes(nil, "", dc)
+	if err != nil {
+		return nil, err
+	}
+	d.lp = lp
+	if cfg.TopicTags != "" {
+		segs := strings.Split(cfg.TopicTags, "/")
+		if segs[len(segs)-1] == "#" {
+			d.tmplRest = true
+			segs = segs[:len(segs)-1]
+		}
+		for _, s := range segs {
+			name, ok := strings.CutPrefix(s, "{")
+			if name, ok2 := strings.CutSuffix(name, "}"); ok && ok2 && name != "" {
+				d.tmpl = append(d.tmpl, name)
+			} else {
+				d.tmpl = append(d.tmpl, "")
+			}
+		}
+	}
+	for _, t := range cfg.JSON.TagFields {
+		d.isTag[t] = true
+	}
+	return d, nil
+}
+
+// joinable reports whether a line-protocol payload may be decoded joined
+// with others: a quote or a backslash could make its last entry run into
+// the next payload.
+func joinable(payload []byte) bool { return bytes.IndexAny(payload, "\"\\") < 0 }
+
+// decode decodes the payloads of msgs, calling emit for each particle and
+// reject for each bad entry, which does not stop decoding, with the index
+// of its message. It returns emit's first error. Line-protocol payloads
+// are decoded in one go when they are joinable, which saves resetting the
+// decoder for each: messages are small and many.
+func (d *decoder) decode(msgs []*message, emit func(i int, p particle.Particle) error, reject func(i int, err error)) error {
+	if d.cfg.Format == FormatJSON {
+		for i, m := range msgs {
+			d.recv = m.recv
+			tags := d.topicTags(m.topic)
+			err := d.decodeJSON(m.topic, m.payload, func(p particle.Particle) error {
+				return emit(i, withTags(p, tags))
+			}, func(err error) { reject(i, err) })
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for len(msgs) > 0 {
+		n := 1
+		if joinable(msgs[0].payload) {
+			for n < len(msgs) && joinable(msgs[n].payload) {
+				n++
+			}
+		}
+		if err := d.decodeLines(msgs[:n], emit, reject); err != nil {
+			return err
+		}
+		emit = offsetEmit(emit, n)
+		reject = offsetReject(reject, n)
+		msgs = msgs[n:]
+	}
+	return nil
+}
+
+func offsetEmit(emit func(int, particle.Particle) error, n int) func(int, particle.Particle) error {
+	return func(i int, p particle.Particle) error { return emit(i+n, p) }
+}
+
+func offsetReject(reject func(int, error), n int) func(int, error) {
+	return func(i int, err error) { reject(i+n, err) }
+}
+
+// decodeLines decodes the line-protocol payloads of msgs joined.
+func (d *decoder) decodeLines(msgs []*message, emit func(int, particle.Particle) error, reject func(int, error)) error {
+	d.buf, d.starts, d.recvs = d.buf[:0], d.starts[:0], d.recvs[:0]
+	line := 1
+	for _, m := range msgs {
+		d.starts = append(d.starts, line)
+		d.recvs = append(d.recvs, m.recv)
+		d.buf = append(append(d.buf, m.payload...), '\n')
+		line += bytes.Count(m.payload, []byte{'\n'}) + 1
+	}
+	tags := make([][]particle.Tag, len(msgs))
+	if d.tmpl != nil {
+		for i, m := range msgs {
+			tags[i] = d.topicTags(m.topic)
+		}
+	}
+	d.lp.ResetBytes(d.buf, "")
+	var p particle.Particle
+	for {
+		err := d.lp.Decode(&p)
+		if err == io.EOF {
+			return nil
+		}
+		i := d.payloadAt(d.lp.Line())
+		var de *particle.DecodeError
+		switch {
+		case errors.As(err, &de):
+			// Place the error in its own payload.
+			reject(i, &particle.DecodeError{Source: msgs[i].topic, Line: de.Line - d.starts[i] + 1, Column: de.Column, Err: de.Err})
+			continue
+		case err != nil:
+			// Reading bytes cannot fail otherwise; report it as bad input.
+			reject(i, &particle.DecodeError{Source: msgs[i].topic, Line: d.lp.Line() - d.starts[i] + 1, Err: err})
+			return nil
+		}
+		if len(tags[i]) > 0 {
+			p = withTags(p, tags[i])
+		}
+		if err := emit(i, p); err != nil {
+			return err
+		}
+	}
+}
+
+// payloadAt returns the index of the payload holding line of buf.
+func (d *decoder) payloadAt(line int) int {
+	i, found := slices.BinarySearch(d.starts, line)
+	if !found {
+		i--
+	}
+	return max(i, 0)
+}
+
+func (d *decoder) topicTags(topic string) []particle.Tag {
+	segs := strings.Split(topic, "/")
+	if len(segs) < len(d.tmpl) || (len(segs) > len(d.tmpl) && !d.tmplRest) {
+		return nil
+	}
+	var tags []particle.Tag
+	for i, name := range d.tmpl {
+		if name != "" && segs[i] != "" {
+			tags = append(tags, particle.Tag{Key: name, Value: segs[i]})
+		}
+	}
+	return tags
+}
+
+// withTags returns p with the tags it lacks added, in a new slice: p's
+// own may be shared.
+func withTags(p particle.Particle, tags []particle.Tag) particle.Particle {
+	if len(tags) == 0 {
+		return p
+	}
+	out := make([]particle.Tag, len(p.Tags), len(p.Tags)+len(tags))
+	copy(out, p.Tags)
+	for _, t := range tags {
+		if _, ok := p.Tag(t.Key); !ok {
+			out = append(out, t)
+		}
+	}
+	p.Tags = out
+	p.SortTags()
+	return p
+}
+
+func (d *decoder) decodeJSON(topic string, payload []byte, emit func(particle.Particle) error, reject func(error)) error {
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		reject(jsonSyntaxError(topic, payload, err))
+		return nil
+	}
+	if dec.More() {
+		reject(&particle.DecodeError{Source: topic, Line: 1, Err: errors.New("data after the JSON value")})
+		return nil
+	}
+	objs, ok := v.([]any)
+	if !ok {
+		objs = []any{v}
+	}
+	for i, o := range objs {
+		obj, ok := o.(map[string]any)
+		if !ok {
+			reject(&particle.DecodeError{Source: topic, Line: i + 1, Err: fmt.Errorf("element %d is %T, not an object", i+1, o)})
+			continue
+		}
+		p, err := d.object(topic, obj)
+		if err != nil {
+			reject(&particle.DecodeError{Source: topic, Line: i + 1, Err: err})
+			continue
+		}
+		if err := emit(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// jsonSyntaxError places a JSON syntax error at its line and column.
+func jsonSyntaxError(topic string, payload []byte, err error) error {
+	var se *json.SyntaxError
+	if !errors.As(err, &se) {
+		return &particle.DecodeError{Source: topic, Line: 1, Err: err}
+	}
+	off := min(int(se.Offset), len(payload))
+	line := 1 + bytes.Count(payload[:off], []byte{'\n'})
+	col := off - bytes.LastIndexByte(payload[:off], '\n')
+	return &particle.DecodeError{Source: topic, Line: line, Column: max(col-1, 1), Err: err}
+}
+
+// object makes a particle of one JSON object.
+func (d *decoder) object(topic string, obj map[string]any) (particle.Particle, error) {
+	c := &d.cfg.JSON
+	p := particle.Particle{Measurement: c.Measurement}
+	if p.Measurement == "" {
+		p.Measurement = topic[strings.LastIndexByte(topic, '/')+1:]
+	}
+	if m, ok := obj[c.MeasurementField].(string); ok && c.MeasurementField != "" {
+		p.Measurement = m
+	}
+	if tv, ok := obj[c.TimeField]; ok {
+		t, err := parseTime(tv, c.TimeFormat)
+		if err != nil {
+			return p, fmt.Errorf("%w: member %q: %w", ErrTime, c.TimeField, err)
+		}
+		p.Time = t
+	} else if d.cfg.RequireTime {
+		return p, fmt.Errorf("%w: no member %q", ErrTime, c.TimeField)
+	} else {
+		p.Time = d.recv
+	}
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		if k != c.TimeField && (k != c.MeasurementField || c.MeasurementField == "") {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if err := d.member(&p, k, obj[k]); err != nil {
+			return p, err
+		}
+	}
+	if len(p.Fields) == 0 {
+		return p, ErrNoFields
+	}
+	p.SortTags()
+	return p, nil
+}
+
+func (d *decoder) member(p *particle.Particle, key string, v any) error {
+	switch v := v.(type) {
+	case nil:
+	case bool:
+		p.Fields = append(p.Fields, particle.Field{Key: key, Value: particle.Bool(v)})
+	case json.Number:
+		f, err := strconv.ParseFloat(string(v), 64)
+		if err != nil || math.IsInf(f, 0) {
+			return fmt.Errorf("member %q: %w", key, particle.ErrValueOutOfRange)
+		}
+		p.Fields = append(p.Fields, particle.Field{Key: key, Value: particle.Float(f)})
+	case string:
+		if d.isTag[key] || d.cfg.JSON.StringsAsTags {
+			p.Tags = append(p.Tags, particle.Tag{Key: key, Value: v})
+		} else {
+			p.Fields = append(p.Fields, particle.Field{Key: key, Value: particle.String(v)})
+		}
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			if err := d.member(p, key+"_"+k, v[k]); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for i, e := range v {
+			if err := d.member(p, key+"_"+strconv.Itoa(i), e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// parseTime reads a JSON timestamp in format.
+func parseTime(v any, format string) (int64, error) {
+	var scale int64
+	switch format {
+	case "unix":
+		scale = int64(time.Second)
+	case "unix_ms":
+		scale = int64(time.Millisecond)
+	case "unix_us":
+		scale = int64(time.Microsecond)
+	case "unix_ns":
+		scale = 1
+	}
+	if scale == 0 {
+		s, ok := v.(string)
+		if !ok {
+			return 0, fmt.Errorf("%T, want a string", v)
+		}
+		layout := format
+		if format == "rfc3339" {
+			layout = time.RFC3339Nano
+		}
+		t, err := time.Parse(layout, s)
+		if err != nil {
+			return 0, err
+		}
+		return t.UnixNano(), nil
+	}
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, fmt.Errorf("%T, want a number", v)
+	}
+	if i, err := strconv.ParseInt(string(n), 10, 64); err == nil {
+		if i > math.MaxInt64/scale || i < math.MinInt64/scale {
+			return 0, particle.ErrValueOutOfRange
+		}
+		return i * scale, nil
+	}
+	f, err := strconv.ParseFloat(string(n), 64)
+	if err != nil {
+		return 0, err
+	}
+	ns := f * float64(scale)
+	if ns >= math.MaxInt64 || ns <= math.MinInt64 || math.IsNaN(ns) {
+		return 0, particle.ErrValueOutOfRange
+	}
+	return int64(ns), nil
+}

@@ -1,0 +1,182 @@
+package mqtt
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sensorstorm/sensorstorm/particle"
+)
+
+type decoded struct {
+	ps   []particle.Particle
+	errs []*particle.DecodeError
+}
+
+func decodeAll(t testing.TB, cfg PayloadConfig, topic, payload string) decoded {
+	t.Helper()
+	cfg.setDefaults()
+	d, err := newDecoder(cfg)
+	require.NoError(t, err)
+	var out decoded
+	msgs := []*message{{topic: topic, payload: []byte(payload), recv: 42}}
+	err = d.decode(msgs, func(_ int, p particle.Particle) error {
+		p.Origin, p.Seq = 0, 0
+		out.ps = append(out.ps, p)
+		return nil
+	}, func(_ int, err error) {
+		var de *particle.DecodeError
+		require.True(t, errors.As(err, &de), "%v", err)
+		out.errs = append(out.errs, de)
+	})
+	require.NoError(t, err)
+	return out
+}
+
+func TestDecodePayloads(t *testing.T) {
+	f := func(k string, v particle.Value) particle.Field { return particle.Field{Key: k, Value: v} }
+	tag := func(k, v string) particle.Tag { return particle.Tag{Key: k, Value: v} }
+	for _, tc := range []struct {
+		name    string
+		cfg     PayloadConfig
+		topic   string
+		payload string
+		want    []particle.Particle
+		errAt   [][2]int // line, column of each error
+	}{{
+		name:    "line protocol with topic tags",
+		cfg:     PayloadConfig{TopicTags: "sensors/{room}/{sensor}"},
+		topic:   "sensors/kitchen/t1",
+		payload: "temp,unit=c v=21.5 1000\ntemp v=22 2000",
+		want: []particle.Particle{
+			{Time: 1000, Measurement: "temp", Tags: []particle.Tag{tag("room", "kitchen"), tag("sensor", "t1"), tag("unit", "c")}, Fields: []particle.Field{f("v", particle.Float(21.5))}},
+			{Time: 2000, Measurement: "temp", Tags: []particle.Tag{tag("room", "kitchen"), tag("sensor", "t1")}, Fields: []particle.Field{f("v", particle.Float(22))}},
+		},
+	}, {
+		name:    "payload tag wins over topic tag; short topic gets none",
+		cfg:     PayloadConfig{TopicTags: "a/{x}/{y}"},
+		topic:   "a/1",
+		payload: "m,x=p v=1i 5",
+		want:    []particle.Particle{{Time: 5, Measurement: "m", Tags: []particle.Tag{tag("x", "p")}, Fields: []particle.Field{f("v", particle.Int(1))}}},
+	}, {
+		name:    "missing timestamp takes the receive time",
+		topic:   "t",
+		payload: "m v=1",
+		want:    []particle.Particle{{Time: 42, Measurement: "m", Fields: []particle.Field{f("v", particle.Float(1))}}},
+	}, {
+		name:    "missing timestamp required",
+		cfg:     PayloadConfig{RequireTime: true},
+		topic:   "t",
+		payload: "m v=1",
+		errAt:   [][2]int{{1, 0}},
+	}, {
+		name:    "bad line among good ones",
+		topic:   "t",
+		payload: "m v=1 1\nm v=oops 2\nm v=3 3",
+		want: []particle.Particle{
+			{Time: 1, Measurement: "m", Fields: []particle.Field{f("v", particle.Float(1))}},
+			{Time: 3, Measurement: "m", Fields: []particle.Field{f("v", particle.Float(3))}},
+		},
+		errAt: [][2]int{{2, 5}},
+	}, {
+		name:    "json object",
+		cfg:     PayloadConfig{Format: FormatJSON, JSON: JSONConfig{TagFields: []string{"sensor"}}},
+		topic:   "sensors/temp",
+		payload: `{"time":"2024-01-01T00:00:00Z","sensor":"t1","v":21.5,"ok":true,"note":"x","nested":{"a":1},"skip":null}`,
+		want: []particle.Particle{{Time: 1704067200000000000, Measurement: "temp", Tags: []particle.Tag{tag("sensor", "t1")},
+			Fields: []particle.Field{f("nested_a", particle.Float(1)), f("note", particle.String("x")), f("ok", particle.Bool(true)), f("v", particle.Float(21.5))}}},
+	}, {
+		name:    "json array with epoch ms, measurement field, a bad element",
+		cfg:     PayloadConfig{Format: FormatJSON, JSON: JSONConfig{TimeField: "ts", TimeFormat: "unix_ms", MeasurementField: "m", StringsAsTags: true}},
+		topic:   "x",
+		payload: `[{"ts":1500,"m":"cpu","host":"h","v":1},{"ts":"bad","v":2},3,{"ts":2}]`,
+		want:    []particle.Particle{{Time: 1500 * 1e6, Measurement: "cpu", Tags: []particle.Tag{tag("host", "h")}, Fields: []particle.Field{f("v", particle.Float(1))}}},
+		errAt:   [][2]int{{2, 0}, {3, 0}, {4, 0}},
+	}, {
+		name:    "json syntax error",
+		cfg:     PayloadConfig{Format: FormatJSON},
+		topic:   "x",
+		payload: "{\"v\":1,\n \"w\":}",
+		errAt:   [][2]int{{2, 6}},
+	}, {
+		name:    "json fractional unix seconds",
+		cfg:     PayloadConfig{Format: FormatJSON, JSON: JSONConfig{TimeFormat: "unix"}},
+		topic:   "x",
+		payload: `{"time":1.5,"v":1}`,
+		want:    []particle.Particle{{Time: 1.5e9, Measurement: "x", Fields: []particle.Field{f("v", particle.Float(1))}}},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := decodeAll(t, tc.cfg, tc.topic, tc.payload)
+			assert.Equal(t, tc.want, got.ps)
+			require.Len(t, got.errs, len(tc.errAt), "%v", got.errs)
+			for i, e := range got.errs {
+				assert.Equal(t, tc.topic, e.Source)
+				assert.Equal(t, tc.errAt[i], [2]int{e.Line, e.Column}, "%v", e)
+			}
+		})
+	}
+}
+
+func TestRecordRoundTrip(t *testing.T) {
+	m := &message{topic: "a/b", payload: []byte("m v=1"), recv: 123}
+	got, ok := decodeRecord(encodeRecord(nil, m))
+	require.True(t, ok)
+	assert.Equal(t, m.topic, got.topic)
+	assert.Equal(t, m.payload, got.payload)
+	assert.Equal(t, m.recv, got.recv)
+	_, ok = decodeRecord([]byte{5, 'a'})
+	assert.False(t, ok)
+}
+
+func FuzzDecodePayload(f *testing.F) {
+	f.Add(false, "m,t=1 v=1 1\nbad")
+	f.Add(true, `[{"time":"2024-01-01T00:00:00Z","v":1},{"v":{"a":[1,true,"x"]}}]`)
+	f.Fuzz(func(t *testing.T, json bool, payload string) {
+		cfg := PayloadConfig{TopicTags: "s/{a}/#"}
+		if json {
+			cfg.Format = FormatJSON
+		}
+		got := decodeAll(t, cfg, "s/x/y", payload)
+		for _, p := range got.ps {
+			if len(p.Fields) == 0 {
+				t.Fatalf("particle without fields: %+v", p)
+			}
+		}
+	})
+}
+
+// TestDecodeJoined decodes several payloads in one go: particles, errors
+// and receive times stay with their message.
+func TestDecodeJoined(t *testing.T) {
+	cfg := PayloadConfig{TopicTags: "s/{sensor}"}
+	cfg.setDefaults()
+	d, err := newDecoder(cfg)
+	require.NoError(t, err)
+	msgs := []*message{
+		{topic: "s/a", payload: []byte("m v=1 1\nm v=bad 2\n"), recv: 100},
+		{topic: "s/b", payload: []byte("m v=3"), recv: 200},
+		{topic: "s/c", payload: []byte(`m s="quoted" 4`), recv: 300},
+		{topic: "s/d", payload: []byte("oops\nm v=5"), recv: 400},
+	}
+	type got struct {
+		i    int
+		time int64
+		s    string
+	}
+	var ps []got
+	var errs []string
+	require.NoError(t, d.decode(msgs, func(i int, p particle.Particle) error {
+		sensor, _ := p.Tag("sensor")
+		ps = append(ps, got{i, p.Time, sensor})
+		return nil
+	}, func(i int, err error) {
+		errs = append(errs, fmt.Sprint(i, ": ", err))
+	}))
+	assert.Equal(t, []got{{0, 1, "a"}, {1, 200, "b"}, {2, 4, "c"}, {3, 400, "d"}}, ps)
+	require.Len(t, errs, 2)
+	assert.Contains(t, errs[0], "0: particle: decode s/a:2:")
+	assert.Contains(t, errs[1], "3: particle: decode s/d:1:")
+}

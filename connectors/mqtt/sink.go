@@ -1,0 +1,269 @@
+package mqtt
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
+
+	"github.com/sensorstorm/sensorstorm/operation"
+	"github.com/sensorstorm/sensorstorm/particle"
+)
+
+// SinkStats counts what a Sink did. The counters are safe to read while it
+// runs.
+type SinkStats struct {
+	// Published counts publications; Confirmed those the broker
+	// confirmed (for QoS 0: that were written); Failed those that failed
+	// or timed out, whose particles were failed.
+	Published, Confirmed, Failed atomic.Uint64
+	// Connects and ConnectionsLost count connection events.
+	Connects, ConnectionsLost atomic.Uint64
+}
+
+// Sink is an operation that publishes every particle it processes to an
+// MQTT topic made from a template. It holds each input until the broker
+// confirmed its publication (PUBACK for QoS 1, PUBCOMP for QoS 2), so the
+// input's tree completes only then; at most MaxInflight publications wait
+// for confirmation, beyond which Process blocks: backpressure. While the
+// connection is lost, publications are kept and sent on reconnection.
+//
+// One Sink may serve several bolt instances. It connects on the first
+// Process, and Close disconnects.
+type Sink struct {
+	cfg   SinkConfig
+	tmpl  []topicPart
+	stats SinkStats
+
+	mu      sync.Mutex
+	client  paho.Client
+	enc     particle.Encoder
+	pending map[operation.Emitter][]publication
+	closed  bool
+}
+
+type publication struct {
+	tok      paho.Token
+	anchor   operation.Anchor
+	deadline time.Time
+}
+
+// topicPart is a literal or, with tag set, a tag reference of a topic
+// template.
+type topicPart struct {
+	text string
+	tag  bool
+}
+
+var (
+	_ operation.Operation        = (*Sink)(nil)
+	_ operation.WatermarkHandler = (*Sink)(nil)
+	_ operation.Flusher          = (*Sink)(nil)
+)
+
+// NewSink returns a Sink for cfg, after applying defaults and validating
+// it. It does not connect yet.
+func NewSink(cfg SinkConfig) (*Sink, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Sink{cfg: cfg, pending: map[operation.Emitter][]publication{}}
+	s.enc.SetPrecision(cfg.Precision)
+	rest := cfg.Topic
+	for rest != "" {
+		i := strings.IndexByte(rest, '{')
+		j := strings.IndexByte(rest[max(i, 0):], '}') + max(i, 0)
+		if i < 0 || j < i {
+			s.tmpl = append(s.tmpl, topicPart{text: rest})
+			break
+		}
+		if i > 0 {
+			s.tmpl = append(s.tmpl, topicPart{text: rest[:i]})
+		}
+		s.tmpl = append(s.tmpl, topicPart{text: rest[i+1 : j], tag: true})
+		rest = rest[j+1:]
+	}
+	return s, nil
+}
+
+// Stats returns the sink's counters.
+func (s *Sink) Stats() *SinkStats { return &s.stats }
+
+// Topic returns the topic p is published to.
+func (s *Sink) Topic(p *particle.Particle) (string, error) {
+	var b strings.Builder
+	for _, part := range s.tmpl {
+		if !part.tag {
+			b.WriteString(part.text)
+			continue
+		}
+		v, ok := p.Tag(part.text)
+		if !ok && part.text == "measurement" {
+			v, ok = p.Measurement, true
+		}
+		if !ok || v == "" || strings.ContainsAny(v, "+#") {
+			return "", fmt.Errorf("%w %q: particle has no usable tag %q", ErrTopicTemplate, s.cfg.Topic, part.text)
+		}
+		b.WriteString(v)
+	}
+	return b.String(), nil
+}
+
+// Process implements operation.Operation: it publishes in and holds it
+// until the broker confirms. An error (no topic, unencodable particle)
+// fails in.
+func (s *Sink) Process(ctx context.Context, in particle.Particle, out operation.Emitter) error {
+	topic, err := s.Topic(&in)
+	if err != nil {
+		return err
+	}
+	cl, err := s.connected(ctx)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	payload, err := s.payload(&in)
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	a := out.Hold()
+	tok := cl.Publish(topic, s.cfg.QoS.Byte(), s.cfg.Retain, payload)
+	s.stats.Published.Add(1)
+	s.mu.Lock()
+	s.pending[out] = append(s.pending[out], publication{tok: tok, anchor: a, deadline: time.Now().Add(s.cfg.PublishTimeout)})
+	full := len(s.pending[out]) >= s.cfg.MaxInflight
+	s.mu.Unlock()
+	return s.settle(ctx, out, full)
+}
+
+// OnWatermark implements operation.WatermarkHandler: after each round of
+// released particles it waits for their confirmations, so that their
+// trees complete now rather than with the next particle.
+func (s *Sink) OnWatermark(ctx context.Context, _ int64, out operation.Emitter) error {
+	return s.settle(ctx, out, true)
+}
+
+// Flush implements operation.Flusher: it waits for every confirmation.
+func (s *Sink) Flush(ctx context.Context, out operation.Emitter) error {
+	return s.settle(ctx, out, true)
+}
+
+// settle acknowledges the inputs whose publication was confirmed and fails
+// those that failed or timed out. With wait, it waits for every
+// publication of out to finish.
+func (s *Sink) settle(ctx context.Context, out operation.Emitter, wait bool) error {
+	s.mu.Lock()
+	pubs := s.pending[out]
+	delete(s.pending, out)
+	s.mu.Unlock()
+	keep := pubs[:0]
+	for _, p := range pubs {
+		if wait {
+			select {
+			case <-p.tok.Done():
+			case <-time.After(time.Until(p.deadline)):
+			case <-ctx.Done():
+			}
+		}
+		select {
+		case <-p.tok.Done():
+			if err := p.tok.Error(); err != nil {
+				s.stats.Failed.Add(1)
+				out.Fail(p.anchor, fmt.Errorf("mqtt: publish: %w", err))
+			} else {
+				s.stats.Confirmed.Add(1)
+				out.Ack(p.anchor)
+			}
+		default:
+			if time.Now().After(p.deadline) {
+				s.stats.Failed.Add(1)
+				out.Fail(p.anchor, ErrPublishTimeout)
+			} else {
+				keep = append(keep, p)
+			}
+		}
+	}
+	if len(keep) > 0 {
+		s.mu.Lock()
+		s.pending[out] = append(keep, s.pending[out]...)
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+// payload encodes p. s.mu is held.
+func (s *Sink) payload(p *particle.Particle) ([]byte, error) {
+	if s.cfg.Format == FormatJSON {
+		obj := map[string]any{"measurement": p.Measurement, "time": p.Time}
+		for _, t := range p.Tags {
+			obj[t.Key] = t.Value
+		}
+		for _, f := range p.Fields {
+			obj[f.Key] = jsonValue(f.Value)
+		}
+		return json.Marshal(obj)
+	}
+	s.enc.Reset()
+	if err := s.enc.Encode(p); err != nil {
+		return nil, err
+	}
+	b := s.enc.Bytes()
+	// paho keeps the payload until the broker confirmed it.
+	return append([]byte(nil), b[:len(b)-1]...), nil
+}
+
+func jsonValue(v particle.Value) any {
+	switch v.Kind() {
+	case particle.KindFloat:
+		return v.FloatValue()
+	case particle.KindInt:
+		return v.IntValue()
+	case particle.KindUint:
+		return v.UintValue()
+	case particle.KindBool:
+		return v.BoolValue()
+	}
+	return v.StringValue()
+}
+
+// connected returns the client, connecting it on first use.
+func (s *Sink) connected(ctx context.Context) (paho.Client, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, fmt.Errorf("mqtt: sink closed")
+	}
+	if s.client != nil {
+		return s.client, nil
+	}
+	opts, err := s.cfg.clientOptions(connCounters{&s.stats.Connects, &s.stats.ConnectionsLost}, nil)
+	if err != nil {
+		return nil, err
+	}
+	opts.SetCleanSession(false)
+	cl := paho.NewClient(opts)
+	if err := connect(ctx, cl); err != nil {
+		cl.Disconnect(0)
+		return nil, err
+	}
+	s.client = cl
+	return cl, nil
+}
+
+// Close disconnects. The engine calls it after Flush.
+func (s *Sink) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed && s.client != nil {
+		s.client.Disconnect(uint(DefaultDisconnectQuiesce / time.Millisecond))
+	}
+	s.closed = true
+	return nil
+}

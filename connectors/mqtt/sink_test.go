@@ -1,0 +1,80 @@
+package mqtt_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sensorstorm/sensorstorm/connectors/mqtt"
+	"github.com/sensorstorm/sensorstorm/connectors/mqtt/mosquittotest"
+	"github.com/sensorstorm/sensorstorm/operation"
+	"github.com/sensorstorm/sensorstorm/particle"
+	"github.com/sensorstorm/sensorstorm/topology"
+)
+
+// TestSink publishes particles to a topic template at QoS 1: a subscriber
+// gets every one on its sensor's topic, and every tree completes only
+// after the broker confirmed.
+func TestSink(t *testing.T) {
+	const n = 500
+	broker := mosquittotest.Start(t, mosquittotest.Config{})
+	var mu sync.Mutex
+	got := map[string]int{}
+	o := paho.NewClientOptions().AddBroker(broker.URL()).SetClientID("sink-sub")
+	o.SetDefaultPublishHandler(func(_ paho.Client, m paho.Message) {
+		mu.Lock()
+		defer mu.Unlock()
+		got[m.Topic()]++
+		assert.True(t, strings.HasPrefix(string(m.Payload()), "reading,sensor="), "%s", m.Payload())
+	})
+	sub := paho.NewClient(o)
+	require.True(t, sub.Connect().WaitTimeout(10*time.Second))
+	defer sub.Disconnect(100)
+	require.True(t, sub.Subscribe("results/#", 1, nil).WaitTimeout(10*time.Second))
+
+	sink, err := mqtt.NewSink(mqtt.SinkConfig{ConnConfig: mqtt.ConnConfig{Brokers: []string{broker.URL()}, ClientID: "sink"}, Topic: "results/{sensor}", MaxInflight: 16})
+	require.NoError(t, err)
+	topo, err := topology.New(topology.Config{Acking: topology.AckingConfig{Enabled: true}})
+	require.NoError(t, err)
+	var acked int
+	topo.AddSource("gen", topology.Single(topology.SourceFunc(func(ctx context.Context, out topology.SourceEmitter) error {
+		for i := range n {
+			p := particle.Particle{Time: int64(i), Measurement: "reading", Tags: []particle.Tag{{Key: "sensor", Value: fmt.Sprint("s", i%3)}},
+				Fields: []particle.Field{{Key: "v", Value: particle.Int(int64(i))}}}
+			if err := out.Emit(p, i); err != nil {
+				return err
+			}
+		}
+		return nil
+	})), topology.SourceConfig{})
+	topo.AddBolt("publish", operation.Stateless(sink), topology.BoltConfig{}).Input("gen", topology.Global())
+	require.NoError(t, topo.Run(context.Background()))
+	acked = int(topo.Stats("gen").Acked.Load())
+	assert.Equal(t, n, acked)
+	assert.Equal(t, uint64(n), sink.Stats().Confirmed.Load())
+	waitFor(t, 10*time.Second, "every result", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return got["results/s0"]+got["results/s1"]+got["results/s2"] == n
+	})
+}
+
+func TestSinkTopic(t *testing.T) {
+	s, err := mqtt.NewSink(mqtt.SinkConfig{ConnConfig: mqtt.ConnConfig{Brokers: []string{"tcp://x:1"}}, Topic: "out/{measurement}/{room}/x"})
+	require.NoError(t, err)
+	p := particle.Particle{Measurement: "temp", Tags: []particle.Tag{{Key: "room", Value: "k"}}}
+	topic, err := s.Topic(&p)
+	require.NoError(t, err)
+	assert.Equal(t, "out/temp/k/x", topic)
+	_, err = s.Topic(&particle.Particle{Measurement: "temp"})
+	assert.ErrorIs(t, err, mqtt.ErrTopicTemplate)
+	_, err = mqtt.NewSink(mqtt.SinkConfig{ConnConfig: mqtt.ConnConfig{Brokers: []string{"tcp://x:1"}}, Topic: "out/#"})
+	assert.Error(t, err)
+}

@@ -1,0 +1,512 @@
+package mqtt
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
+
+	"github.com/sensorstorm/sensorstorm/acker"
+	"github.com/sensorstorm/sensorstorm/particle"
+	"github.com/sensorstorm/sensorstorm/spool"
+	"github.com/sensorstorm/sensorstorm/topology"
+)
+
+// Stats counts what a Source did. The counters are safe to read while it
+// runs.
+type Stats struct {
+	// Received counts messages received from the broker; Redelivered
+	// those the broker marked as sent before; Dropped QoS 0 messages
+	// dropped because MaxBuffered messages were waiting.
+	Received, Redelivered, Dropped atomic.Uint64
+	// Spooled counts messages made durable in the spool; Replayed the
+	// spooled messages emitted again at start, which may duplicate what
+	// the previous run had processed.
+	Spooled, Replayed atomic.Uint64
+	// Acked counts acknowledgements sent to the broker (PUBACK or
+	// PUBREC). One sent while the connection is lost is dropped, and the
+	// broker sends the message again.
+	Acked atomic.Uint64
+	// Emitted counts particles emitted; Invalid bad lines or objects,
+	// rejected to the dead-letter sink; Failed particles the engine gave
+	// up on; Completed messages all of whose particles were done.
+	Emitted, Invalid, Failed, Completed atomic.Uint64
+	// Connects counts connections, the first included, once their
+	// subscriptions were made; ConnectionsLost the connections lost.
+	Connects, ConnectionsLost atomic.Uint64
+	// Buffered is the number of messages received and not yet emitted;
+	// PeakBuffered its highest value.
+	Buffered, PeakBuffered atomic.Int64
+}
+
+// Source is a topology.Source that subscribes to MQTT topics and emits the
+// particles decoded from their messages. It is also a
+// topology.Acknowledger: run it with acking on to get its guarantees.
+//
+// Run connects and emits until ctx ends. The connection outlives Run, so
+// that trees completing while the topology drains are acknowledged: call
+// Close after the topology's Run returned.
+type Source struct {
+	cfg   Config
+	dec   *decoder
+	stats Stats
+	ran   atomic.Bool
+
+	client paho.Client
+	spool  *spool.Spool
+
+	mu       sync.Mutex // guards arrivals and order
+	arrivals []*message
+	order    []*message    // ModeTree: messages not yet acknowledged, in arrival order
+	kick     chan struct{} // a message arrived; size one: one wake-up is enough
+
+	relMu sync.Mutex // serializes ModeTree releases, so PUBACKs leave in order
+
+	// queue holds the messages between the broker and the pipeline; its
+	// size is MaxBuffered, the source's memory bound. taken counts the
+	// messages taken from arrivals and not yet emitted: take keeps it at
+	// most MaxBuffered, so that sending to queue never blocks for long
+	// and acknowledgements stop when the pipeline falls behind.
+	queue chan *message
+	taken atomic.Int64
+	room  chan struct{} // a message was emitted; size one: one wake-up is enough
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// message is one MQTT message in flight; a pointer to it is the message id
+// of its particles.
+type message struct {
+	m       paho.Message // nil when replayed from the spool
+	topic   string
+	payload []byte
+	recv    int64
+	seq     uint64 // in the spool, or 0
+	// remaining counts the particles not finished, plus one while the
+	// message is being emitted.
+	remaining atomic.Int32
+	done      bool // ModeTree: may be acknowledged; guarded by Source.mu
+}
+
+var (
+	_ topology.Source       = (*Source)(nil)
+	_ topology.Acknowledger = (*Source)(nil)
+)
+
+// NewSource returns a Source for cfg, after applying defaults and
+// validating it. It neither connects nor opens the spool: Run does.
+func NewSource(cfg Config) (*Source, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	dec, err := newDecoder(cfg.Payload)
+	if err != nil {
+		return nil, fmt.Errorf("mqtt: %w", err)
+	}
+	return &Source{
+		cfg:   cfg,
+		dec:   dec,
+		kick:  make(chan struct{}, 1),
+		room:  make(chan struct{}, 1),
+		queue: make(chan *message, cfg.MaxBuffered),
+	}, nil
+}
+
+// Stats returns the source's counters.
+func (s *Source) Stats() *Stats { return &s.stats }
+
+// Run implements topology.Source. In ModeSpool it first opens the spool
+// and emits what a previous run left there, then connects; paho retries
+// the first connection until ctx ends. It returns nil when ctx ends, or
+// the error that stopped it (a spool write error).
+func (s *Source) Run(ctx context.Context, out topology.SourceEmitter) error {
+	if !s.ran.CompareAndSwap(false, true) {
+		return ErrRunTwice
+	}
+	if s.cfg.Mode == ModeSpool {
+		sp, err := spool.Open(s.cfg.StateDir, s.cfg.Spool)
+		if err != nil {
+			return fmt.Errorf("mqtt: %w", err)
+		}
+		s.spool = sp
+		if err := s.replay(ctx, out); err != nil {
+			return err
+		}
+	}
+	opts, err := s.cfg.clientOptions(connCounters{&s.stats.Connects, &s.stats.ConnectionsLost}, s.subscribe)
+	if err != nil {
+		return err
+	}
+	opts.SetCleanSession(s.cfg.CleanSession)
+	// One handler in order for every message: overlapping filters do not
+	// call it twice, and a message of a subscription the persistent
+	// session still holds is acknowledged too. It is registered before
+	// Connect: the session's queued messages arrive at once.
+	opts.SetOrderMatters(true)
+	opts.SetAutoAckDisabled(true)
+	opts.SetDefaultPublishHandler(s.arrive)
+	s.client = paho.NewClient(opts)
+	if err := connect(ctx, s.client); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+
+	var wg sync.WaitGroup
+	errc := make(chan error, 1)
+	moverCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	wg.Go(func() {
+		if err := s.move(moverCtx); err != nil {
+			errc <- err
+			stop()
+		}
+	})
+	err = s.emitLoop(moverCtx, out)
+	stop()
+	wg.Wait()
+	select {
+	case err = <-errc:
+	default:
+	}
+	return err
+}
+
+// subscribe runs on every connection: the broker keeps a persistent
+// session's subscriptions, but not a clean one's, nor one it lost.
+func (s *Source) subscribe(cl paho.Client) {
+	filters := make(map[string]byte, len(s.cfg.Topics))
+	for _, t := range s.cfg.Topics {
+		filters[t] = s.cfg.QoS.Byte()
+	}
+	tok := cl.SubscribeMultiple(filters, nil)
+	if !tok.WaitTimeout(s.cfg.ConnectTimeout) {
+		s.cfg.Logger.Error("mqtt: subscribe not confirmed in time", "topics", s.cfg.Topics)
+		return
+	}
+	if err := tok.Error(); err != nil {
+		s.cfg.Logger.Error("mqtt: subscribe failed", "topics", s.cfg.Topics, "err", err)
+		return
+	}
+	if st, ok := tok.(*paho.SubscribeToken); ok {
+		for topic, code := range st.Result() {
+			if code > 2 {
+				s.cfg.Logger.Error("mqtt: subscription refused", "topic", topic, "code", code)
+			}
+		}
+	}
+}
+
+// arrive is paho's message handler. It only queues the message: blocking
+// paho would stall keepalive.
+func (s *Source) arrive(_ paho.Client, m paho.Message) {
+	s.stats.Received.Add(1)
+	if m.Duplicate() {
+		s.stats.Redelivered.Add(1)
+	}
+	msg := &message{m: m, topic: m.Topic(), payload: m.Payload(), recv: time.Now().UnixNano()}
+	s.mu.Lock()
+	if m.Qos() == 0 && len(s.arrivals) >= s.cfg.MaxBuffered {
+		s.mu.Unlock()
+		s.stats.Dropped.Add(1)
+		return
+	}
+	s.arrivals = append(s.arrivals, msg)
+	if s.cfg.Mode == ModeTree {
+		s.order = append(s.order, msg)
+	}
+	s.mu.Unlock()
+	if n := s.stats.Buffered.Add(1); n > s.stats.PeakBuffered.Load() {
+		s.stats.PeakBuffered.Store(n)
+	}
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// take waits for arrivals and for room in the queue and returns up to
+// MaxBatch arrivals, or nil when ctx ends.
+func (s *Source) take(ctx context.Context, batch []*message) []*message {
+	for {
+		free := s.cfg.MaxBuffered - int(s.taken.Load())
+		s.mu.Lock()
+		n := min(len(s.arrivals), s.cfg.MaxBatch, max(free, 0))
+		batch = append(batch[:0], s.arrivals[:n]...)
+		rest := copy(s.arrivals, s.arrivals[n:])
+		clear(s.arrivals[rest:])
+		s.arrivals = s.arrivals[:rest]
+		s.mu.Unlock()
+		if n > 0 {
+			s.taken.Add(int64(n))
+			return batch
+		}
+		wake := s.kick
+		if rest > 0 {
+			wake = s.room // arrivals wait for the pipeline
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// move hands arrivals to the pipeline: in ModeSpool after making them
+// durable, in ModeSpool and ModeReceipt after acknowledging them.
+// Acknowledgements leave in arrival order, as MQTT requires. In ModeSpool
+// a second goroutine acknowledges and queues a durable batch while the
+// next one is being synced. When MaxBuffered messages wait for the
+// pipeline, take waits, and so do the acknowledgements: the broker stops
+// sending.
+func (s *Source) move(ctx context.Context) error {
+	if s.spool == nil {
+		var batch []*message
+		for {
+			if batch = s.take(ctx, batch); batch == nil {
+				return nil
+			}
+			if !s.handOn(ctx, batch) {
+				return nil
+			}
+		}
+	}
+	durable := make(chan []*message) // unbuffered: one batch syncs while one is handed on
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() {
+		for batch := range durable {
+			if !s.handOn(ctx, batch) {
+				// Drain so that the syncer is never stuck: what is not
+				// queued is in the spool, replayed at the next start.
+				for range durable {
+				}
+				return
+			}
+		}
+	})
+	defer close(durable)
+	var rec []byte
+	for {
+		batch := s.take(ctx, nil)
+		if batch == nil {
+			return nil
+		}
+		for _, m := range batch {
+			rec = encodeRecord(rec[:0], m)
+			seq, err := s.spool.Append(rec)
+			if err != nil {
+				return fmt.Errorf("mqtt: %w", err)
+			}
+			m.seq = seq
+		}
+		if err := s.spool.Sync(); err != nil {
+			return fmt.Errorf("mqtt: %w", err)
+		}
+		s.stats.Spooled.Add(uint64(len(batch)))
+		select {
+		case durable <- batch:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// handOn acknowledges a batch (unless in ModeTree) and queues it for the
+// pipeline. It reports false when ctx ended.
+func (s *Source) handOn(ctx context.Context, batch []*message) bool {
+	if s.cfg.Mode != ModeTree {
+		for _, m := range batch {
+			m.m.Ack()
+		}
+		s.stats.Acked.Add(uint64(len(batch)))
+	}
+	for _, m := range batch {
+		select {
+		case s.queue <- m:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
+}
+
+// emitBatch bounds the messages decoded together.
+const emitBatch = 256
+
+func (s *Source) emitLoop(ctx context.Context, out topology.SourceEmitter) error {
+	batch := make([]*message, 0, emitBatch)
+	for {
+		select {
+		case m := <-s.queue:
+			batch = append(batch[:0], m)
+		case <-ctx.Done():
+			return nil
+		}
+	more:
+		for len(batch) < emitBatch {
+			select {
+			case m := <-s.queue:
+				batch = append(batch, m)
+			default:
+				break more
+			}
+		}
+		s.stats.Buffered.Add(-int64(len(batch)))
+		s.taken.Add(-int64(len(batch)))
+		select {
+		case s.room <- struct{}{}:
+		default:
+		}
+		if err := s.emit(out, batch); err != nil {
+			return nil // the topology is stopping
+		}
+		clear(batch)
+	}
+}
+
+// emit decodes msgs and emits their particles. It returns an error when
+// the topology did not accept a particle: the messages not done then
+// never complete, and are delivered again by the broker or the spool.
+func (s *Source) emit(out topology.SourceEmitter, msgs []*message) error {
+	for _, m := range msgs {
+		m.remaining.Store(1)
+	}
+	err := s.dec.decode(msgs, func(i int, p particle.Particle) error {
+		m := msgs[i]
+		m.remaining.Add(1)
+		if err := out.Emit(p, m); err != nil {
+			return err
+		}
+		s.stats.Emitted.Add(1)
+		return nil
+	}, func(i int, err error) {
+		s.stats.Invalid.Add(1)
+		out.Reject(err, msgs[i].payload)
+	})
+	if err != nil {
+		return err
+	}
+	for _, m := range msgs {
+		s.finishOne(m)
+	}
+	return nil
+}
+
+// replay emits the spooled messages a previous run did not complete.
+func (s *Source) replay(ctx context.Context, out topology.SourceEmitter) error {
+	err := s.spool.Pending(func(seq uint64, rec []byte) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		m, ok := decodeRecord(rec)
+		if !ok {
+			// Written by this package and checksummed: a bug, not bad input.
+			return fmt.Errorf("mqtt: spool record %d unreadable", seq)
+		}
+		m.seq = seq
+		s.stats.Replayed.Add(1)
+		return s.emit(out, []*message{m})
+	})
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// Ack implements topology.Acknowledger.
+func (s *Source) Ack(msgID any) {
+	if m, ok := msgID.(*message); ok {
+		s.finishOne(m)
+	}
+}
+
+// Fail implements topology.Acknowledger. The engine has sent the particle
+// to the dead-letter sink: the message is done with.
+func (s *Source) Fail(msgID any, _ acker.Reason, _ error) {
+	if m, ok := msgID.(*message); ok {
+		s.stats.Failed.Add(1)
+		s.finishOne(m)
+	}
+}
+
+func (s *Source) finishOne(m *message) {
+	if m.remaining.Add(-1) != 0 {
+		return
+	}
+	s.stats.Completed.Add(1)
+	switch {
+	case m.seq != 0:
+		s.spool.Complete(m.seq)
+	case s.cfg.Mode == ModeTree:
+		s.mu.Lock()
+		m.done = true
+		s.mu.Unlock()
+		s.release()
+	}
+}
+
+// release acknowledges the longest prefix of done messages, in order.
+func (s *Source) release() {
+	s.relMu.Lock()
+	defer s.relMu.Unlock()
+	s.mu.Lock()
+	n := 0
+	for n < len(s.order) && s.order[n].done {
+		n++
+	}
+	ready := make([]*message, n)
+	copy(ready, s.order)
+	rest := copy(s.order, s.order[n:])
+	clear(s.order[rest:])
+	s.order = s.order[:rest]
+	s.mu.Unlock()
+	for _, m := range ready {
+		m.m.Ack()
+	}
+	s.stats.Acked.Add(uint64(n))
+}
+
+// Close disconnects from the broker and closes the spool, writing the
+// completions of the trees that finished. Call it after the topology's
+// Run returned; later calls return the first call's result.
+func (s *Source) Close() error {
+	s.closeOnce.Do(func() {
+		if s.client != nil {
+			s.client.Disconnect(uint(DefaultDisconnectQuiesce / time.Millisecond))
+		}
+		if s.spool != nil {
+			s.closeErr = s.spool.Close()
+		}
+	})
+	return s.closeErr
+}
+
+// A spool record is uvarint(len(topic)) topic, receive time (int64 LE),
+// payload.
+func encodeRecord(b []byte, m *message) []byte {
+	b = binary.AppendUvarint(b, uint64(len(m.topic)))
+	b = append(b, m.topic...)
+	b = binary.LittleEndian.AppendUint64(b, uint64(m.recv))
+	return append(b, m.payload...)
+}
+
+func decodeRecord(b []byte) (*message, bool) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || uint64(len(b)-k) < n+8 {
+		return nil, false
+	}
+	b = b[k:]
+	m := &message{topic: string(b[:n])}
+	m.recv = int64(binary.LittleEndian.Uint64(b[n:]))
+	m.payload = append([]byte(nil), b[n+8:]...)
+	return m, true
+}

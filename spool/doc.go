@@ -1,0 +1,33 @@
+// Package spool is a write-ahead log of opaque records that makes input
+// durable before it is processed, so that a source can acknowledge its
+// upstream (an MQTT broker) at once and still lose nothing when the
+// process is killed.
+//
+// Records are appended to a buffer and made durable together by Sync: one
+// write and one fsync for every record appended since the last Sync (group
+// commit). Each record has a sequence number, increasing by one from
+// record to record. When a record has been processed, Complete marks it;
+// the mark is written with the next Sync. The log is a directory of
+// segment files; a segment is deleted once it and every older segment hold
+// only completed records, so the spool's size follows what is in flight,
+// not what went through.
+//
+// Open reads what a previous process left: records without a completion
+// mark are handed to the caller by Pending, to be processed again. Damage in
+// the newest segment (the process or the machine died during a write) is
+// cut off there, as it was never synced; damage in an older segment,
+// which was synced whole, is a *CorruptError.
+//
+// Guarantees: a record is durable once a Sync that began after its Append
+// returned without error; a completed record is not handed out by Pending
+// again unless its mark was not yet written when the process died (so a
+// record may be processed twice, never zero times). Records are handed out
+// in sequence order.
+//
+// A spool is not a queue between goroutines (records are not read back
+// while the process runs) and not a database: it keeps one bit per record
+// of its live segments in memory, and a directory belongs to one Spool at
+// a time (Open locks it).
+//
+// See DESIGN.md, "MQTT": PUBACK only once a message can no longer be lost.
+package spool

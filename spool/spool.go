@@ -1,0 +1,439 @@
+package spool
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+)
+
+// Spool is a write-ahead log in a directory. Append and Sync are called
+// by one goroutine at a time (the writer); Complete, Durable and Stats
+// are safe for concurrent use with them and with each other.
+type Spool struct {
+	dir  string
+	cfg  Config
+	lock *os.File
+
+	wmu  sync.Mutex // serializes Sync, Pending and Close: owns f and size
+	f    *os.File
+	size int64
+	old  []*segment // segments found by Open, for Pending
+
+	mu      sync.Mutex // guards what follows
+	closed  bool
+	segs    []*segment // oldest first; the last one is being written
+	next    uint64     // sequence number of the next Append
+	synced  uint64     // records below this were written by a Sync
+	buf     []byte     // frames appended and not yet written
+	spare   []byte
+	marks   []uint64 // completed since the last Sync
+	stats   Stats
+	deletes []string // compacted segments waiting to be removed
+}
+
+// Stats describes a Spool.
+type Stats struct {
+	// Pending is the number of records appended, or found by Open, and
+	// not completed.
+	Pending int
+	// Recovered is the number of records Open found not completed.
+	Recovered int
+	// Segments is the number of segment files.
+	Segments int
+	// Appended, Completed, Syncs and Bytes count what this Spool did:
+	// records appended and completed, Syncs that wrote, bytes written.
+	Appended, Completed, Syncs uint64
+	Bytes                      int64
+	// Truncated is the number of bytes of a torn record Open cut off.
+	Truncated int64
+}
+
+// Open opens the spool in dir, creating the directory if needed, and
+// recovers what a previous Spool left there: Pending hands out its
+// records that were not completed.
+func Open(dir string, cfg Config) (*Spool, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("spool: %w", err)
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("spool: %w", err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lock.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w: %s", ErrLocked, dir)
+		}
+		return nil, fmt.Errorf("spool: lock %s: %w", dir, err)
+	}
+	s := &Spool{dir: dir, cfg: cfg, lock: lock, next: 1}
+	if err := s.recover(); err != nil {
+		lock.Close()
+		return nil, err
+	}
+	if err := s.openTail(); err != nil {
+		lock.Close()
+		return nil, err
+	}
+	s.compact()
+	s.removeCompacted()
+	return s, nil
+}
+
+// recover loads the segments in the directory.
+func (s *Spool) recover() error {
+	names, err := filepath.Glob(filepath.Join(s.dir, "*"+segmentExt))
+	if err != nil {
+		return fmt.Errorf("spool: %w", err)
+	}
+	var firsts []uint64
+	for _, n := range names {
+		if first, ok := parseSegmentName(n); ok {
+			firsts = append(firsts, first)
+		}
+	}
+	slices.Sort(firsts)
+	type markRun struct{ start, n uint64 }
+	var marks []markRun
+	for i, first := range firsts {
+		seg := &segment{path: filepath.Join(s.dir, segmentName(first)), first: first}
+		data, err := os.ReadFile(seg.path)
+		if err != nil {
+			return fmt.Errorf("spool: %w", err)
+		}
+		off := 0
+		for off < len(data) {
+			body, n, err := nextFrame(data[off:])
+			if err == nil && body[0] == kindData && binary.LittleEndian.Uint64(body[1:]) != first+seg.count {
+				err = fmt.Errorf("%w: sequence %d, want %d", errFrame, binary.LittleEndian.Uint64(body[1:]), first+seg.count)
+			}
+			if err == nil && body[0] == kindMarks {
+				err = eachMark(body, func(start, n uint64) { marks = append(marks, markRun{start, n}) })
+			}
+			if err != nil {
+				if i == len(firsts)-1 {
+					// The process or the machine died while writing the
+					// newest segment: what follows was never synced.
+					if terr := os.Truncate(seg.path, int64(off)); terr != nil {
+						return fmt.Errorf("spool: %w", terr)
+					}
+					s.stats.Truncated = int64(len(data) - off)
+					break
+				}
+				return &CorruptError{Path: seg.path, Offset: int64(off), Err: err}
+			}
+			if body[0] == kindData {
+				seg.add(1)
+			}
+			off += n
+		}
+		s.segs = append(s.segs, seg)
+		s.next = max(s.next, first+seg.count)
+	}
+	for _, m := range marks {
+		for _, seg := range s.segs {
+			seg.complete(m.start, m.n)
+		}
+	}
+	for _, seg := range s.segs {
+		s.stats.Recovered += seg.pending
+	}
+	s.old = slices.Clone(s.segs)
+	s.synced = s.next
+	return nil
+}
+
+// openTail makes the newest segment the one written if it holds no record
+// yet (it may hold marks, which must stay), or else starts a new one.
+func (s *Spool) openTail() error {
+	if n := len(s.segs); n > 0 && s.segs[n-1].count == 0 {
+		last := s.segs[n-1]
+		f, err := os.OpenFile(last.path, os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("spool: %w", err)
+		}
+		info, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return fmt.Errorf("spool: %w", err)
+		}
+		s.f, s.size = f, info.Size()
+		return nil
+	}
+	return s.startSegment(s.next)
+}
+
+// startSegment creates the segment whose first record will be first and
+// makes it the one written. The writer lock is held, or s is not shared
+// yet.
+func (s *Spool) startSegment(first uint64) error {
+	path := filepath.Join(s.dir, segmentName(first))
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("spool: %w", err)
+	}
+	if err := syncDir(s.dir); err != nil {
+		f.Close()
+		return err
+	}
+	if s.f != nil {
+		if err := s.f.Close(); err != nil {
+			f.Close()
+			return fmt.Errorf("spool: %w", err)
+		}
+	}
+	s.f, s.size = f, 0
+	s.mu.Lock()
+	s.segs = append(s.segs, &segment{path: path, first: first})
+	s.mu.Unlock()
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("spool: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("spool: sync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Append adds a record and returns its sequence number. The record is
+// durable once a later Sync returns nil. data is copied.
+func (s *Spool) Append(data []byte) (uint64, error) {
+	if len(data) > MaxRecordSize {
+		return 0, fmt.Errorf("%w: %d bytes", ErrTooLarge, len(data))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0, ErrClosed
+	}
+	seq := s.next
+	s.next++
+	s.buf = appendData(s.buf, seq, data)
+	s.stats.Appended++
+	return seq, nil
+}
+
+// Sync writes the records appended and the completions marked since the
+// last Sync with one write, and fsyncs it. When it returns nil, every
+// record appended before it was called is durable; Durable tells up to
+// where. It also deletes segments that hold only completed records.
+func (s *Spool) Sync() error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return s.sync()
+}
+
+func (s *Spool) sync() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	b := appendMarks(s.buf, s.marks)
+	s.buf, s.spare = s.spare[:0], nil
+	s.marks = s.marks[:0]
+	upto := s.next
+	from := s.synced
+	s.mu.Unlock()
+
+	if len(b) > 0 {
+		if _, err := s.f.Write(b); err != nil {
+			return fmt.Errorf("spool: write: %w", err)
+		}
+		if err := syscall.Fdatasync(int(s.f.Fd())); err != nil {
+			return fmt.Errorf("spool: fsync: %w", err)
+		}
+		s.size += int64(len(b))
+	}
+
+	s.mu.Lock()
+	active := s.segs[len(s.segs)-1]
+	active.add(upto - from)
+	// A segment is named by its first record, so one without records
+	// cannot be followed by another.
+	rotate := s.size >= s.cfg.SegmentSize && active.count > 0
+	s.synced = upto
+	if len(b) > 0 {
+		s.stats.Syncs++
+		s.stats.Bytes += int64(len(b))
+	}
+	s.spare = b[:0]
+	s.mu.Unlock()
+
+	if rotate {
+		if err := s.startSegment(upto); err != nil {
+			return err
+		}
+	}
+	s.compact()
+	return s.removeCompacted()
+}
+
+// Durable returns the sequence number below which every record is durable.
+func (s *Spool) Durable() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.synced
+}
+
+// Complete marks the record seq as processed: it is not handed out by a
+// later Open's Pending once the mark is written by the next Sync. It
+// reports whether seq was a durable record not completed yet; completing a
+// record twice, or one not yet synced, does nothing.
+func (s *Spool) Complete(seq uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i, ok := slices.BinarySearchFunc(s.segs, seq, func(g *segment, seq uint64) int {
+		switch {
+		case seq < g.first:
+			return 1
+		case seq >= g.first+g.count:
+			return -1
+		}
+		return 0
+	})
+	if !ok || s.segs[i].complete(seq, 1) == 0 {
+		return false
+	}
+	s.marks = append(s.marks, seq)
+	s.stats.Completed++
+	return true
+}
+
+// compact queues for deletion the oldest segments while they hold only
+// completed records, keeping the one being written.
+func (s *Spool) compact() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.segs) > 1 && s.segs[0].pending == 0 {
+		s.deletes = append(s.deletes, s.segs[0].path)
+		s.segs = s.segs[1:]
+	}
+}
+
+// removeCompacted deletes the files compact queued. The writer lock is
+// held.
+func (s *Spool) removeCompacted() error {
+	s.mu.Lock()
+	paths := s.deletes
+	s.deletes = nil
+	s.mu.Unlock()
+	var errs []error
+	for _, p := range paths {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("spool: compact: %w", err)
+	}
+	return nil
+}
+
+// Pending calls fn, in sequence order, for every record that Open found
+// not completed and that is still not completed, until fn returns an
+// error, which Pending returns. data is valid only during the call.
+func (s *Spool) Pending(fn func(seq uint64, data []byte) error) error {
+	s.wmu.Lock()
+	old := s.old
+	s.wmu.Unlock()
+	for _, seg := range old {
+		if !s.hasLive(seg) {
+			continue
+		}
+		data, err := os.ReadFile(seg.path)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // compacted meanwhile: nothing left in it
+		}
+		if err != nil {
+			return fmt.Errorf("spool: %w", err)
+		}
+		for off := 0; off < len(data); {
+			body, n, err := nextFrame(data[off:])
+			if err != nil {
+				return &CorruptError{Path: seg.path, Offset: int64(off), Err: err}
+			}
+			off += n
+			if body[0] != kindData {
+				continue
+			}
+			seq := binary.LittleEndian.Uint64(body[1:])
+			s.mu.Lock()
+			live := seg.isLive(seq)
+			s.mu.Unlock()
+			if !live {
+				continue
+			}
+			if err := fn(seq, body[9:]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Spool) hasLive(seg *segment) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return seg.pending > 0
+}
+
+// Stats returns the spool's figures.
+func (s *Spool) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.stats
+	st.Segments = len(s.segs)
+	for _, seg := range s.segs {
+		st.Pending += seg.pending
+	}
+	return st
+}
+
+// Close syncs what is buffered and closes the spool. If every record was
+// completed, it leaves the directory without segments. Calls after the
+// first return ErrClosed.
+func (s *Spool) Close() error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	err := s.sync()
+	if errors.Is(err, ErrClosed) {
+		return err
+	}
+	s.mu.Lock()
+	s.closed = true
+	empty := true
+	for _, seg := range s.segs {
+		if seg.pending > 0 {
+			empty = false
+		}
+	}
+	segs := s.segs
+	s.segs = nil
+	s.mu.Unlock()
+	errs := []error{err, s.f.Close()}
+	if empty && err == nil {
+		for _, seg := range segs {
+			if rerr := os.Remove(seg.path); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+				errs = append(errs, rerr)
+			}
+		}
+	}
+	errs = append(errs, s.lock.Close())
+	return errors.Join(errs...)
+}
