@@ -1,6 +1,6 @@
 // Package operation defines what users write: the code a bolt instance runs
 // on each particle released by its synchronization buffer, in event-time
-// order.
+// order, and the built-in operations sensor users expect.
 //
 // An Operation gets one data particle at a time and emits zero or more
 // particles. Emits during Process are anchored to the input, and the input
@@ -11,6 +11,38 @@
 //
 // Optional interfaces add abilities the engine detects at run time:
 // [MetaHandler] for meta particles, [WatermarkHandler] for event-time
-// progress (closing windows), [TickHandler] for the passing of stream time,
-// and [Flusher] for the end of the stream.
+// progress (closing windows), and [Flusher] for the end of the stream.
+//
+// # Batches and windows
+//
+// A [Batcher] cuts a stream into windows: [Tumbling] and [Sliding] windows
+// in event time, [Session] windows per key and [Count] windows. [Aggregate]
+// folds each window and group into an accumulator of any type; [Batch]
+// hands over the window's particles; [TypedBatch] decoded values. Time
+// windows close when the watermark passes their end, never on the wall
+// clock, so a replay at any speed cuts the same windows as the live run.
+// Every particle in an open window is held: its source tree completes only
+// once the window's results, anchored to it, were processed.
+//
+// # Keys and timers
+//
+// [PerKey] keeps one operation per key in each bolt instance, made on
+// demand and evicted after a time to live measured on the stream's
+// progress, so a million keys passing through cost only the keys alive.
+// [Timers] holds any number of timers per key in event time (advanced by
+// the watermark) and in stream time (advanced by stream-time ticks).
+//
+// # Built-ins
+//
+// [NewStats] (mean, min, max, count, sum, stddev, percentiles per window),
+// [NewThreshold] and [NewRateOfChange] (alerts), [NewDedup] (repeated
+// packets), [NewResample] (fixed interval, last value or linear),
+// [NewAlign] (several sensors merged into one particle per time bucket)
+// and [NewFilter] (tags, fields and measurements).
+//
+// [Typed] wraps a function on a Go type with decode and encode functions:
+// typed code without reflection on the hot path.
+//
+// This package does not run anything: the topology package drives
+// operations. [Collector] stands in for the engine in tests.
 package operation
