@@ -1,0 +1,108 @@
+package metrics
+
+import (
+	"math"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sensorstorm/sensorstorm/acker"
+	"github.com/sensorstorm/sensorstorm/topology"
+)
+
+// Namespace prefixes every metric name.
+const Namespace = "sensorstorm"
+
+// Collector is a prometheus.Collector of one topology's figures, read at
+// scrape time. It is safe for concurrent use.
+type Collector struct {
+	topo *topology.Topology
+	now  func() time.Time
+
+	in, out, processed, meta, duplicates, late, invalid, errs, panics *prometheus.Desc
+	buffered, watermark, lag                                          *prometheus.Desc
+	acked, failed, replayed, dead                                     *prometheus.Desc
+	pending, stale                                                    *prometheus.Desc
+}
+
+var _ prometheus.Collector = (*Collector)(nil)
+
+// New returns a Collector of topo's figures. now gives the wall clock for
+// the watermark lag; nil means time.Now.
+func New(topo *topology.Topology, now func() time.Time) *Collector {
+	if now == nil {
+		now = time.Now
+	}
+	comp := []string{"component"}
+	desc := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(prometheus.BuildFQName(Namespace, "", name), help, labels, nil)
+	}
+	return &Collector{
+		topo: topo, now: now,
+		in:         desc("particles_in_total", "Particles received by the component.", comp...),
+		out:        desc("particles_out_total", "Particles emitted by the component.", comp...),
+		processed:  desc("processed_total", "Data particles given to the component's operation.", comp...),
+		meta:       desc("meta_total", "Meta particles handled and forwarded.", comp...),
+		duplicates: desc("duplicates_total", "Extra copies of meta particles dropped.", comp...),
+		late:       desc("late_total", "Particles older than what the component had released.", comp...),
+		invalid:    desc("invalid_total", "Bad input: undecodable, or too far ahead of the stream clock.", comp...),
+		errs:       desc("errors_total", "Inputs the operation failed.", comp...),
+		panics:     desc("panics_total", "Inputs the operation panicked on.", comp...),
+		buffered:   desc("buffered_particles", "Particles waiting in the component's synchronization buffers.", comp...),
+		watermark:  desc("watermark_seconds", "Highest watermark of the component's instances, Unix seconds.", comp...),
+		lag:        desc("watermark_lag_seconds", "Wall clock minus the component's watermark.", comp...),
+		acked:      desc("acked_total", "Trees of the source that completed.", comp...),
+		failed:     desc("failed_total", "Failed attempts of the source's trees, by reason.", "component", "reason"),
+		replayed:   desc("replayed_total", "Particles the source emitted again after a failure.", comp...),
+		dead:       desc("dead_letters_total", "Particles of the source given up on and dead-lettered.", comp...),
+		pending:    desc("pending_trees", "Trees not finished yet."),
+		stale:      desc("stale_acks_total", "Acks and fails for trees that had already finished."),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.in, c.out, c.processed, c.meta, c.duplicates, c.late, c.invalid, c.errs, c.panics,
+		c.buffered, c.watermark, c.lag, c.acked, c.failed, c.replayed, c.dead, c.pending, c.stale} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	now := c.now()
+	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	for _, name := range c.topo.Components() {
+		s := c.topo.Stats(name)
+		counter(c.in, s.In.Load(), name)
+		counter(c.out, s.Out.Load(), name)
+		counter(c.processed, s.Processed.Load(), name)
+		counter(c.meta, s.Meta.Load(), name)
+		counter(c.duplicates, s.Duplicates.Load(), name)
+		counter(c.late, s.Late.Load(), name)
+		counter(c.invalid, s.Invalid.Load(), name)
+		counter(c.errs, s.Errors.Load(), name)
+		counter(c.panics, s.Panics.Load(), name)
+		counter(c.acked, s.Acked.Load(), name)
+		counter(c.replayed, s.Replayed.Load(), name)
+		counter(c.dead, s.DeadLettered.Load(), name)
+		for r := range s.FailedBy {
+			counter(c.failed, s.FailedBy[r].Load(), name, acker.Reason(r).String())
+		}
+		gauge(c.buffered, float64(s.Buffered.Load()), name)
+		// A watermark of zero was never set; MaxInt64 marks the end of
+		// the stream: neither is a point in time.
+		if wm := s.Watermark.Load(); wm != 0 && wm != math.MaxInt64 {
+			gauge(c.watermark, float64(wm)/1e9, name)
+			gauge(c.lag, now.Sub(time.Unix(0, wm)).Seconds(), name)
+		}
+	}
+	a := c.topo.AckStats()
+	gauge(c.pending, float64(a.Pending))
+	counter(c.stale, a.Stale)
+}

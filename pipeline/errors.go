@@ -1,0 +1,29 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrInvalid is wrapped by every problem Parse finds.
+var ErrInvalid = errors.New("pipeline: invalid pipeline")
+
+// Error is a problem at a place in a pipeline file.
+type Error struct {
+	// File is the file's name as given to Parse.
+	File string
+	// Line and Column are one-based; zero when unknown.
+	Line, Column int
+	// Err says what is wrong, naming the component.
+	Err error
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("%s:%d:%d: %v", e.File, e.Line, e.Column, e.Err)
+}
+
+// Unwrap returns Err.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is makes every Error match ErrInvalid.
+func (e *Error) Is(target error) bool { return target == ErrInvalid }

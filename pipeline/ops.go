@@ -1,0 +1,189 @@
+package pipeline
+
+import (
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/sensorstorm/sensorstorm/operation"
+)
+
+// opType is a built-in operation a pipeline can name.
+type opType struct {
+	// params is a pointer to the zero configuration decoded from the op's
+	// keys.
+	params func() any
+	// exclude lists keys of params the type does not take.
+	exclude []string
+	// build checks the decoded params and returns the factory and how long
+	// the operation holds particles (-1: unbounded).
+	build func(params any) (operation.Factory, time.Duration, error)
+}
+
+type windowParams struct {
+	operation.StatsConfig `yaml:",inline"`
+	// Percentiles are added to the aggregates as pNN.
+	Percentiles []float64 `yaml:"percentiles"`
+}
+
+func windowOp(aggregate string) opType {
+	exclude := []string{"aggregates", "percentiles"}
+	switch aggregate {
+	case "":
+		exclude = nil
+	case "percentile":
+		exclude = []string{"aggregates"}
+	}
+	return opType{
+		params:  func() any { return &windowParams{} },
+		exclude: exclude,
+		build: func(v any) (operation.Factory, time.Duration, error) {
+			p := v.(*windowParams)
+			cfg := p.StatsConfig
+			if aggregate != "" && aggregate != "percentile" {
+				cfg.Aggregates = []string{aggregate}
+			}
+			for _, pct := range p.Percentiles {
+				cfg.Aggregates = append(cfg.Aggregates, "p"+strconv.FormatFloat(pct, 'g', -1, 64))
+			}
+			if aggregate == "percentile" && len(p.Percentiles) == 0 {
+				cfg.Aggregates = []string{"p50"}
+			}
+			if _, err := operation.NewStats(cfg); err != nil {
+				return nil, 0, err
+			}
+			span := max(cfg.Size, cfg.Gap)
+			if cfg.Count > 0 {
+				span = -1
+			}
+			return func() operation.Operation {
+				op, _ := operation.NewStats(cfg)
+				return op
+			}, span, nil
+		},
+	}
+}
+
+// simpleOp is an operation whose config constructs it directly.
+func simpleOp[C any](newOp func(C) (operation.Operation, error), span func(*C) time.Duration) opType {
+	return opType{
+		params: func() any { return new(C) },
+		build: func(v any) (operation.Factory, time.Duration, error) {
+			cfg := *v.(*C)
+			if _, err := newOp(cfg); err != nil {
+				return nil, 0, err
+			}
+			var s time.Duration
+			if span != nil {
+				s = span(&cfg)
+			}
+			return func() operation.Operation {
+				op, _ := newOp(cfg)
+				return op
+			}, s, nil
+		},
+	}
+}
+
+var opTypes = map[string]opType{
+	"window-mean":       windowOp("mean"),
+	"window-min":        windowOp("min"),
+	"window-max":        windowOp("max"),
+	"window-count":      windowOp("count"),
+	"window-sum":        windowOp("sum"),
+	"window-stddev":     windowOp("stddev"),
+	"window-percentile": windowOp("percentile"),
+	"window-stats":      windowOp(""),
+	"threshold":         simpleOp(operation.NewThreshold, nil),
+	"rate-of-change":    simpleOp(operation.NewRateOfChange, nil),
+	"dedup":             simpleOp(operation.NewDedup, nil),
+	"resample":          simpleOp(operation.NewResample, nil),
+	"align":             simpleOp(operation.NewAlign, func(c *operation.AlignConfig) time.Duration { return c.Bucket }),
+	"filter":            simpleOp(operation.NewFilter, nil),
+}
+
+// OpTypes returns the names of the built-in operations, sorted.
+func OpTypes() []string {
+	var names []string
+	for n := range opTypes {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func (d *decoder) op(n *yaml.Node, what string, b *Bolt) {
+	if n.Kind != yaml.MappingNode {
+		d.fail(n, "%s: op: want a mapping with a type, got %s", what, kind(n))
+		return
+	}
+	var typeNode *yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == "type" {
+			typeNode = n.Content[i+1]
+		}
+	}
+	if typeNode == nil {
+		d.fail(n, "%s: op: no type (known: %s)", what, strings.Join(OpTypes(), ", "))
+		return
+	}
+	t, ok := opTypes[typeNode.Value]
+	if !ok {
+		d.fail(typeNode, "%s: unknown op type %q (known: %s)", what, typeNode.Value, strings.Join(OpTypes(), ", "))
+		return
+	}
+	b.Op = typeNode.Value
+	params := t.params()
+	known := []string{"type"}
+	for _, k := range yamlKeys(reflect.TypeOf(params).Elem()) {
+		if !slices.Contains(t.exclude, k) {
+			known = append(known, k)
+		}
+	}
+	before := len(d.errs)
+	d.mapping(n, what+": op "+b.Op, known...)
+	if len(d.errs) > before {
+		return
+	}
+	body := *n
+	body.Content = nil
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value != "type" {
+			body.Content = append(body.Content, n.Content[i], n.Content[i+1])
+		}
+	}
+	if err := body.Decode(params); err != nil {
+		d.fail(n, "%s: op %s: %s", what, b.Op, strings.ReplaceAll(strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:\n  "), "\n  ", "; "))
+		return
+	}
+	f, span, err := t.build(params)
+	if err != nil {
+		d.fail(n, "%s: op %s: %v", what, b.Op, err)
+		return
+	}
+	b.factory, b.span = f, span
+}
+
+// yamlKeys returns the yaml keys of a struct type, following inline
+// fields.
+func yamlKeys(t reflect.Type) []string {
+	var out []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		switch {
+		case name == "-":
+		case strings.Contains(opts, "inline"):
+			out = append(out, yamlKeys(f.Type)...)
+		case name != "":
+			out = append(out, name)
+		case f.IsExported():
+			out = append(out, strings.ToLower(f.Name))
+		}
+	}
+	return out
+}

@@ -1,0 +1,479 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/sensorstorm/sensorstorm/connectors/file"
+	"github.com/sensorstorm/sensorstorm/connectors/replay"
+	"github.com/sensorstorm/sensorstorm/particle"
+	"github.com/sensorstorm/sensorstorm/syncbuffer"
+)
+
+// Load reads and parses the pipeline file at path.
+func Load(path string) (*Pipeline, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: %w", err)
+	}
+	return Parse(data, path)
+}
+
+// Parse parses and checks a pipeline. name is the file name used in
+// errors. The error joins one [*Error] per problem, in file order.
+func Parse(data []byte, name string) (*Pipeline, error) {
+	d := &decoder{file: name}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		line := 0
+		if _, rest, ok := strings.Cut(err.Error(), "line "); ok {
+			line, _ = strconv.Atoi(strings.TrimRightFunc(strings.SplitN(rest, ":", 2)[0], func(r rune) bool { return r < '0' || r > '9' }))
+		}
+		return nil, &Error{File: name, Line: line, Err: fmt.Errorf("not YAML: %w", err)}
+	}
+	p := &Pipeline{File: name}
+	if len(doc.Content) == 0 {
+		d.fail(&doc, "empty pipeline: it needs sources and bolts")
+		return nil, d.err()
+	}
+	root := d.mapping(doc.Content[0], "pipeline", "sources", "bolts", "acking")
+	if root == nil {
+		return nil, d.err()
+	}
+	if n := root["acking"]; n != nil {
+		d.acking(n, p)
+	}
+	if n := root["sources"]; n == nil {
+		d.fail(doc.Content[0], "pipeline: no sources")
+	} else {
+		for _, s := range d.list(n, "sources") {
+			if src, ok := d.source(s); ok {
+				p.Sources = append(p.Sources, src)
+			}
+		}
+	}
+	if n := root["bolts"]; n == nil {
+		d.fail(doc.Content[0], "pipeline: no bolts")
+	} else {
+		for _, b := range d.list(n, "bolts") {
+			if bolt, ok := d.bolt(b); ok {
+				p.Bolts = append(p.Bolts, bolt)
+			}
+		}
+	}
+	d.check(p)
+	if err := d.err(); err != nil {
+		return nil, err
+	}
+	p.setDefaults()
+	return p, nil
+}
+
+// decoder collects the problems of one file.
+type decoder struct {
+	file string
+	errs []*Error
+}
+
+func (d *decoder) fail(n *yaml.Node, format string, args ...any) {
+	d.errs = append(d.errs, &Error{File: d.file, Line: n.Line, Column: n.Column, Err: fmt.Errorf(format, args...)})
+}
+
+func (d *decoder) failAt(p pos, format string, args ...any) {
+	d.errs = append(d.errs, &Error{File: d.file, Line: p.line, Column: p.col, Err: fmt.Errorf(format, args...)})
+}
+
+func (d *decoder) err() error {
+	if len(d.errs) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(d.errs, func(a, b *Error) int {
+		if a.Line != b.Line {
+			return a.Line - b.Line
+		}
+		return a.Column - b.Column
+	})
+	errs := make([]error, len(d.errs))
+	for i, e := range d.errs {
+		errs[i] = e
+	}
+	return errors.Join(errs...)
+}
+
+// nameOf returns what a component is called in errors: kind "name", or
+// kind alone before its name is known.
+func nameOf(n *yaml.Node, kind string) string {
+	for i := 0; n.Kind == yaml.MappingNode && i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == "name" && n.Content[i+1].Kind == yaml.ScalarNode && n.Content[i+1].Value != "" {
+			return fmt.Sprintf("%s %q", kind, n.Content[i+1].Value)
+		}
+	}
+	return kind
+}
+
+func at(n *yaml.Node) pos { return pos{n.Line, n.Column} }
+
+// mapping returns the values of a mapping node by key, reporting unknown
+// and repeated keys.
+func (d *decoder) mapping(n *yaml.Node, what string, known ...string) map[string]*yaml.Node {
+	if n.Kind != yaml.MappingNode {
+		d.fail(n, "%s: want a mapping (key: value), got %s", what, kind(n))
+		return nil
+	}
+	m := make(map[string]*yaml.Node, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		switch {
+		case !slices.Contains(known, k.Value):
+			d.fail(k, "%s: unknown key %q (known: %s)", what, k.Value, strings.Join(sorted(known), ", "))
+		case m[k.Value] != nil:
+			d.fail(k, "%s: %q given twice", what, k.Value)
+		default:
+			m[k.Value] = v
+		}
+	}
+	return m
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
+}
+
+func kind(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		return fmt.Sprintf("%q", n.Value)
+	}
+	return "nothing"
+}
+
+func (d *decoder) list(n *yaml.Node, what string) []*yaml.Node {
+	if n.Kind != yaml.SequenceNode {
+		d.fail(n, "%s: want a list, got %s", what, kind(n))
+		return nil
+	}
+	return n.Content
+}
+
+func (d *decoder) str(n *yaml.Node, what string) (string, bool) {
+	if n.Kind != yaml.ScalarNode || n.Value == "" {
+		d.fail(n, "%s: want a non-empty string, got %s", what, kind(n))
+		return "", false
+	}
+	return n.Value, true
+}
+
+func (d *decoder) strs(n *yaml.Node, what string) []string {
+	if n.Kind == yaml.ScalarNode {
+		s, _ := d.str(n, what)
+		return []string{s}
+	}
+	var out []string
+	for _, e := range d.list(n, what) {
+		if s, ok := d.str(e, what); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (d *decoder) posInt(n *yaml.Node, what string) int {
+	v, err := strconv.Atoi(n.Value)
+	if n.Kind != yaml.ScalarNode || err != nil || v < 1 {
+		d.fail(n, "%s: want a positive integer, got %s", what, kind(n))
+		return 1
+	}
+	return v
+}
+
+// duration parses a Go duration such as 5s or 10m; negative values are
+// allowed only where allowNegative says so (for "disabled").
+func (d *decoder) duration(n *yaml.Node, what string, allowNegative bool) time.Duration {
+	v, err := time.ParseDuration(n.Value)
+	if n.Kind != yaml.ScalarNode || err != nil || (v < 0 && !allowNegative) {
+		d.fail(n, "%s: want a duration such as 5s or 10m, got %s", what, kind(n))
+		return 0
+	}
+	return v
+}
+
+func (d *decoder) acking(n *yaml.Node, p *Pipeline) {
+	m := d.mapping(n, "acking", "enabled", "max_pending", "progress_timeout", "hard_timeout", "max_attempts")
+	if m == nil {
+		return
+	}
+	a := &p.Acking
+	if v := m["enabled"]; v != nil {
+		b, err := strconv.ParseBool(v.Value)
+		if err != nil {
+			d.fail(v, "acking: enabled: want true or false, got %s", kind(v))
+		}
+		a.Enabled = b
+	}
+	if v := m["max_pending"]; v != nil {
+		a.MaxPending = d.posInt(v, "acking: max_pending")
+	}
+	if v := m["max_attempts"]; v != nil {
+		a.MaxAttempts = d.posInt(v, "acking: max_attempts")
+	}
+	if v := m["progress_timeout"]; v != nil {
+		a.ProgressTimeout = d.duration(v, "acking: progress_timeout", false)
+	}
+	if v := m["hard_timeout"]; v != nil {
+		a.HardTimeout = d.duration(v, "acking: hard_timeout", false)
+	}
+}
+
+func (d *decoder) source(n *yaml.Node) (Source, bool) {
+	m := d.mapping(n, nameOf(n, "source"), "name", "parallelism", "file", "mqtt")
+	if m == nil {
+		return Source{}, false
+	}
+	s := Source{Parallelism: 1, pos: at(n)}
+	what := "source"
+	if v := m["name"]; v == nil {
+		d.fail(n, "source: no name")
+	} else if name, ok := d.str(v, "source: name"); ok {
+		s.Name, what = name, fmt.Sprintf("source %q", name)
+	}
+	if v := m["parallelism"]; v != nil {
+		s.Parallelism = d.posInt(v, what+": parallelism")
+	}
+	switch {
+	case m["file"] != nil && m["mqtt"] != nil:
+		d.fail(n, "%s: set file or mqtt, not both", what)
+	case m["mqtt"] != nil:
+		d.fail(m["mqtt"], "%s: mqtt sources are not available in this build yet (known: file)", what)
+	case m["file"] != nil:
+		s.File = d.fileSource(m["file"], what)
+	default:
+		d.fail(n, "%s: no type: set file (or mqtt)", what)
+	}
+	return s, s.File != nil
+}
+
+func (d *decoder) fileSource(n *yaml.Node, what string) *FileSource {
+	m := d.mapping(n, what+": file", "paths", "format", "precision", "speed")
+	if m == nil {
+		return nil
+	}
+	f := &FileSource{Speed: replay.Max, pos: map[string]pos{}}
+	if v := m["paths"]; v == nil {
+		d.fail(n, "%s: file: no paths", what)
+	} else {
+		f.Paths = d.strs(v, what+": file: paths")
+		f.pos["paths"] = at(v)
+	}
+	if v := m["format"]; v != nil {
+		if name, ok := d.str(v, what+": file: format"); ok {
+			format, err := file.Preset(name)
+			if err != nil {
+				d.fail(v, "%s: %v", what, err)
+			}
+			f.Format = &format
+		}
+	}
+	if v := m["precision"]; v != nil {
+		prec, err := particle.ParsePrecision(v.Value)
+		if err != nil {
+			d.fail(v, "%s: file: precision: %v", what, err)
+		}
+		if f.Format == nil {
+			f.Format = &file.Format{}
+		}
+		f.Format.Precision = prec
+	}
+	if v := m["speed"]; v != nil {
+		sp, err := replay.ParseSpeed(v.Value)
+		if err != nil {
+			d.fail(v, "%s: file: speed: %v", what, err)
+		} else {
+			f.Speed = sp
+		}
+	}
+	return f
+}
+
+func (d *decoder) bolt(n *yaml.Node) (Bolt, bool) {
+	m := d.mapping(n, nameOf(n, "bolt"), "name", "input", "inputs", "parallelism", "window", "idle_timeout", "future_bound", "late", "op", "sink")
+	if m == nil {
+		return Bolt{}, false
+	}
+	b := Bolt{Parallelism: 1, pos: at(n), set: map[string]bool{}}
+	what := "bolt"
+	if v := m["name"]; v == nil {
+		d.fail(n, "bolt: no name")
+	} else if name, ok := d.str(v, "bolt: name"); ok {
+		b.Name, what = name, fmt.Sprintf("bolt %q", name)
+	}
+	if v := m["parallelism"]; v != nil {
+		b.Parallelism = d.posInt(v, what+": parallelism")
+	}
+	switch {
+	case m["input"] != nil && m["inputs"] != nil:
+		d.fail(n, "%s: set input or inputs, not both", what)
+	case m["input"] != nil:
+		b.Inputs = append(b.Inputs, d.input(m["input"], what))
+	case m["inputs"] != nil:
+		for _, in := range d.list(m["inputs"], what+": inputs") {
+			b.Inputs = append(b.Inputs, d.input(in, what))
+		}
+	default:
+		d.fail(n, "%s: no input", what)
+	}
+	if v := m["window"]; v != nil {
+		b.Buffer.Window = d.duration(v, what+": window", false)
+	}
+	if v := m["idle_timeout"]; v != nil {
+		b.Buffer.IdleTimeout = d.duration(v, what+": idle_timeout", true)
+		b.set["idle_timeout"] = true
+	}
+	if v := m["future_bound"]; v != nil {
+		b.Buffer.FutureBound = d.duration(v, what+": future_bound", true)
+		b.set["future_bound"] = true
+	}
+	if v := m["late"]; v != nil {
+		late, err := syncbuffer.ParseLatePolicy(v.Value)
+		if err != nil {
+			d.fail(v, "%s: late: %v (known: drop, side, pass)", what, err)
+		}
+		b.Buffer.Late = late
+	}
+	switch {
+	case m["op"] != nil && m["sink"] != nil:
+		d.fail(n, "%s: set op or sink, not both", what)
+	case m["op"] != nil:
+		d.op(m["op"], what, &b)
+	case m["sink"] != nil:
+		b.Sink = d.sink(m["sink"], what)
+	default:
+		d.fail(n, "%s: set op (an operation) or sink", what)
+	}
+	return b, true
+}
+
+var groupings = []string{"shuffle", "fields", "global", "all"}
+
+func (d *decoder) input(n *yaml.Node, what string) Input {
+	in := Input{Grouping: "shuffle", pos: at(n)}
+	if n.Kind == yaml.ScalarNode {
+		in.From, _ = d.str(n, what+": input")
+		return in
+	}
+	m := d.mapping(n, what+": input", "from", "stream", "grouping", "fields")
+	if m == nil {
+		return in
+	}
+	if v := m["from"]; v == nil {
+		d.fail(n, "%s: input: no from", what)
+	} else {
+		in.From, _ = d.str(v, what+": input: from")
+		in.pos = at(v)
+	}
+	if v := m["stream"]; v != nil {
+		in.Stream, _ = d.str(v, what+": input: stream")
+	}
+	if v := m["grouping"]; v != nil {
+		in.Grouping = v.Value
+		if !slices.Contains(groupings, in.Grouping) {
+			d.fail(v, "%s: unknown grouping %q (known: %s)", what, v.Value, strings.Join(sorted(groupings), ", "))
+		}
+	}
+	if v := m["fields"]; v != nil {
+		in.Fields = d.strs(v, what+": input: fields")
+	}
+	switch {
+	case in.Grouping == "fields" && len(in.Fields) == 0:
+		d.fail(n, "%s: fields grouping without fields", what)
+	case in.Grouping != "fields" && len(in.Fields) > 0:
+		d.fail(m["fields"], "%s: fields given for a %s grouping", what, in.Grouping)
+	}
+	return in
+}
+
+func (d *decoder) sink(n *yaml.Node, what string) *Sink {
+	m := d.mapping(n, what+": sink", "file", "precision", "mqtt")
+	if m == nil {
+		return nil
+	}
+	s := &Sink{}
+	switch {
+	case m["mqtt"] != nil:
+		d.fail(m["mqtt"], "%s: mqtt sinks are not available in this build yet (known: file)", what)
+	case m["file"] != nil:
+		s.File, _ = d.str(m["file"], what+": sink: file")
+	default:
+		d.fail(n, "%s: sink: set file (a path, or - for standard output)", what)
+	}
+	if v := m["precision"]; v != nil {
+		prec, err := particle.ParsePrecision(v.Value)
+		if err != nil {
+			d.fail(v, "%s: sink: precision: %v", what, err)
+		}
+		s.Precision = prec
+	}
+	return s
+}
+
+// check reports problems between components: names, inputs.
+func (d *decoder) check(p *Pipeline) {
+	names := map[string]bool{}
+	declare := func(name string, at pos) {
+		if name == "" {
+			return
+		}
+		if names[name] {
+			d.failAt(at, "component name %q used twice", name)
+		}
+		names[name] = true
+	}
+	var speed *Source
+	for i, s := range p.Sources {
+		declare(s.Name, s.pos)
+		if s.File == nil {
+			continue
+		}
+		if s.Parallelism > 1 {
+			d.failAt(s.pos, "source %q: a file source has one instance, not %d", s.Name, s.Parallelism)
+		}
+		if speed == nil {
+			speed = &p.Sources[i]
+		} else if speed.File.Speed != s.File.Speed {
+			d.failAt(s.pos, "source %q: speed %v differs from source %q's %v: the stream clocks have one speed", s.Name, s.File.Speed, speed.Name, speed.File.Speed)
+		}
+	}
+	for _, b := range p.Bolts {
+		declare(b.Name, b.pos)
+	}
+	for _, b := range p.Bolts {
+		for _, in := range b.Inputs {
+			if in.From != "" && !names[in.From] {
+				d.failAt(in.pos, "bolt %q: input from unknown component %q (known: %s)", b.Name, in.From, strings.Join(sorted(keys(names)), ", "))
+			}
+			if in.From == b.Name && in.From != "" {
+				d.failAt(in.pos, "bolt %q: input from itself", b.Name)
+			}
+		}
+	}
+}
+
+func keys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}

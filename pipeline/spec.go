@@ -1,0 +1,84 @@
+package pipeline
+
+import (
+	"time"
+
+	"github.com/sensorstorm/sensorstorm/connectors/file"
+	"github.com/sensorstorm/sensorstorm/connectors/replay"
+	"github.com/sensorstorm/sensorstorm/operation"
+	"github.com/sensorstorm/sensorstorm/particle"
+	"github.com/sensorstorm/sensorstorm/syncbuffer"
+	"github.com/sensorstorm/sensorstorm/topology"
+)
+
+// Pipeline is a parsed and checked pipeline.
+type Pipeline struct {
+	// File is the name the pipeline was parsed from.
+	File string
+	// Acking configures guaranteed processing.
+	Acking topology.AckingConfig
+	// Sources and Bolts are the components, in file order.
+	Sources []Source
+	Bolts   []Bolt
+}
+
+// Source is a source of a pipeline.
+type Source struct {
+	Name        string
+	Parallelism int
+	// File is set for recordings replayed from files.
+	File *FileSource
+	pos  pos
+}
+
+// FileSource replays recordings: several files are merged by event time.
+type FileSource struct {
+	Paths []string
+	// Format is the files' format. Defaults to file.Detect of each path.
+	Format *file.Format
+	// Speed is the replay speed. Defaults to replay.Max.
+	Speed replay.Speed
+	pos   map[string]pos
+}
+
+// Bolt is a bolt of a pipeline: an operation or a sink.
+type Bolt struct {
+	Name        string
+	Parallelism int
+	Inputs      []Input
+	Buffer      syncbuffer.Config
+	// Op is the operation's type ("window-mean", "dedup", ...), or empty
+	// for a sink.
+	Op string
+	// Sink is set for sinks.
+	Sink *Sink
+	// span is how long the operation holds particles (a window's size),
+	// zero for operations that hold none.
+	span    time.Duration
+	factory operation.Factory
+	set     map[string]bool // buffer settings given in the file
+	pos     pos
+}
+
+// Input is an input of a bolt.
+type Input struct {
+	From string
+	// Stream is the upstream stream, such as topology.LateStream; empty
+	// for the default stream.
+	Stream string
+	// Grouping is shuffle, fields, global or all; Fields the names of a
+	// fields grouping.
+	Grouping string
+	Fields   []string
+	pos      pos
+}
+
+// Sink writes particles out.
+type Sink struct {
+	// File is the path written as line protocol, "-" for standard output.
+	File string
+	// Precision is the timestamps' unit.
+	Precision particle.Precision
+}
+
+type pos struct{ line, col int }
