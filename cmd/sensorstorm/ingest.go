@@ -2,18 +2,177 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/sensorstorm/sensorstorm/connectors/mqtt"
+	"github.com/sensorstorm/sensorstorm/operation"
+	"github.com/sensorstorm/sensorstorm/particle"
+	"github.com/sensorstorm/sensorstorm/syncbuffer"
+	"github.com/sensorstorm/sensorstorm/topology"
 )
 
-// ingest is being built (issue 5).
-func ingest(_ context.Context, _ []string, _, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "sensorstorm: ingest is not available yet")
-	return exitError
+// ingestMaxPending bounds the trees in flight: with a 1s window, a second
+// of messages is pending, and the engine's default would cap the rate at
+// 16k messages a second.
+const ingestMaxPending = 1 << 18
+
+// stringsFlag is a flag that may be given several times.
+type stringsFlag []string
+
+func (s *stringsFlag) String() string     { return strings.Join(*s, ",") }
+func (s *stringsFlag) Set(v string) error { *s = append(*s, v); return nil }
+
+// ingestFlags are the flags of ingest, shared with bench.
+type ingestFlags struct {
+	src     mqtt.Config
+	window  time.Duration
+	late    syncbuffer.LatePolicy
+	out     string
+	publish string
+	record  string
 }
 
-// bench is being built (issue 5).
-func bench(_ context.Context, _ []string, _, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "sensorstorm: bench is not available yet")
-	return exitError
+func (f *ingestFlags) register(fs *flag.FlagSet) {
+	c := &f.src
+	fs.Func("broker", "broker URL, e.g. tcp://localhost:1883 or ssl://host:8883 (repeatable)", func(v string) error {
+		c.Brokers = append(c.Brokers, v)
+		return nil
+	})
+	fs.Var((*stringsFlag)(&c.Topics), "topic", "topic filter to subscribe to, e.g. sensors/# or $share/group/sensors/# (repeatable)")
+	fs.StringVar(&c.ClientID, "client-id", mqtt.DefaultClientID("sensorstorm"), "MQTT client id: keep it across restarts, differ between instances")
+	fs.TextVar(&c.QoS, "qos", mqtt.DefaultQoS, "QoS of the subscriptions: 0, 1 or 2")
+	fs.TextVar(&c.Mode, "mode", mqtt.DefaultMode, "when a message is acknowledged to the broker: spool, tree or receipt")
+	fs.StringVar(&c.StateDir, "state-dir", "./sensorstorm-state", "directory for what must survive a restart (the spool)")
+	fs.TextVar(&c.Payload.Format, "format", mqtt.FormatLineProtocol, "payload format: lp or json")
+	fs.TextVar(&c.Payload.Precision, "precision", particle.Nanosecond, "timestamp precision of line-protocol payloads and the output: ns, us, ms or s")
+	fs.StringVar(&c.Payload.TopicTags, "topic-tags", "", "template turning topic segments into tags, e.g. sensors/{room}/{sensor}")
+	fs.StringVar(&c.Payload.JSON.TimeField, "json-time-field", mqtt.DefaultJSONTimeField, "JSON member holding the timestamp")
+	fs.StringVar(&c.Payload.JSON.TimeFormat, "json-time-format", mqtt.DefaultJSONTimeFormat, "JSON timestamp format: rfc3339, unix, unix_ms, unix_us, unix_ns or a Go layout")
+	fs.StringVar(&c.Payload.JSON.MeasurementField, "json-measurement-field", "", "JSON member naming the measurement (default: the topic's last segment)")
+	fs.Var((*stringsFlag)(&c.Payload.JSON.TagFields), "json-tag", "JSON member that becomes a tag (repeatable)")
+	fs.StringVar(&c.Username, "username", "", "MQTT username")
+	fs.StringVar(&c.Password, "password", "", "MQTT password (default: $SENSORSTORM_MQTT_PASSWORD)")
+	fs.StringVar(&c.TLS.CAFile, "tls-ca", "", "PEM file of the certificate authorities to trust")
+	fs.StringVar(&c.TLS.CertFile, "tls-cert", "", "PEM file of the client certificate")
+	fs.StringVar(&c.TLS.KeyFile, "tls-key", "", "PEM file of the client key")
+	fs.BoolVar(&c.TLS.InsecureSkipVerify, "tls-insecure", false, "accept any broker certificate (tests only)")
+	fs.DurationVar(&c.KeepAlive, "keepalive", mqtt.DefaultKeepAlive, "keepalive interval")
+	fs.DurationVar(&f.window, "window", time.Second, "bounded out-of-orderness: how long particles wait for late ones")
+	// After a crash, messages the broker sends again can be older than
+	// what the spool's replay already released: dropping them as late
+	// would lose them.
+	f.late = syncbuffer.LatePass
+	fs.TextVar(&f.late, "late", syncbuffer.LatePass, "late particles: pass (written out of order) or drop")
+}
+
+func ingest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("ingest", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f ingestFlags
+	f.register(fs)
+	fs.StringVar(&f.out, "out", "-", "append line protocol to this file (created when missing); - is stdout")
+	fs.StringVar(&f.publish, "publish", "", "also publish results to this topic template, e.g. results/{sensor}")
+	fs.StringVar(&f.record, "record", "", "also record everything that came in to DIR/ingest-<start time>.lp, for sensorstorm replay")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: sensorstorm ingest --broker URL --topic FILTER [--topic FILTER ...] [flags]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() > 0 || len(f.src.Brokers) == 0 || len(f.src.Topics) == 0 {
+		fs.Usage()
+		return exitUsage
+	}
+	if f.src.Password == "" {
+		f.src.Password = os.Getenv("SENSORSTORM_MQTT_PASSWORD")
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	code, err := runIngest(ctx, &f, stdout, stderr, logger)
+	if err != nil {
+		fmt.Fprintln(stderr, "sensorstorm:", err)
+	}
+	return code
+}
+
+func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, logger *slog.Logger) (int, error) {
+	f.src.Logger = logger
+	src, err := mqtt.NewSource(f.src)
+	if err != nil {
+		return exitUsage, err
+	}
+	w, err := openOutput(f.out, stdout)
+	if err != nil {
+		return exitError, err
+	}
+	dead := &deadLetterCount{deadLetterLog: deadLetterLog{logger: logger}}
+	t, err := topology.New(topology.Config{
+		Logger:      logger,
+		DeadLetters: dead,
+		Acking:      topology.AckingConfig{Enabled: true, MaxPending: ingestMaxPending},
+	})
+	if err != nil {
+		return exitError, err
+	}
+	buf := syncbuffer.Config{Window: f.window, Late: f.late, FutureBound: -1}
+	t.AddSource("mqtt", topology.Single(src), topology.SourceConfig{})
+	out := newLineSink(w, f.src.Payload.Precision)
+	t.AddBolt("out", operation.Stateless(out), topology.BoltConfig{Buffer: buf}).Input("mqtt", topology.Global())
+	if f.publish != "" {
+		sink, err := mqtt.NewSink(mqtt.SinkConfig{
+			ConnConfig: mqtt.ConnConfig{
+				Brokers: f.src.Brokers, ClientID: f.src.ClientID + "-pub", Username: f.src.Username, Password: f.src.Password,
+				TLS: f.src.TLS, KeepAlive: f.src.KeepAlive, Logger: logger,
+			},
+			Topic:     f.publish,
+			Precision: f.src.Payload.Precision,
+		})
+		if err != nil {
+			return exitUsage, err
+		}
+		t.AddBolt("publish", operation.Stateless(sink), topology.BoltConfig{Buffer: buf}).Input("mqtt", topology.Global())
+	}
+	if f.record != "" {
+		if err := os.MkdirAll(f.record, 0o755); err != nil {
+			return exitError, err
+		}
+		path := filepath.Join(f.record, "ingest-"+time.Now().UTC().Format("20060102T150405Z")+".lp")
+		rw, err := openOutput(path, nil)
+		if err != nil {
+			return exitError, err
+		}
+		t.AddBolt("record", operation.Stateless(newLineSink(rw, particle.Nanosecond)), topology.BoltConfig{Buffer: buf}).Input("mqtt", topology.Global())
+	}
+
+	start := time.Now()
+	runErr := t.Run(ctx)
+	closeErr := src.Close()
+	st, o := src.Stats(), t.Stats("out")
+	fmt.Fprintf(stderr, "summary: received=%d emitted=%d written=%d invalid=%d late=%d duplicates-replayed=%d redelivered=%d acked=%d failed=%d dead-letters=%d reconnects=%d elapsed=%s\n",
+		st.Received.Load(), st.Emitted.Load(), out.written, st.Invalid.Load(), o.Late.Load(), st.Replayed.Load(), st.Redelivered.Load(),
+		st.Acked.Load(), st.Failed.Load(), dead.n.Load(), max(int64(st.Connects.Load())-1, 0), time.Since(start).Round(time.Millisecond))
+	if err := errors.Join(runErr, closeErr); err != nil && !errors.Is(err, context.Canceled) {
+		return exitError, err
+	}
+	return exitOK, nil
+}
+
+// deadLetterCount logs and counts dead letters.
+type deadLetterCount struct {
+	deadLetterLog
+	n atomic.Int64
+}
+
+func (d *deadLetterCount) DeadLetter(ctx context.Context, l topology.DeadLetter) {
+	d.n.Add(1)
+	d.deadLetterLog.DeadLetter(ctx, l)
 }

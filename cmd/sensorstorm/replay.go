@@ -7,64 +7,206 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"time"
 
 	"github.com/sensorstorm/sensorstorm/connectors/file"
+	replaysrc "github.com/sensorstorm/sensorstorm/connectors/replay"
 	"github.com/sensorstorm/sensorstorm/operation"
-	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/syncbuffer"
 	"github.com/sensorstorm/sensorstorm/topology"
 )
 
-func replay(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// replayOptions are the parsed flags of replay.
+type replayOptions struct {
+	speed    replaysrc.Speed
+	window   time.Duration
+	late     syncbuffer.LatePolicy
+	lateOut  string
+	from, to instantFlag
+	loop     bool
+	concat   bool
+	out      string
+	control  string
+	quiet    bool
+	format   formatFlags
+	files    []string
+}
+
+func replayFlags(stderr io.Writer) (*flag.FlagSet, *replayOptions) {
+	o := &replayOptions{}
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	window := fs.Duration("window", 0, "bounded out-of-orderness: how long particles wait for late ones")
-	var late syncbuffer.LatePolicy
-	fs.TextVar(&late, "late", syncbuffer.LateDrop, "late particles: drop, side or pass")
-	var prec particle.Precision
-	fs.TextVar(&prec, "precision", particle.Nanosecond, "timestamp precision of the input and output: ns, us, ms or s")
-	out := fs.String("out", "-", "append output to this file; - is stdout")
+	fs.TextVar(&o.speed, "speed", replaysrc.DefaultSpeed, "replay `FACTOR` of the recorded pace, from 0.01 to 10000, or max for unpaced")
+	fs.DurationVar(&o.window, "window", 0, "bounded out-of-orderness: how long particles wait for late ones")
+	fs.TextVar(&o.late, "late", syncbuffer.LateDrop, "late particles: drop, side or pass")
+	fs.StringVar(&o.lateOut, "late-out", "", "with -late side, append late particles to this `FILE` (- is stdout)")
+	fs.Var(&o.from, "from", "replay records from this event `TIME` on: RFC 3339 or epoch nanoseconds")
+	fs.Var(&o.to, "to", "replay records before this event `TIME`: RFC 3339 or epoch nanoseconds")
+	fs.BoolVar(&o.loop, "loop", false, "replay again from the start until interrupted, moving event time forward by the span\n"+
+		"of the recording plus its first gap at each pass")
+	fs.BoolVar(&o.concat, "concat", false, "read the files one after the other instead of merging them by event time")
+	fs.StringVar(&o.out, "out", "-", "append output to this `FILE`; - is stdout")
+	fs.StringVar(&o.control, "control", "", "serve HTTP control on `ADDR` (such as localhost:8089): POST /speed?factor=F|max,\n"+
+		"POST /pause, POST /resume, GET /status")
+	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar and no keys, even on a terminal")
+	o.format.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: sensorstorm replay [flags] FILE...")
+		fmt.Fprint(stderr, `usage: sensorstorm replay [flags] FILE...
+
+Replays recordings (line protocol, plain or gzip, or delimited text) merged
+by event time, paced at -speed, and writes the particles as line protocol
+in event-time order. It ends with this line on stderr:
+  summary: read=N emitted=N late=N invalid=N
+On a terminal it shows progress, and keys change the replay:
+  + faster (x2), - slower (/2), space pause/resume, m max, 1 real time, q quit
+
+Flags:
+`)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	return fs, o
+}
+
+// parseReplay parses args, which may mix flags and files.
+func parseReplay(args []string, stderr io.Writer) (*replayOptions, error) {
+	fs, o := replayFlags(stderr)
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		o.files = append(o.files, fs.Arg(0))
+		args = fs.Args()[1:]
 	}
-	if fs.NArg() == 0 {
+	o.format.recordSet(fs)
+	if len(o.files) == 0 {
 		fs.Usage()
+		return nil, errors.New("no files to replay")
+	}
+	return o, nil
+}
+
+func replay(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, err := parseReplay(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
 		return exitUsage
 	}
-	w, err := openOutput(*out, stdout)
+	cfg := replaysrc.Config{Speed: o.speed, From: o.from.t, To: o.to.t, Loop: o.loop, Concat: o.concat}
+	for _, path := range o.files {
+		f, err := o.format.formatFor(path)
+		if err != nil {
+			fmt.Fprintln(stderr, "sensorstorm:", err)
+			return exitUsage
+		}
+		cfg.Inputs = append(cfg.Inputs, replaysrc.Input{Path: path, Format: &f})
+	}
+	src, err := replaysrc.New(cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, "sensorstorm:", err)
+		return exitUsage
+	}
+	for _, path := range o.files {
+		if _, err := os.Stat(path); err != nil {
+			fmt.Fprintln(stderr, "sensorstorm:", err)
+			return exitError
+		}
+	}
+	w, err := openOutput(o.out, stdout)
 	if err != nil {
 		fmt.Fprintln(stderr, "sensorstorm:", err)
 		return exitError
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	dead := &deadLetterLog{logger: logger}
-	t, err := topology.New(topology.Config{Logger: logger, DeadLetters: dead, Clock: topology.ClockConfig{Replay: true}})
+	var lateW io.Writer
+	if o.late == syncbuffer.LateSide && o.lateOut != "" {
+		if lateW, err = openOutput(o.lateOut, stdout); err != nil {
+			fmt.Fprintln(stderr, "sensorstorm:", err)
+			return exitError
+		}
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	term := newTerminal(stderr, o.quiet)
+	logger := slog.New(slog.NewTextHandler(term.logWriter(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	t, err := topology.New(topology.Config{
+		Logger:      logger,
+		DeadLetters: &deadLetterLog{logger: logger},
+		Clock:       topology.ClockConfig{Replay: true, Speed: float64(o.speed)},
+	})
 	if err != nil {
 		fmt.Fprintln(stderr, "sensorstorm:", err)
 		return exitError
 	}
-	t.AddSource("file", topology.Single(&file.Source{Paths: fs.Args(), Precision: prec}), topology.SourceConfig{})
-	sink := file.NewSink(w, prec)
-	t.AddBolt("out", operation.Stateless(sink), topology.BoltConfig{
-		Buffer: syncbuffer.Config{Window: *window, Late: late, FutureBound: -1},
-	}).Input("file", topology.Global())
+	t.AddSource("replay", topology.Single(src), topology.SourceConfig{})
+	t.AddBolt("out", operation.Stateless(file.NewSink(w, o.format.precision)), topology.BoltConfig{
+		Buffer: syncbuffer.Config{Window: o.window, Late: o.late, FutureBound: -1},
+	}).Input("replay", topology.Global())
+	if lateW != nil {
+		t.AddBolt("late", operation.Stateless(file.NewSink(lateW, o.format.precision)), topology.BoltConfig{
+			Buffer: syncbuffer.Config{Late: syncbuffer.LatePass, FutureBound: -1},
+		}).InputStream("out", topology.LateStream, topology.Global())
+	}
+
+	stopControl, err := serveControl(o.control, src, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "sensorstorm:", err)
+		return exitError
+	}
+	stopUI := term.start(ctx, src, cancel)
 	start := time.Now()
 	runErr := t.Run(ctx)
-	src, dst := t.Stats("file"), t.Stats("out")
-	fmt.Fprintf(stderr, "summary: read=%d emitted=%d late=%d invalid=%d elapsed=%s\n",
-		src.Out.Load()+src.Invalid.Load(), dst.Processed.Load()-lateProcessed(late, dst), dst.Late.Load(), src.Invalid.Load()+dst.Invalid.Load(),
-		time.Since(start).Round(time.Millisecond))
+	elapsed := time.Since(start)
+	stopUI()
+	stopControl()
+
+	st := src.Status()
+	dst := t.Stats("out")
+	fmt.Fprintf(stderr, "replay: elapsed=%s skipped=%d outside=%d passes=%d\n",
+		elapsed.Round(time.Millisecond), st.Skipped, st.Outside, st.Pass+1)
 	if runErr != nil && !errors.Is(runErr, context.Canceled) {
 		fmt.Fprintln(stderr, "sensorstorm:", runErr)
+	}
+	fmt.Fprintf(stderr, "summary: read=%d emitted=%d late=%d invalid=%d\n",
+		st.Read, dst.Processed.Load()-lateProcessed(o.late, dst), dst.Late.Load(),
+		t.Stats("replay").Invalid.Load()+dst.Invalid.Load())
+	if runErr != nil && !errors.Is(runErr, context.Canceled) {
 		return exitError
 	}
 	return exitOK
+}
+
+// serveControl serves the HTTP control endpoint on addr, if not empty,
+// and returns the function that stops it.
+func serveControl(addr string, src *replaysrc.Source, stderr io.Writer) (func(), error) {
+	if addr == "" {
+		return func() {}, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("control: %w", err)
+	}
+	srv := &http.Server{Handler: replaysrc.Handler(src), ReadHeaderTimeout: 5 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// Serve returns ErrServerClosed on Shutdown, the only way it ends.
+		_ = srv.Serve(ln)
+	}()
+	fmt.Fprintf(stderr, "replay: control on http://%s (POST /speed?factor=F|max, /pause, /resume; GET /status)\n", ln.Addr())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-done
+	}, nil
 }
 
 // lateProcessed is how many of the processed particles were late ones

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	replaysrc "github.com/sensorstorm/sensorstorm/connectors/replay"
+	"github.com/sensorstorm/sensorstorm/streamclock"
+)
+
+// progressEvery is how often the progress bar is redrawn.
+const progressEvery = 200 * time.Millisecond
+
+// terminal is replay's user interface on a terminal: a progress bar on
+// stderr and keys on stdin. Both are off when stderr is not a terminal,
+// so that logs, pipes and tests see nothing of them.
+type terminal struct {
+	stderr io.Writer
+	on     bool // stderr is a terminal
+	keys   bool // and so is stdin
+
+	mu  sync.Mutex // guards bar: the logger and the progress goroutine share it
+	bar *progressbar.ProgressBar
+}
+
+func newTerminal(stderr io.Writer, quiet bool) *terminal {
+	t := &terminal{stderr: stderr}
+	if f, ok := stderr.(*os.File); ok && !quiet && term.IsTerminal(int(f.Fd())) {
+		t.on = true
+		t.keys = term.IsTerminal(int(os.Stdin.Fd())) && keysSupported()
+	}
+	return t
+}
+
+// logWriter returns the writer for log lines: on a terminal it clears the
+// bar first, which the next update draws again.
+func (t *terminal) logWriter() io.Writer {
+	if !t.on {
+		return t.stderr
+	}
+	return writerFunc(func(b []byte) (int, error) {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if t.bar != nil {
+			_ = t.bar.Clear()
+		}
+		return t.stderr.Write(b)
+	})
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
+
+// start shows progress and reads keys until the returned function is
+// called; quit is called on the quit key.
+func (t *terminal) start(ctx context.Context, src *replaysrc.Source, quit func()) func() {
+	if !t.on {
+		return func() {}
+	}
+	stopKeys := func() {}
+	if t.keys {
+		stopKeys = t.readKeys(src, quit)
+	}
+	t.mu.Lock()
+	t.bar = progressbar.NewOptions64(-1,
+		progressbar.OptionSetWriter(t.stderr),
+		progressbar.OptionSetWidth(24),
+		progressbar.OptionShowBytes(true),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionSetSpinnerChangeInterval(0),
+		progressbar.OptionClearOnFinish(),
+	)
+	t.mu.Unlock()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(progressEvery)
+		defer tick.Stop()
+		var lastN uint64
+		lastT := time.Now()
+		var rate float64
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case now := <-tick.C:
+				st := src.Status()
+				if dt := now.Sub(lastT).Seconds(); dt > 0 {
+					// A moving average keeps the rate readable.
+					rate = 0.7*rate + 0.3*float64(st.Emitted-lastN)/dt
+				}
+				lastN, lastT = st.Emitted, now
+				t.update(st, rate)
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
+		stopKeys()
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		_ = t.bar.Finish()
+		t.bar = nil
+	}
+}
+
+// update draws the bar: the event-time position, the speed, the rate, and
+// the percent and ETA of the bytes read.
+func (t *terminal) update(st replaysrc.Status, rate float64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if st.BytesTotal > 0 && t.bar.GetMax64() != st.BytesTotal {
+		t.bar.ChangeMax64(st.BytesTotal)
+	}
+	pos := "-"
+	if !st.Position.IsZero() {
+		pos = st.Position.Format("2006-01-02 15:04:05")
+	}
+	speed := st.Speed.String()
+	if st.Paused {
+		speed = "paused"
+	}
+	t.bar.Describe(fmt.Sprintf("%s  %s  %s/s", pos, speed, humanRate(rate)))
+	_ = t.bar.Set64(st.BytesRead)
+}
+
+func humanRate(r float64) string {
+	switch {
+	case r >= 1e6:
+		return fmt.Sprintf("%.1fM", r/1e6)
+	case r >= 1e3:
+		return fmt.Sprintf("%.1fk", r/1e3)
+	}
+	return fmt.Sprintf("%.0f", r)
+}
+
+// readKeys puts the terminal in a mode that delivers each key at once and
+// applies the keys to src until the returned function restores the
+// terminal. The goroutine reading stdin cannot be interrupted; it ends
+// with the process, which exits right after a replay.
+func (t *terminal) readKeys(src *replaysrc.Source, quit func()) func() {
+	fd := int(os.Stdin.Fd())
+	restore, err := keyMode(fd)
+	if err != nil {
+		return func() {}
+	}
+	fmt.Fprint(t.stderr, "keys: + faster, - slower, space pause/resume, m max, 1 real time, q quit\n")
+	go func() {
+		b := make([]byte, 1)
+		for {
+			if n, err := os.Stdin.Read(b); err != nil || n == 0 {
+				return
+			}
+			applyKey(b[0], src, quit)
+		}
+	}()
+	return restore
+}
+
+// applyKey changes src as key asks.
+func applyKey(key byte, src *replaysrc.Source, quit func()) {
+	st := src.Status()
+	switch key {
+	case '+', '=':
+		if st.Speed != replaysrc.Max {
+			_ = src.SetSpeed(min(st.Speed*2, streamclock.MaxSpeed))
+		}
+	case '-', '_':
+		if st.Speed == replaysrc.Max {
+			_ = src.SetSpeed(streamclock.MaxSpeed)
+		} else {
+			_ = src.SetSpeed(max(st.Speed/2, streamclock.MinSpeed))
+		}
+	case ' ', 'p':
+		if st.Paused {
+			src.Resume()
+		} else {
+			src.Pause()
+		}
+	case 'm':
+		_ = src.SetSpeed(replaysrc.Max)
+	case '1':
+		_ = src.SetSpeed(1)
+	case 'q', 3: // 3 is ^C when the terminal does not make it a signal
+		quit()
+	}
+}

@@ -1,0 +1,247 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	replaysrc "github.com/sensorstorm/sensorstorm/connectors/replay"
+)
+
+// datasetsDir is where the recordings of ../shared/datasets are kept,
+// unchanged, for the tests.
+var datasetsDir = filepath.Join("..", "..", "testdata", "datasets")
+
+// runReplay runs the replay command and returns its exit code, stdout and
+// stderr.
+func runReplay(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	defer goleak.VerifyNone(t)
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), append([]string{"replay"}, args...), &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+// lastLine returns the last line of s.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return lines[len(lines)-1]
+}
+
+// TestReplayDatasets replays every recording of shared/datasets with its
+// preset and checks the counts that its SOURCE.md gives:
+//   - AirQualityUCI.csv: 9357 records (the 114 rows of semicolons at the
+//     end are blank, not records), no malformed one; 31 have every value
+//     missing (-200) and carry nothing to emit.
+//   - Occupancy: 2665 + 8143 + 9752 = 20560 rows, none malformed. Merged
+//     by event time none is late, whatever the order of the files; read
+//     one after the other in the order "training, test, test2", the 2665
+//     rows of datatest.txt are older than what was released and late.
+//   - ULB Library 1: 7563 + 11110 + 11029 = 29702 readings, none malformed
+//     once decimal commas and R3's 0xA0 thousands separator are handled,
+//     none late (time never decreases, also across files).
+func TestReplayDatasets(t *testing.T) {
+	ds := datasetsDir
+	aq := filepath.Join(ds, "uci-airquality", "AirQualityUCI.csv")
+	occ := func(name string) string { return filepath.Join(ds, "uci-occupancy", name) }
+	ulb := func(name string) string { return filepath.Join(ds, "ulb-library1-wsn", name) }
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+		// written: lines written when late particles pass through,
+		// out of order
+		written int
+	}{
+		{"airquality", []string{"--format", "uci-airquality", aq},
+			"summary: read=9357 emitted=9326 late=0 invalid=0", 0},
+		{"occupancy merged", []string{"--format", "uci-occupancy", occ("datatraining.txt"), occ("datatest.txt"), occ("datatest2.txt")},
+			"summary: read=20560 emitted=20560 late=0 invalid=0", 0},
+		{"occupancy concatenated", []string{"--format", "uci-occupancy", "--concat", occ("datatraining.txt"), occ("datatest.txt"), occ("datatest2.txt")},
+			"summary: read=20560 emitted=17895 late=2665 invalid=0", 0},
+		{"occupancy concatenated, late passed", []string{"--format", "uci-occupancy", "--concat", "--late", "pass", occ("datatraining.txt"), occ("datatest.txt"), occ("datatest2.txt")},
+			"summary: read=20560 emitted=17895 late=2665 invalid=0", 20560},
+		{"ulb", []string{"--format", "ulb-wsn", ulb("R3.txt"), ulb("R1.txt"), ulb("R2.txt")},
+			"summary: read=29702 emitted=29702 late=0 invalid=0", 0},
+		{"ulb R1 as line protocol", []string{filepath.Join("..", "..", "testdata", "library1-r1.lp")},
+			"summary: read=7563 emitted=7563 late=0 invalid=0", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runReplay(t, append([]string{"--speed", "max"}, tc.args...)...)
+			require.Equal(t, exitOK, code, stderr)
+			assert.Equal(t, tc.want, lastLine(stderr))
+			var emitted int
+			_, err := fmt.Sscanf(tc.want[strings.Index(tc.want, "emitted="):], "emitted=%d", &emitted)
+			require.NoError(t, err)
+			if tc.written > 0 {
+				assert.Equal(t, tc.written, strings.Count(stdout, "\n"))
+				return
+			}
+			assert.Equal(t, emitted, strings.Count(stdout, "\n"))
+			assert.True(t, ordered(t, stdout), "output in event-time order")
+		})
+	}
+}
+
+// ordered reports whether the lines of line protocol are in event-time
+// order.
+func ordered(t *testing.T, lp string) bool {
+	var last int64
+	for _, line := range strings.Split(strings.TrimSpace(lp), "\n") {
+		var ts int64
+		_, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &ts)
+		require.NoError(t, err)
+		if ts < last {
+			return false
+		}
+		last = ts
+	}
+	return true
+}
+
+// TestReplayReadmeCommand checks the README's command: the recording
+// comes out as it went in.
+func TestReplayReadmeCommand(t *testing.T) {
+	path := filepath.Join("..", "..", "testdata", "library1-r1.lp")
+	code, stdout, stderr := runReplay(t, "--speed", "max", path)
+	require.Equal(t, exitOK, code, stderr)
+	want, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, string(want), stdout)
+}
+
+// TestReplayULBMatchesLineProtocol checks that R1.txt replayed with the
+// ulb-wsn preset and the deployment tag is the recording in testdata.
+func TestReplayULBMatchesLineProtocol(t *testing.T) {
+	r1 := filepath.Join(datasetsDir, "ulb-library1-wsn", "R1.txt")
+	code, stdout, stderr := runReplay(t, "--speed", "max", "--format", "ulb-wsn", "--tag", "deployment=library1", r1)
+	require.Equal(t, exitOK, code, stderr)
+	want, err := os.ReadFile(filepath.Join("..", "..", "testdata", "library1-r1.lp"))
+	require.NoError(t, err)
+	assert.Equal(t, string(want), stdout)
+}
+
+// TestReplayMalformed checks that malformed lines are reported with file
+// and line, counted and skipped.
+func TestReplayMalformed(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "bad.lp")
+	require.NoError(t, os.WriteFile(path, []byte("m v=1 1\nm v=2 x\nm v=3 3\nm,=x v=4 4\n"), 0o644))
+	code, stdout, stderr := runReplay(t, "--speed", "max", path)
+	require.Equal(t, exitOK, code, stderr)
+	assert.Equal(t, "m v=1 1\nm v=3 3\n", stdout)
+	assert.Contains(t, stderr, path+":2:")
+	assert.Contains(t, stderr, path+":4:")
+	assert.Equal(t, "summary: read=4 emitted=2 late=0 invalid=2", lastLine(stderr))
+}
+
+// TestReplayOptions covers flags after files, the time range, CSV with
+// column flags, the late side output and output to a file.
+func TestReplayOptions(t *testing.T) {
+	dir := t.TempDir()
+	csv := filepath.Join(dir, "readings.txt")
+	require.NoError(t, os.WriteFile(csv, []byte(
+		"when;where;temp\n2024-01-01 00:00:00;a;1,5\n2024-01-01 00:00:02;b;NA\n2024-01-01 00:00:01;a;2,5\n2024-01-01 00:00:03;b;3\n"), 0o644))
+	out := filepath.Join(dir, "out.lp")
+	lateOut := filepath.Join(dir, "late.lp")
+	code, stdout, stderr := runReplay(t, csv, "--speed", "max", "--separator", ";", "--decimal-comma", "--missing", "NA",
+		"--time", "when", "--tags", "where", "--fields", "temp:float", "--measurement", "t", "--tz", "+01:00",
+		"--from", "2023-12-31T23:00:01Z", "--to", "1704063603000000000",
+		"--late", "side", "--late-out", lateOut, "--out", out)
+	require.Equal(t, exitOK, code, stderr)
+	assert.Empty(t, stdout)
+	got, err := os.ReadFile(out)
+	require.NoError(t, err)
+	// In UTC the rows are 23:00:00 (before --from), 23:00:02 (no value),
+	// 23:00:01 and 23:00:03 (at --to, outside).
+	assert.Equal(t, "t,where=a temp=2.5 1704063601000000000\n", string(got))
+	late, err := os.ReadFile(lateOut)
+	require.NoError(t, err)
+	assert.Empty(t, string(late))
+	assert.Contains(t, stderr, "skipped=1 outside=2")
+	assert.Equal(t, "summary: read=4 emitted=1 late=0 invalid=0", lastLine(stderr))
+}
+
+// TestReplayLateSide checks that with -late side the late particles go to
+// -late-out. The first file is long enough for some of it to be released
+// before the second file's old reading arrives.
+func TestReplayLateSide(t *testing.T) {
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a.lp")
+	b := filepath.Join(dir, "b.lp")
+	var lines strings.Builder
+	for i := range 1000 {
+		fmt.Fprintf(&lines, "m v=%d %d\n", i, 10+i)
+	}
+	require.NoError(t, os.WriteFile(a, []byte(lines.String()), 0o644))
+	require.NoError(t, os.WriteFile(b, []byte("m old=1 5\nm v=4 100000\n"), 0o644))
+	lateOut := filepath.Join(dir, "late.lp")
+	code, stdout, stderr := runReplay(t, "--speed", "max", "--concat", "--late", "side", "--late-out", lateOut, a, b)
+	require.Equal(t, exitOK, code, stderr)
+	assert.NotContains(t, stdout, "old")
+	late, err := os.ReadFile(lateOut)
+	require.NoError(t, err)
+	assert.Equal(t, "m old=1 5\n", string(late))
+	assert.Equal(t, "summary: read=1002 emitted=1001 late=1 invalid=0", lastLine(stderr))
+}
+
+func TestReplayUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{"--speed", "fast", "x.lp"},
+		{"--speed", "20000", "x.lp"},
+		{"--format", "parquet", "x.lp"},
+		{"--from", "yesterday", "x.lp"},
+		{"--measurement", "m", "x.lp"},
+		{"--late", "never", "x.lp"},
+	} {
+		code, _, _ := runReplay(t, args...)
+		assert.Equal(t, exitUsage, code, "%q", args)
+	}
+	code, _, stderr := runReplay(t, "--speed", "max", filepath.Join(t.TempDir(), "missing.lp"))
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, stderr, "missing.lp")
+	code, stdout, _ := runReplay(t, "-h")
+	assert.Equal(t, exitOK, code)
+	assert.Empty(t, stdout)
+}
+
+// TestReplayControlEndpoint checks that -control serves while the replay
+// runs and is shut down after it.
+func TestReplayControlEndpoint(t *testing.T) {
+	code, _, stderr := runReplay(t, "--speed", "max", "--control", "127.0.0.1:0", filepath.Join("..", "..", "testdata", "library1-r1.lp"))
+	require.Equal(t, exitOK, code, stderr)
+	assert.Contains(t, stderr, "replay: control on http://127.0.0.1:")
+	assert.Equal(t, "summary: read=7563 emitted=7563 late=0 invalid=0", lastLine(stderr))
+}
+
+func TestReplayKeys(t *testing.T) {
+	src, err := replaysrc.New(replaysrc.Config{Inputs: []replaysrc.Input{{Path: "x.lp"}}, Speed: 10})
+	require.NoError(t, err)
+	quit := 0
+	for _, step := range []struct {
+		key    byte
+		speed  replaysrc.Speed
+		paused bool
+	}{
+		{'+', 20, false}, {'-', 10, false}, {'-', 5, false}, {' ', 5, true}, {'+', 10, true}, {'p', 10, false},
+		{'m', replaysrc.Max, false}, {'+', replaysrc.Max, false}, {'-', 10000, false}, {'+', 10000, false}, {'1', 1, false},
+		{'x', 1, false},
+	} {
+		applyKey(step.key, src, func() { quit++ })
+		st := src.Status()
+		assert.Equal(t, step.speed, st.Speed, "after %q", step.key)
+		assert.Equal(t, step.paused, st.Paused, "after %q", step.key)
+	}
+	applyKey('q', src, func() { quit++ })
+	applyKey(3, src, func() { quit++ })
+	assert.Equal(t, 2, quit)
+}
