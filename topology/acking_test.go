@@ -3,6 +3,7 @@ package topology_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -144,41 +145,48 @@ func TestAckingEveryTreeCompletesThroughBranchesAndFanOut(t *testing.T) {
 
 // A window-like operation holds inputs from many roots and emits one
 // aggregate anchored to all of them: no root completes before the
-// aggregate itself was processed.
+// aggregate itself was processed. Large windows index their roots.
 func TestAckingAggregateAnchoredAcrossRoots(t *testing.T) {
-	src := newTrackedSource(30)
-	var sinkSaw atomic.Int64
-	var ackedBeforeSink atomic.Int64
-	topo := newTopology(t, ackingConfig(streamclock.System{}, nil))
-	topo.AddSource("src", topology.Single(src), topology.SourceConfig{})
-	topo.AddBolt("window", func() operation.Operation {
-		var held []operation.Anchor
-		return operation.Func(func(_ context.Context, in particle.Particle, out operation.Emitter) error {
-			held = append(held, out.Hold())
-			if len(held) == 10 {
-				// The same input anchored twice must not break the XOR.
-				out.EmitAnchored(particle.Particle{Time: in.Time, Measurement: "sum"}, append(held, held[0])...)
-				src.mu.Lock()
-				ackedBeforeSink.Add(int64(len(src.acked)) - sinkSaw.Load()*10)
-				src.mu.Unlock()
-				for _, a := range held {
-					out.Ack(a)
-				}
-				held = held[:0]
-			}
-			return nil
-		})
-	}, topology.BoltConfig{}).Input("src", topology.Global())
-	topo.AddBolt("sink", operation.Stateless(operation.Func(func(context.Context, particle.Particle, operation.Emitter) error {
-		sinkSaw.Add(1)
-		return nil
-	})), topology.BoltConfig{}).Input("window", topology.Global())
-	require.NoError(t, topo.Run(context.Background()))
+	for _, size := range []int{10, 100} {
+		t.Run(fmt.Sprintf("window=%d", size), func(t *testing.T) {
+			src := newTrackedSource(3 * size)
+			var sinkSaw atomic.Int64
+			var ackedBeforeSink atomic.Int64
+			cfg := ackingConfig(streamclock.System{}, nil)
+			// A window holds its inputs' trees: max pending must make room.
+			cfg.Acking.MaxPending = 2 * size
+			topo := newTopology(t, cfg)
+			topo.AddSource("src", topology.Single(src), topology.SourceConfig{})
+			topo.AddBolt("window", func() operation.Operation {
+				var held []operation.Anchor
+				return operation.Func(func(_ context.Context, in particle.Particle, out operation.Emitter) error {
+					held = append(held, out.Hold())
+					if len(held) == size {
+						// The same input anchored twice must not break the XOR.
+						out.EmitAnchored(particle.Particle{Time: in.Time, Measurement: "sum"}, append(held, held[0])...)
+						src.mu.Lock()
+						ackedBeforeSink.Add(int64(len(src.acked)) - sinkSaw.Load()*int64(size))
+						src.mu.Unlock()
+						for _, a := range held {
+							out.Ack(a)
+						}
+						held = held[:0]
+					}
+					return nil
+				})
+			}, topology.BoltConfig{}).Input("src", topology.Global())
+			topo.AddBolt("sink", operation.Stateless(operation.Func(func(context.Context, particle.Particle, operation.Emitter) error {
+				sinkSaw.Add(1)
+				return nil
+			})), topology.BoltConfig{}).Input("window", topology.Global())
+			require.NoError(t, topo.Run(context.Background()))
 
-	assert.Equal(t, int64(3), sinkSaw.Load())
-	assert.Zero(t, ackedBeforeSink.Load(), "a root completed before its aggregate was processed")
-	src.assertEachEndedOnce(t)
-	assert.Empty(t, src.failed)
+			assert.Equal(t, int64(3), sinkSaw.Load())
+			assert.Zero(t, ackedBeforeSink.Load(), "a root completed before its aggregate was processed")
+			src.assertEachEndedOnce(t)
+			assert.Empty(t, src.failed)
+		})
+	}
 }
 
 func TestAckingPanicIsRetriedAndThenSucceeds(t *testing.T) {

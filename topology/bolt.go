@@ -87,6 +87,7 @@ type boltInstance struct {
 
 	heldInputs map[operation.Anchor]*held
 	claims     []claim // scratch for EmitAnchored
+	claimed    map[acker.RootID]struct{}
 	nextAnchor operation.Anchor
 	curAnchor  operation.Anchor
 }
@@ -156,6 +157,12 @@ func (b *boltInstance) receive(ctx context.Context, bt *batch) {
 		env := &bt.items[i]
 		if b.clock != nil {
 			b.clock.Observe(env.p.Time)
+			if b.clock.Speed() == streamclock.Unpaced {
+				// An unpaced clock is the data's own time: nothing can
+				// be ahead of it, and a gap in a recording is no wild
+				// timestamp.
+				now = b.clock.Now()
+			}
 		}
 		switch b.buf.Push(bt.input, *env, now) {
 		case syncbuffer.Late:
@@ -393,6 +400,7 @@ func (b *boltInstance) EmitAnchored(p particle.Particle, anchors ...operation.An
 	env := &b.emitted
 	*env = envelope{p: p}
 	b.claims = b.claims[:0]
+	clear(b.claimed)
 	for _, a := range anchors {
 		h := b.heldInputs[a]
 		if h == nil {
@@ -401,12 +409,9 @@ func (b *boltInstance) EmitAnchored(p particle.Particle, anchors ...operation.An
 		i := 0
 		h.env.each(func(an anchor) {
 			defer func() { i++ }()
-			for _, c := range b.claims {
-				if c.root == an.root {
-					return
-				}
+			if !b.claim(claim{root: an.root, h: h, i: i}) {
+				return
 			}
-			b.claims = append(b.claims, claim{root: an.root, h: h, i: i})
 			if !env.tracked {
 				env.first, env.tracked, env.replay = anchor{root: an.root}, true, h.env.replay
 			} else {
@@ -426,6 +431,38 @@ type claim struct {
 	root acker.RootID
 	h    *held
 	i    int
+}
+
+// linearClaims is how many claims EmitAnchored scans before it indexes
+// them: a window result anchored to thousands of roots must not cost their
+// square.
+const linearClaims = 32
+
+// claim adds c unless its tree is already claimed, and reports whether it
+// did.
+func (b *boltInstance) claim(c claim) bool {
+	if len(b.claims) < linearClaims {
+		for _, o := range b.claims {
+			if o.root == c.root {
+				return false
+			}
+		}
+	} else {
+		if b.claimed == nil {
+			b.claimed = make(map[acker.RootID]struct{})
+		}
+		if len(b.claimed) == 0 {
+			for _, o := range b.claims {
+				b.claimed[o.root] = struct{}{}
+			}
+		}
+		if _, ok := b.claimed[c.root]; ok {
+			return false
+		}
+		b.claimed[c.root] = struct{}{}
+	}
+	b.claims = append(b.claims, c)
+	return true
 }
 
 // Ack implements operation.Emitter.

@@ -69,7 +69,10 @@ type AckingConfig struct {
 	// Enabled turns tracking of data particles on.
 	Enabled bool `yaml:"enabled"`
 	// MaxPending bounds the trees a source instance has pending: Emit
-	// blocks beyond it. Defaults to DefaultMaxPending.
+	// blocks beyond it. Particles held in sync buffers and windows keep
+	// their trees pending, so it must exceed what a window holds, or the
+	// source waits for trees that only the hard timeout ends. Defaults to
+	// DefaultMaxPending.
 	MaxPending int `yaml:"max_pending"`
 	// ProgressTimeout fails a tree that made no progress for this long
 	// while the topology was not busy with other work. Defaults to the
@@ -159,7 +162,10 @@ type BoltConfig struct {
 	// Parallelism is the number of instances. Defaults to 1.
 	Parallelism int `yaml:"parallelism"`
 	// Buffer configures the synchronization buffer in front of every
-	// instance: window, idle timeout, future bound and late policy.
+	// instance: window, idle timeout, future bound and late policy. The
+	// future bound applies to live and paced stream clocks; an unpaced
+	// replay's clock is the highest event time seen, which nothing can be
+	// ahead of.
 	Buffer syncbuffer.Config `yaml:"buffer"`
 }
 
