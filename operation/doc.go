@@ -11,7 +11,9 @@
 //
 // Optional interfaces add abilities the engine detects at run time:
 // [MetaHandler] for meta particles, [WatermarkHandler] for event-time
-// progress (closing windows), and [Flusher] for the end of the stream.
+// progress (closing windows), [TickHandler] for the stream clock's
+// progress (timers, eviction of idle state) and [Flusher] for the end of
+// the stream.
 //
 // # Batches and windows
 //
@@ -27,10 +29,11 @@
 // # Keys and timers
 //
 // [PerKey] keeps one operation per key in each bolt instance, made on
-// demand and evicted after a time to live measured on the stream's
-// progress, so a million keys passing through cost only the keys alive.
-// [Timers] holds any number of timers per key in event time (advanced by
-// the watermark) and in stream time (advanced by stream-time ticks).
+// demand and evicted after a time to live measured on the watermark and
+// the stream clock, so a million keys passing through cost only the keys
+// alive. [Timers] holds any number of timers per key in event time
+// (advanced by the watermark) and in stream time (advanced by the stream
+// clock's ticks, [TickHandler]).
 //
 // # Built-ins
 //

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sensorstorm/sensorstorm/connectors/file"
+	"github.com/sensorstorm/sensorstorm/metaparticle"
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/streamclock"
@@ -103,4 +104,121 @@ func Example_embed() {
 	// wsn temperature_mean=21.45455520786772 1163448000
 	// wsn temperature_mean=21.154097191261688 1163455200
 	// wsn temperature_mean=20.981628430049486 1163462400
+}
+
+// silence alerts when a node has sent nothing for a while of stream time:
+// one stream-time timer per node, fired from OnTick, so the alert comes
+// while no particle arrives and the watermark stands still.
+type silence struct {
+	after  int64
+	timers operation.Timers[string]
+	due    map[string]int64
+}
+
+func newSilence(after time.Duration) *silence {
+	return &silence{after: int64(after), due: map[string]int64{}}
+}
+
+func (s *silence) Process(_ context.Context, in particle.Particle, _ operation.Emitter) error {
+	node, _ := in.Tag("node")
+	if at, ok := s.due[node]; ok {
+		s.timers.Delete(metaparticle.StreamTime, node, at)
+	}
+	s.due[node] = in.Time + s.after
+	s.timers.Set(metaparticle.StreamTime, node, in.Time+s.after)
+	return nil
+}
+
+func (s *silence) OnTick(_ context.Context, now int64, out operation.Emitter) error {
+	s.timers.Advance(metaparticle.StreamTime, now, func(node string, at int64) {
+		delete(s.due, node)
+		out.Emit(particle.Particle{Time: at, Measurement: "silent", Tags: []particle.Tag{{Key: "node", Value: node}},
+			Fields: []particle.Field{{Key: "for_s", Value: particle.Int(s.after / 1e9)}}})
+	})
+	return nil
+}
+
+// Stream-time timers fire on the stream clock, which the engine passes to
+// OnTick every housekeeping interval: here an alert for a node silent for
+// 10 s, while no reading arrives.
+func ExampleTimers() {
+	op := newSilence(10 * time.Second)
+	ctx := context.Background()
+	out := &operation.Collector{}
+	reading := func(t int64, node string) particle.Particle {
+		return particle.Particle{Time: t * 1e9, Measurement: "room", Tags: []particle.Tag{{Key: "node", Value: node}},
+			Fields: []particle.Field{{Key: "temp", Value: particle.Float(20)}}}
+	}
+	_ = op.Process(ctx, reading(0, "a"), out)
+	_ = op.Process(ctx, reading(0, "b"), out)
+	_ = op.OnTick(ctx, 5e9, out)
+	_ = op.Process(ctx, reading(5, "a"), out) // a is alive: its timer moves to 15 s
+	for now := int64(6); now <= 20; now += 2 {
+		_ = op.OnTick(ctx, now*1e9, out) // the engine's ticks, here every 2 s
+	}
+	for _, p := range out.Emitted {
+		line, _ := particle.AppendLineProtocol(nil, &p, particle.Second)
+		fmt.Print(string(line))
+	}
+	// Output:
+	// silent,node=b for_s=10i 10
+	// silent,node=a for_s=10i 15
+}
+
+// Typed works on a Go type: decode and encode are plain functions, the
+// operation itself never touches a particle.
+func ExampleTyped() {
+	type reading struct {
+		Node    string
+		Celsius float64
+	}
+	decode := func(p particle.Particle) (reading, error) {
+		node, _ := p.Tag("node")
+		v, ok := p.Field("temp")
+		if !ok {
+			return reading{}, fmt.Errorf("no temp in %s", p.Measurement)
+		}
+		c, _ := v.Number()
+		return reading{Node: node, Celsius: c}, nil
+	}
+	encode := func(r reading) particle.Particle {
+		return particle.Particle{Measurement: "fahrenheit", Tags: []particle.Tag{{Key: "node", Value: r.Node}},
+			Fields: []particle.Field{{Key: "temp", Value: particle.Float(r.Celsius*9/5 + 32)}}}
+	}
+	op := operation.Typed(decode, encode, func(_ context.Context, r reading, emit func(reading)) error {
+		emit(r)
+		return nil
+	})
+	out := &operation.Collector{}
+	_ = op.Process(context.Background(), particle.Particle{Time: 1e9, Measurement: "room", Tags: []particle.Tag{{Key: "node", Value: "a"}},
+		Fields: []particle.Field{{Key: "temp", Value: particle.Float(21.5)}}}, out)
+	line, _ := particle.AppendLineProtocol(nil, &out.Emitted[0], particle.Second)
+	fmt.Print(string(line))
+	// Output:
+	// fahrenheit,node=a temp=70.7 1
+}
+
+// Align merges several sensors' readings into one particle per time
+// bucket, once the watermark has passed the bucket: the heart of time
+// synchronization.
+func ExampleNewAlign() {
+	op, _ := operation.NewAlign(operation.AlignConfig{Bucket: 10 * time.Second, Sensor: []string{"node"}, Fields: []string{"temp"}})
+	out := &operation.Collector{}
+	ctx := context.Background()
+	for _, r := range []struct {
+		t    int64
+		node string
+		v    float64
+	}{{1, "a", 20}, {3, "b", 18}, {12, "a", 21}, {14, "b", 19}} {
+		_ = op.Process(ctx, particle.Particle{Time: r.t * 1e9, Measurement: "room", Tags: []particle.Tag{{Key: "node", Value: r.node}},
+			Fields: []particle.Field{{Key: "temp", Value: particle.Float(r.v)}}}, out)
+	}
+	_ = op.(operation.WatermarkHandler).OnWatermark(ctx, math.MaxInt64, out)
+	for _, p := range out.Emitted {
+		line, _ := particle.AppendLineProtocol(nil, &p, particle.Second)
+		fmt.Print(string(line))
+	}
+	// Output:
+	// room a_temp=20,b_temp=18 0
+	// room a_temp=21,b_temp=19 10
 }

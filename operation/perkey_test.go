@@ -75,42 +75,57 @@ func TestPerKeyEvictsByWatermark(t *testing.T) {
 	assert.Equal(t, []int64{1, 2, 1, 1}, counts)
 }
 
-// A million distinct keys pass through; eviction keeps the live keys, and
-// the heap, bounded by the keys active within the ttl.
+// A million distinct keys pass through; eviction, by the watermark or by
+// the stream clock's ticks, keeps the live keys, and the heap, bounded by
+// the keys active within the ttl.
 func TestPerKeyMillionKeysBoundedMemory(t *testing.T) {
 	const keys = 1_000_000
-	ctx := context.Background()
-	k := operation.NewKeyed(operation.ByTags("k"), func() operation.Operation { return &counter{} }, time.Second)
-	out := &countingEmitter{}
-	var ms runtime.MemStats
-	heap := func() uint64 {
-		runtime.GC()
-		runtime.ReadMemStats(&ms)
-		return ms.HeapAlloc
+	for _, tt := range []struct {
+		name    string
+		advance func(k *operation.Keyed, now int64, out operation.Emitter) error
+	}{
+		{"watermark", func(k *operation.Keyed, now int64, out operation.Emitter) error {
+			return k.OnWatermark(context.Background(), now, out)
+		}},
+		{"stream clock", func(k *operation.Keyed, now int64, out operation.Emitter) error {
+			return k.OnTick(context.Background(), now, out)
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			k := operation.NewKeyed(operation.ByTags("k"), func() operation.Operation { return &counter{} }, time.Second)
+			out := &countingEmitter{}
+			var ms runtime.MemStats
+			heap := func() uint64 {
+				runtime.GC()
+				runtime.ReadMemStats(&ms)
+				return ms.HeapAlloc
+			}
+			var base uint64
+			maxLive := 0
+			p := keyed(0, "")
+			tag := []particle.Tag{{}}
+			p.Tags = tag
+			for i := range keys {
+				p.Time = int64(i) * int64(time.Millisecond) // one new key per ms
+				tag[0] = particle.Tag{Key: "k", Value: "key-" + strconv.Itoa(i)}
+				require.NoError(t, k.Process(ctx, p, out))
+				if i%1000 == 999 {
+					require.NoError(t, tt.advance(k, p.Time, out))
+					maxLive = max(maxLive, k.Len())
+				}
+				if i == keys/10 {
+					base = heap()
+				}
+			}
+			grown := int64(heap()) - int64(base)
+			t.Logf("max live keys %d, heap growth from 100k to 1M keys %d B, evicted %d", maxLive, grown, k.Evicted())
+			assert.LessOrEqual(t, maxLive, 2001)
+			assert.Less(t, grown, int64(4<<20), "heap grew with the number of keys seen")
+			assert.Equal(t, uint64(keys-k.Len()), k.Evicted())
+			assert.Equal(t, int(k.Evicted()), out.n)
+		})
 	}
-	var base uint64
-	maxLive := 0
-	p := keyed(0, "")
-	tag := []particle.Tag{{}}
-	p.Tags = tag
-	for i := range keys {
-		p.Time = int64(i) * int64(time.Millisecond) // one new key per ms
-		tag[0] = particle.Tag{Key: "k", Value: "key-" + strconv.Itoa(i)}
-		require.NoError(t, k.Process(ctx, p, out))
-		if i%1000 == 999 {
-			require.NoError(t, k.OnWatermark(ctx, p.Time, out))
-			maxLive = max(maxLive, k.Len())
-		}
-		if i == keys/10 {
-			base = heap()
-		}
-	}
-	grown := int64(heap()) - int64(base)
-	t.Logf("max live keys %d, heap growth from 100k to 1M keys %d B, evicted %d", maxLive, grown, k.Evicted())
-	assert.LessOrEqual(t, maxLive, 2001)
-	assert.Less(t, grown, int64(4<<20), "heap grew with the number of keys seen")
-	assert.Equal(t, uint64(keys-k.Len()), k.Evicted())
-	assert.Equal(t, int(k.Evicted()), out.n)
 }
 
 func BenchmarkPerKey(b *testing.B) {

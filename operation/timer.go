@@ -10,13 +10,15 @@ import (
 // The zero Timers is ready to use. It is not safe for concurrent use: like
 // an operation, it belongs to one bolt instance.
 //
-// Event-time timers are meant to be advanced from
-// [WatermarkHandler.OnWatermark] with the watermark; stream-time timers from
-// [MetaHandler.HandleMeta] with the time of a metaparticle.Tick in the
-// stream-time domain, or from a stream clock's Now. Timers fire in order of
-// their time, then in the order they were set, so the same input fires
-// them in the same order however the watermark advances: in one round or
-// in many.
+// Event-time timers are advanced from [WatermarkHandler.OnWatermark] with
+// the watermark. Stream-time timers are advanced from [TickHandler.OnTick]
+// with the stream clock's time, which the engine passes every housekeeping
+// interval: they fire while no particle arrives, at the replay speed in a
+// replay, and late by at most one interval. (A metaparticle.Tick in the
+// stream-time domain, seen in [MetaHandler.HandleMeta], can advance them
+// too.) Timers fire in order of their time, then in the order they were
+// set, so the same input fires them in the same order however time
+// advances: in one round or in many.
 type Timers[K comparable] struct {
 	queues [2]timerQueue[K]
 }

@@ -1,18 +1,22 @@
 package pipeline
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/sensorstorm/sensorstorm/acker"
 	"github.com/sensorstorm/sensorstorm/connectors/file"
+	"github.com/sensorstorm/sensorstorm/connectors/mqtt"
 	"github.com/sensorstorm/sensorstorm/connectors/replay"
 	"github.com/sensorstorm/sensorstorm/operation"
+	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/streamclock"
 	"github.com/sensorstorm/sensorstorm/topology"
 )
@@ -25,7 +29,8 @@ type Options struct {
 	// Stdout receives the output of sinks writing to "-". Defaults to
 	// os.Stdout.
 	Stdout io.Writer
-	// Logger, Wall and DeadLetters are passed to the topology.
+	// Logger, Wall and DeadLetters are passed to the topology; Logger to
+	// the MQTT connections too.
 	Logger      *slog.Logger
 	Wall        streamclock.Wall
 	DeadLetters topology.DeadLetterSink
@@ -40,7 +45,7 @@ func (p *Pipeline) setDefaults() {
 		spans[b.Name] = b.span
 		longest = max(longest, b.span)
 	}
-	unpaced := p.speed() == replay.Max
+	unpaced := !p.live() && p.speed() == replay.Max
 	for i := range p.Bolts {
 		b := &p.Bolts[i]
 		switch {
@@ -63,6 +68,16 @@ func (p *Pipeline) setDefaults() {
 			b.Buffer.FutureBound = -1
 		}
 	}
+	if p.live() {
+		// MQTT sources learn from acking when a message can no longer be
+		// lost.
+		if !p.ackingEnabledSet {
+			p.Acking.Enabled = true
+		}
+		if p.Acking.MaxPending == 0 {
+			p.Acking.MaxPending = DefaultMQTTMaxPending
+		}
+	}
 	if p.Acking.Enabled && p.Acking.HardTimeout == 0 && longest > 0 {
 		p.Acking.HardTimeout = max(acker.DefaultHardTimeout, 2*longest+time.Minute)
 	}
@@ -79,22 +94,33 @@ func (p *Pipeline) speed() replay.Speed {
 	return 1
 }
 
-// Check reports files that cannot be read, with their place in the
-// pipeline file; dir resolves relative paths.
+// Check reports files that cannot be read (recordings, TLS certificates
+// and keys), with their place in the pipeline file; dir resolves relative
+// paths. It does not connect to MQTT brokers.
 func (p *Pipeline) Check(dir string) error {
 	var errs []error
-	for _, s := range p.Sources {
-		if s.File == nil {
-			continue
-		}
-		for _, path := range s.File.Paths {
+	check := func(paths []string, what string, at pos) {
+		for _, path := range paths {
 			f, err := os.Open(resolve(dir, path))
 			if err != nil {
-				at := s.File.pos["paths"]
-				errs = append(errs, &Error{File: p.File, Line: at.line, Column: at.col, Err: fmt.Errorf("source %q: %w", s.Name, err)})
+				errs = append(errs, &Error{File: p.File, Line: at.line, Column: at.col, Err: fmt.Errorf("%s: %w", what, err)})
 				continue
 			}
 			f.Close()
+		}
+	}
+	for _, s := range p.Sources {
+		what := fmt.Sprintf("source %q", s.Name)
+		switch {
+		case s.File != nil:
+			check(s.File.Paths, what, s.File.pos["paths"])
+		case s.MQTT != nil:
+			check(tlsFiles(&s.MQTT.ConnConfig), what, s.pos)
+		}
+	}
+	for _, b := range p.Bolts {
+		if b.Sink != nil && b.Sink.MQTT != nil {
+			check(tlsFiles(&b.Sink.MQTT.ConnConfig), fmt.Sprintf("bolt %q", b.Name), b.pos)
 		}
 	}
 	return errors.Join(errs...)
@@ -107,41 +133,71 @@ func resolve(dir, path string) string {
 	return filepath.Join(dir, path)
 }
 
-// Build checks the files and returns the topology of the pipeline, ready
-// to Run. Sinks writing to files open them here; Run closes them.
-func (p *Pipeline) Build(opts Options) (*topology.Topology, error) {
+// Built is a pipeline built into a topology, ready to run. Its Run also
+// closes the MQTT sources, whose connections outlive the topology's Run so
+// that trees completing while it drains are still acknowledged to the
+// broker.
+type Built struct {
+	*topology.Topology
+	sources []io.Closer
+}
+
+// Run runs the topology until its sources end (recordings) or ctx is
+// cancelled (MQTT feeds run until then), then disconnects the MQTT sources
+// and closes their spools.
+func (b *Built) Run(ctx context.Context) error {
+	err := b.Topology.Run(ctx)
+	for _, s := range b.sources {
+		err = errors.Join(err, s.Close())
+	}
+	return err
+}
+
+// Build checks the files and returns the pipeline's topology, ready to
+// Run. Sinks writing to files open them here; Run closes them. Nothing
+// connects to an MQTT broker before Run.
+func (p *Pipeline) Build(opts Options) (*Built, error) {
 	if err := p.Check(opts.Dir); err != nil {
 		return nil, err
 	}
 	if opts.Stdout == nil {
 		opts.Stdout = os.Stdout
 	}
-	speed := p.speed()
+	var clock topology.ClockConfig
+	if !p.live() {
+		clock = topology.ClockConfig{Replay: true, Speed: float64(p.speed())}
+	}
 	topo, err := topology.New(topology.Config{
-		Clock:  topology.ClockConfig{Replay: true, Speed: float64(speed)},
-		Acking: p.Acking, Logger: opts.Logger, Wall: opts.Wall, DeadLetters: opts.DeadLetters,
+		Clock: clock, Acking: p.Acking, Logger: opts.Logger, Wall: opts.Wall, DeadLetters: opts.DeadLetters,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: %w", err)
 	}
-	for _, s := range p.Sources {
-		cfg := replay.Config{Speed: s.File.Speed, Concat: len(s.File.Paths) == 1}
-		for _, path := range s.File.Paths {
-			cfg.Inputs = append(cfg.Inputs, replay.Input{Path: resolve(opts.Dir, path), Format: s.File.Format})
+	built := &Built{Topology: topo}
+	for i := range p.Sources {
+		s := &p.Sources[i]
+		var factory topology.SourceFactory
+		switch {
+		case s.File != nil:
+			factory, err = fileSource(s, opts.Dir)
+		case s.MQTT != nil:
+			var srcs []*mqtt.Source
+			srcs, err = mqttSources(s, opts)
+			for _, src := range srcs {
+				built.sources = append(built.sources, src)
+			}
+			factory = func(i int) topology.Source { return srcs[i] }
 		}
-		if _, err := replay.New(cfg); err != nil {
+		if err != nil {
 			return nil, &Error{File: p.File, Line: s.pos.line, Column: s.pos.col, Err: fmt.Errorf("source %q: %w", s.Name, err)}
 		}
-		topo.AddSource(s.Name, func(int) topology.Source {
-			src, _ := replay.New(cfg)
-			return src
-		}, topology.SourceConfig{Parallelism: s.Parallelism})
+		topo.AddSource(s.Name, factory, topology.SourceConfig{Parallelism: s.Parallelism})
 	}
 	var opened []io.Closer
 	for _, b := range p.Bolts {
 		f := b.factory
 		if b.Sink != nil {
-			w, c, err := openSink(resolve(opts.Dir, b.Sink.File), opts.Stdout)
+			op, c, err := openSink(b.Sink, b.Name, opts)
 			if err != nil {
 				for _, c := range opened {
 					c.Close()
@@ -151,27 +207,110 @@ func (p *Pipeline) Build(opts Options) (*topology.Topology, error) {
 			if c != nil {
 				opened = append(opened, c)
 			}
-			f = operation.Stateless(file.NewSink(w, b.Sink.Precision))
+			f = shared(op, b.Parallelism)
 		}
 		bolt := topo.AddBolt(b.Name, f, topology.BoltConfig{Parallelism: b.Parallelism, Buffer: b.Buffer})
 		for _, in := range b.Inputs {
 			bolt.InputStream(in.From, in.Stream, grouping(in))
 		}
 	}
-	return topo, nil
+	return built, nil
 }
 
-// openSink opens a sink's output: standard output for "-" (not closed by
-// the sink), else the file, created or truncated.
-func openSink(path string, stdout io.Writer) (io.Writer, io.Closer, error) {
+// fileSource returns the factory of a source replaying recordings.
+func fileSource(s *Source, dir string) (topology.SourceFactory, error) {
+	cfg := replay.Config{Speed: s.File.Speed, Concat: len(s.File.Paths) == 1}
+	for _, path := range s.File.Paths {
+		cfg.Inputs = append(cfg.Inputs, replay.Input{Path: resolve(dir, path), Format: s.File.Format})
+	}
+	if _, err := replay.New(cfg); err != nil {
+		return nil, err
+	}
+	return func(int) topology.Source {
+		src, _ := replay.New(cfg)
+		return src
+	}, nil
+}
+
+// mqttSources returns the instances of an MQTT source.
+func mqttSources(s *Source, opts Options) ([]*mqtt.Source, error) {
+	var srcs []*mqtt.Source
+	for _, cfg := range mqttSourceConfigs(s, opts.Dir, opts.Logger) {
+		src, err := mqtt.NewSource(cfg)
+		if err != nil {
+			return nil, err
+		}
+		srcs = append(srcs, src)
+	}
+	return srcs, nil
+}
+
+// openSink returns a sink's operation and, for a file, what to close if
+// the build fails: standard output for "-" (never closed), else the file,
+// created or truncated; or an MQTT publisher, which connects when Run
+// starts.
+func openSink(s *Sink, name string, opts Options) (operation.Operation, io.Closer, error) {
+	if s.MQTT != nil {
+		cfg := *s.MQTT
+		resolveConn(&cfg.ConnConfig, opts.Dir, opts.Logger, name)
+		sink, err := mqtt.NewSink(cfg)
+		return sink, nil, err
+	}
+	path := resolve(opts.Dir, s.File)
 	if path == "-" {
-		return struct{ io.Writer }{stdout}, nil, nil
+		return file.NewSink(struct{ io.Writer }{opts.Stdout}, s.Precision), nil, nil
 	}
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	return f, f, nil
+	return file.NewSink(f, s.Precision), f, nil
+}
+
+// shared returns the factory of a sink bolt whose instances share op. The
+// engine closes each instance's operation when that instance is done;
+// the sink is closed when the last one is, not the first, which would cut
+// the others off.
+func shared(op operation.Operation, instances int) operation.Factory {
+	open := new(atomic.Int32)
+	open.Store(int32(instances))
+	return func() operation.Operation { return &sharedSink{op: op, open: open} }
+}
+
+type sharedSink struct {
+	op   operation.Operation
+	open *atomic.Int32
+}
+
+var (
+	_ operation.WatermarkHandler = (*sharedSink)(nil)
+	_ operation.Flusher          = (*sharedSink)(nil)
+	_ io.Closer                  = (*sharedSink)(nil)
+)
+
+func (s *sharedSink) Process(ctx context.Context, in particle.Particle, out operation.Emitter) error {
+	return s.op.Process(ctx, in, out)
+}
+
+func (s *sharedSink) OnWatermark(ctx context.Context, wm int64, out operation.Emitter) error {
+	if h, ok := s.op.(operation.WatermarkHandler); ok {
+		return h.OnWatermark(ctx, wm, out)
+	}
+	return nil
+}
+
+func (s *sharedSink) Flush(ctx context.Context, out operation.Emitter) error {
+	if f, ok := s.op.(operation.Flusher); ok {
+		return f.Flush(ctx, out)
+	}
+	return nil
+}
+
+func (s *sharedSink) Close() error {
+	if c, ok := s.op.(io.Closer); ok && s.open.Add(-1) == 0 {
+		return c.Close()
+	}
+	return nil
 }
 
 func grouping(in Input) topology.Grouping {

@@ -1,11 +1,11 @@
 // Package pipeline reads a pipeline, a topology described in a YAML file,
 // checks it and builds it.
 //
-// A pipeline names its sources (recordings replayed at a speed; MQTT
-// feeds are an extension point), its bolts (inputs with a grouping,
-// parallelism, the synchronization buffer's window and late policy, and
-// either a built-in operation or a sink), and optionally the acking
-// settings. For example:
+// A pipeline names its sources (recordings replayed at a speed, or MQTT
+// feeds), its bolts (inputs with a grouping, parallelism, the
+// synchronization buffer's window and late policy, and either a built-in
+// operation or a sink writing to a file or publishing to MQTT), and
+// optionally the acking settings. For example:
 //
 //	sources:
 //	  - name: wsn
@@ -25,15 +25,53 @@
 //
 //	pipeline.yaml:12:7: bolt "mean10m": unknown op type "window-men" (known: ...)
 //
-// [Pipeline.Build] turns a parsed pipeline into a topology.Topology ready to
+// [Pipeline.Build] turns a parsed pipeline into a [Built] topology ready to
 // Run. Relative paths are resolved against [Options.Dir].
+//
+// # MQTT
+//
+// An mqtt source or sink takes the keys of connectors/mqtt's Config or
+// SinkConfig (broker or brokers, client_id, username, password, tls,
+// keep_alive, ...; for a source topics, qos, mode, state_dir, payload with
+// format, precision, topic_tags and json; for a sink topic, qos, retain,
+// format, precision), checked key by key like the rest of the file:
+//
+//	sources:
+//	  - name: sensors
+//	    mqtt:
+//	      broker: tcp://localhost:1883
+//	      topics: [sensors/#]
+//	      mode: spool
+//	      state_dir: sensorstorm-state/sensors
+//	      payload: {format: json, topic_tags: "sensors/{sensor}", json: {time_field: ts, time_format: unix_ms}}
+//	bolts:
+//	  - ...
+//	  - name: publish
+//	    input: {from: mean10s, grouping: global}
+//	    sink:
+//	      mqtt: {broker: tcp://localhost:1883, topic: "results/{sensor}", qos: 1}
+//
+// A pipeline with MQTT sources runs on the live clock (it cannot also
+// replay files) until it is stopped, with acking on unless the file turns
+// it off (only mode receipt allows that) and acking's max_pending at
+// [DefaultMQTTMaxPending]. Each MQTT component's client id defaults to
+// one of its own, sensorstorm-NAME-HOST; two components may not share a
+// client id or a spool. A source with parallelism above one needs shared
+// subscriptions ($share/GROUP/FILTER), and its instances get the client
+// id and state directory suffixed with their index. A password left out
+// is read from [PasswordEnv]. [Built.Run] closes the MQTT sources once the
+// topology has drained.
+//
+// # Defaults
 //
 // Defaults fit windowed pipelines: bolts downstream of a window wait for
 // its sparse results (their idle timeout covers the window); in an unpaced
 // replay, whose stream clock is the highest event time seen, inputs never
 // count as idle (one merely slower than another would) and particles are
-// not bounded in how far ahead of that clock they may be; and with acking on the hard timeout outlasts the longest window,
-// since a window holds its inputs' trees open until it fires.
+// not bounded in how far ahead of that clock they may be; and with acking
+// on the hard timeout outlasts the longest window, since a window holds
+// its inputs' trees open until it fires.
 //
-// This package does not run pipelines; cmd/sensorstorm does.
+// The command runs pipeline files: sensorstorm run and sensorstorm
+// validate.
 package pipeline

@@ -138,17 +138,6 @@ func (d *decoder) op(n *yaml.Node, what string, b *Bolt) {
 	}
 	b.Op = typeNode.Value
 	params := t.params()
-	known := []string{"type"}
-	for _, k := range yamlKeys(reflect.TypeOf(params).Elem()) {
-		if !slices.Contains(t.exclude, k) {
-			known = append(known, k)
-		}
-	}
-	before := len(d.errs)
-	d.mapping(n, what+": op "+b.Op, known...)
-	if len(d.errs) > before {
-		return
-	}
 	body := *n
 	body.Content = nil
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -156,8 +145,7 @@ func (d *decoder) op(n *yaml.Node, what string, b *Bolt) {
 			body.Content = append(body.Content, n.Content[i], n.Content[i+1])
 		}
 	}
-	if err := body.Decode(params); err != nil {
-		d.fail(n, "%s: op %s: %s", what, b.Op, strings.ReplaceAll(strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:\n  "), "\n  ", "; "))
+	if !d.decodeStruct(&body, reflect.ValueOf(params).Elem(), what+": op "+b.Op, t.exclude...) {
 		return
 	}
 	f, span, err := t.build(params)
@@ -166,24 +154,4 @@ func (d *decoder) op(n *yaml.Node, what string, b *Bolt) {
 		return
 	}
 	b.factory, b.span = f, span
-}
-
-// yamlKeys returns the yaml keys of a struct type, following inline
-// fields.
-func yamlKeys(t reflect.Type) []string {
-	var out []string
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		switch {
-		case name == "-":
-		case strings.Contains(opts, "inline"):
-			out = append(out, yamlKeys(f.Type)...)
-		case name != "":
-			out = append(out, name)
-		case f.IsExported():
-			out = append(out, strings.ToLower(f.Name))
-		}
-	}
-	return out
 }

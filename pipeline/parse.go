@@ -222,6 +222,7 @@ func (d *decoder) acking(n *yaml.Node, p *Pipeline) {
 			d.fail(v, "acking: enabled: want true or false, got %s", kind(v))
 		}
 		a.Enabled = b
+		p.ackingEnabledSet = true
 	}
 	if v := m["max_pending"]; v != nil {
 		a.MaxPending = d.posInt(v, "acking: max_pending")
@@ -256,13 +257,15 @@ func (d *decoder) source(n *yaml.Node) (Source, bool) {
 	case m["file"] != nil && m["mqtt"] != nil:
 		d.fail(n, "%s: set file or mqtt, not both", what)
 	case m["mqtt"] != nil:
-		d.fail(m["mqtt"], "%s: mqtt sources are not available in this build yet (known: file)", what)
+		s.MQTT = d.mqttSource(m["mqtt"], what, s.Name)
 	case m["file"] != nil:
 		s.File = d.fileSource(m["file"], what)
 	default:
-		d.fail(n, "%s: no type: set file (or mqtt)", what)
+		d.fail(n, "%s: no type: set file or mqtt", what)
 	}
-	return s, s.File != nil
+	// A source with problems still declares its name, so that its
+	// consumers get no errors of their own.
+	return s, true
 }
 
 func (d *decoder) fileSource(n *yaml.Node, what string) *FileSource {
@@ -358,7 +361,7 @@ func (d *decoder) bolt(n *yaml.Node) (Bolt, bool) {
 	case m["op"] != nil:
 		d.op(m["op"], what, &b)
 	case m["sink"] != nil:
-		b.Sink = d.sink(m["sink"], what)
+		b.Sink = d.sink(m["sink"], what, b.Name)
 	default:
 		d.fail(n, "%s: set op (an operation) or sink", what)
 	}
@@ -404,26 +407,29 @@ func (d *decoder) input(n *yaml.Node, what string) Input {
 	return in
 }
 
-func (d *decoder) sink(n *yaml.Node, what string) *Sink {
+func (d *decoder) sink(n *yaml.Node, what, name string) *Sink {
 	m := d.mapping(n, what+": sink", "file", "precision", "mqtt")
 	if m == nil {
 		return nil
 	}
 	s := &Sink{}
-	switch {
-	case m["mqtt"] != nil:
-		d.fail(m["mqtt"], "%s: mqtt sinks are not available in this build yet (known: file)", what)
-	case m["file"] != nil:
-		s.File, _ = d.str(m["file"], what+": sink: file")
-	default:
-		d.fail(n, "%s: sink: set file (a path, or - for standard output)", what)
-	}
+	var prec *particle.Precision
 	if v := m["precision"]; v != nil {
-		prec, err := particle.ParsePrecision(v.Value)
+		p, err := particle.ParsePrecision(v.Value)
 		if err != nil {
 			d.fail(v, "%s: sink: precision: %v", what, err)
 		}
-		s.Precision = prec
+		s.Precision, prec = p, &p
+	}
+	switch {
+	case m["mqtt"] != nil && m["file"] != nil:
+		d.fail(n, "%s: sink: set file or mqtt, not both (add a bolt for the other)", what)
+	case m["mqtt"] != nil:
+		s.MQTT = d.mqttSink(m["mqtt"], what, name, prec)
+	case m["file"] != nil:
+		s.File, _ = d.str(m["file"], what+": sink: file")
+	default:
+		d.fail(n, "%s: sink: set file (a path, or - for standard output) or mqtt", what)
 	}
 	return s
 }
@@ -458,6 +464,7 @@ func (d *decoder) check(p *Pipeline) {
 	for _, b := range p.Bolts {
 		declare(b.Name, b.pos)
 	}
+	d.checkMQTT(p)
 	for _, b := range p.Bolts {
 		for _, in := range b.Inputs {
 			if in.From != "" && !names[in.From] {

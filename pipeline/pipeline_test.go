@@ -31,31 +31,19 @@ bolts:
     sink: {file: "-"}
 `
 
-func TestParseErrorsNameLineAndProblem(t *testing.T) {
-	tests := []struct {
-		name, from, to string
-		want           []string
-	}{
-		{"unknown op", "window-mean,", "window-men,", []string{`p.yaml:10:16: bolt "mean10m": unknown op type "window-men" (known: align, dedup, `}},
-		{"unknown input", "from: mean10m", "from: mean", []string{`p.yaml:12:19: bolt "out": input from unknown component "mean"`}},
-		{"unknown key", "    parallelism: 2", "    paralelism: 2", []string{`p.yaml:7:5: bolt "mean10m": unknown key "paralelism"`}},
-		{"bad duration", "window: 5s", "window: 5 s", []string{`p.yaml:8:13: bolt "mean10m": window: want a duration`}},
-		{"bad op param", "size: 10m", "size: 10q", []string{`p.yaml:10:9: bolt "mean10m": op window-mean: line 10: cannot unmarshal`}},
-		{"op param of another op", "size: 10m,", "size: 10m, bucket: 1m,", []string{`p.yaml:10:40: bolt "mean10m": op window-mean: unknown key "bucket"`}},
-		{"invalid op config", "size: 10m,", "gap: 1m, size: 10m,", []string{`p.yaml:10:9: bolt "mean10m": op window-mean: operation: invalid config: set exactly one of size, gap and count`}},
-		{"late policy", "late: drop", "late: keep", []string{`p.yaml:9:11: bolt "mean10m": late:`}},
-		{"grouping", "grouping: global", "grouping: broadcast", []string{`p.yaml:12:38: bolt "out": unknown grouping "broadcast"`}},
-		{"fields without names", "grouping: fields, fields: [node]", "grouping: fields", []string{`p.yaml:6:12: bolt "mean10m": fields grouping without fields`}},
-		{"speed", "speed: max", "speed: fast", []string{`p.yaml:3:53: source "wsn": file: speed:`}},
-		{"mqtt", "file: {paths: [testdata/library1-r1.lp], speed: max}", "mqtt: {broker: x}", []string{`p.yaml:3:11: source "wsn": mqtt sources are not available`}},
-		{"duplicate name", "name: out", "name: wsn", []string{`p.yaml:11:5: component name "wsn" used twice`}},
-		{"two problems", "sink: {file: \"-\"}", "sink: {fiel: x}", []string{`p.yaml:13:12: bolt "out": sink: unknown key "fiel"`, `p.yaml:13:11: bolt "out": sink: set file`}},
-		{"not yaml", "    window: 5s", "  window: [5s", []string{`p.yaml:4:0: not YAML`}},
-	}
+// parseErrorCase is base with from replaced by to, and the errors it
+// gives.
+type parseErrorCase struct {
+	name, from, to string
+	want           []string
+}
+
+func testParseErrors(t *testing.T, base string, tests []parseErrorCase) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			src := strings.Replace(good, tt.from, tt.to, 1)
-			require.NotEqual(t, good, src)
+			src := strings.Replace(base, tt.from, tt.to, 1)
+			require.NotEqual(t, base, src)
 			_, err := pipeline.Parse([]byte(src), "p.yaml")
 			require.Error(t, err)
 			assert.ErrorIs(t, err, pipeline.ErrInvalid)
@@ -66,6 +54,27 @@ func TestParseErrorsNameLineAndProblem(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestParseErrorsNameLineAndProblem(t *testing.T) {
+	testParseErrors(t, good, []parseErrorCase{
+		{"unknown op", "window-mean,", "window-men,", []string{`p.yaml:10:16: bolt "mean10m": unknown op type "window-men" (known: align, dedup, `}},
+		{"unknown input", "from: mean10m", "from: mean", []string{`p.yaml:12:19: bolt "out": input from unknown component "mean"`}},
+		{"unknown key", "    parallelism: 2", "    paralelism: 2", []string{`p.yaml:7:5: bolt "mean10m": unknown key "paralelism"`}},
+		{"bad duration", "window: 5s", "window: 5 s", []string{`p.yaml:8:13: bolt "mean10m": window: want a duration`}},
+		{"bad op param", "size: 10m", "size: 10q", []string{`p.yaml:10:35: bolt "mean10m": op window-mean: size: want a duration such as 5s or 10m, got "10q"`}},
+		{"op param of the wrong type", "fields: [temperature, humidity]", "fields: {temperature: 1}", []string{`p.yaml:10:48: bolt "mean10m": op window-mean: fields: cannot unmarshal !!map into []string`}},
+		{"op param of another op", "size: 10m,", "size: 10m, bucket: 1m,", []string{`p.yaml:10:40: bolt "mean10m": op window-mean: unknown key "bucket"`}},
+		{"invalid op config", "size: 10m,", "gap: 1m, size: 10m,", []string{`p.yaml:10:9: bolt "mean10m": op window-mean: operation: invalid config: set exactly one of size, gap and count`}},
+		{"late policy", "late: drop", "late: keep", []string{`p.yaml:9:11: bolt "mean10m": late:`}},
+		{"grouping", "grouping: global", "grouping: broadcast", []string{`p.yaml:12:38: bolt "out": unknown grouping "broadcast"`}},
+		{"fields without names", "grouping: fields, fields: [node]", "grouping: fields", []string{`p.yaml:6:12: bolt "mean10m": fields grouping without fields`}},
+		{"speed", "speed: max", "speed: fast", []string{`p.yaml:3:53: source "wsn": file: speed:`}},
+		{"mqtt without topics", "file: {paths: [testdata/library1-r1.lp], speed: max}", "mqtt: {broker: tcp://h:1883, mode: tree}", []string{`p.yaml:3:11: source "wsn": mqtt: no topics`}},
+		{"duplicate name", "name: out", "name: wsn", []string{`p.yaml:11:5: component name "wsn" used twice`}},
+		{"two problems", "sink: {file: \"-\"}", "sink: {fiel: x}", []string{`p.yaml:13:12: bolt "out": sink: unknown key "fiel"`, `p.yaml:13:11: bolt "out": sink: set file`}},
+		{"not yaml", "    window: 5s", "  window: [5s", []string{`p.yaml:4:0: not YAML`}},
+	})
 }
 
 func TestParseGood(t *testing.T) {
@@ -105,6 +114,7 @@ func TestShippedPipelinesRun(t *testing.T) {
 
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(good))
+	f.Add([]byte(goodMQTT))
 	f.Add([]byte("sources: []\nbolts: {}"))
 	f.Add([]byte("bolts:\n  - name: x\n    op: {type: dedup, within: -1s}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {

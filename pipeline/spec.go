@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/sensorstorm/sensorstorm/connectors/file"
+	"github.com/sensorstorm/sensorstorm/connectors/mqtt"
 	"github.com/sensorstorm/sensorstorm/connectors/replay"
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
@@ -17,17 +18,23 @@ type Pipeline struct {
 	File string
 	// Acking configures guaranteed processing.
 	Acking topology.AckingConfig
+	// ackingEnabledSet says whether the file set acking's enabled.
+	ackingEnabledSet bool
 	// Sources and Bolts are the components, in file order.
 	Sources []Source
 	Bolts   []Bolt
 }
 
-// Source is a source of a pipeline.
+// Source is a source of a pipeline: File or MQTT is set.
 type Source struct {
 	Name        string
 	Parallelism int
 	// File is set for recordings replayed from files.
 	File *FileSource
+	// MQTT is set for MQTT feeds: the connector's configuration, with
+	// defaults that depend on the pipeline applied, and paths as in the
+	// file (Build resolves them).
+	MQTT *mqtt.Config
 	pos  pos
 }
 
@@ -73,12 +80,15 @@ type Input struct {
 	pos      pos
 }
 
-// Sink writes particles out.
+// Sink writes particles out: File or MQTT is set.
 type Sink struct {
 	// File is the path written as line protocol, "-" for standard output.
 	File string
 	// Precision is the timestamps' unit.
 	Precision particle.Precision
+	// MQTT is set for sinks publishing to an MQTT broker, with paths as
+	// in the file.
+	MQTT *mqtt.SinkConfig
 }
 
 type pos struct{ line, col int }

@@ -52,7 +52,7 @@ func runPipeline(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return exitError
 	}
 	if *metricsAddr != "" {
-		stop, err := serveMetrics(*metricsAddr, topo, logger)
+		stop, err := serveMetrics(*metricsAddr, topo.Topology, logger)
 		if err != nil {
 			fmt.Fprintln(stderr, "sensorstorm:", err)
 			return exitError
@@ -60,6 +60,12 @@ func runPipeline(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		defer stop()
 	}
 	logger.Info("pipeline started", "file", p.File, "sources", len(p.Sources), "bolts", len(p.Bolts))
+	for _, s := range p.Sources {
+		if s.MQTT != nil {
+			logger.Info("reading MQTT feeds until interrupted: SIGINT or SIGTERM drains and stops")
+			break
+		}
+	}
 	start := time.Now()
 	runErr := topo.Run(ctx)
 	for _, name := range topo.Components() {
@@ -103,7 +109,8 @@ func serveMetrics(addr string, topo *topology.Topology, logger *slog.Logger) (st
 }
 
 // validatePipeline checks a pipeline file without running it: its syntax,
-// its components and operations, and that its input files can be read.
+// its components and operations, and that its input files (recordings,
+// TLS certificates) can be read. It does not connect to MQTT brokers.
 func validatePipeline(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -13,8 +13,14 @@ import (
 
 func TestValidatePipeline(t *testing.T) {
 	var stdout, stderr strings.Builder
-	// Paths in the shipped pipelines are relative to the repository root.
-	require.Equal(t, exitOK, run(context.Background(), []string{"validate", "-dir", "../..", "../../pipelines/library1-mean.yaml"}, &stdout, &stderr), stderr.String())
+	shipped, err := filepath.Glob("../../pipelines/*.yaml")
+	require.NoError(t, err)
+	require.NotEmpty(t, shipped)
+	for _, p := range shipped {
+		// Paths in the shipped pipelines are relative to the repository root.
+		require.Equal(t, exitOK, run(context.Background(), []string{"validate", "-dir", "../..", p}, &stdout, &stderr), stderr.String())
+		assert.Contains(t, stdout.String(), p+": ok")
+	}
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	require.NoError(t, os.WriteFile(bad, []byte("sources:\n  - name: a\n    file: {paths: [x.lp]}\nbolts:\n  - name: b\n    input: a\n    op: {type: window-men}\n"), 0o644))
 	stderr.Reset()

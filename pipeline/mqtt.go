@@ -1,0 +1,209 @@
+package pipeline
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/sensorstorm/sensorstorm/connectors/mqtt"
+	"github.com/sensorstorm/sensorstorm/particle"
+)
+
+// DefaultMQTTMaxPending is acking's max_pending in pipelines with MQTT
+// sources: a window holds its inputs' trees open until it fires, and the
+// engine's default would cap a feed at that many messages per window.
+const DefaultMQTTMaxPending = 1 << 18
+
+// PasswordEnv is the environment variable an MQTT password is read from
+// when the pipeline gives a username and no password.
+const PasswordEnv = "SENSORSTORM_MQTT_PASSWORD"
+
+// mqttSourceParams is the mqtt mapping of a source: the connector's
+// configuration, and broker for the common case of one URL.
+type mqttSourceParams struct {
+	Broker      string `yaml:"broker"`
+	mqtt.Config `yaml:",inline"`
+}
+
+// mqttSinkParams is the mqtt mapping of a sink.
+type mqttSinkParams struct {
+	Broker          string `yaml:"broker"`
+	mqtt.SinkConfig `yaml:",inline"`
+}
+
+func (d *decoder) mqttSource(n *yaml.Node, what, name string) *mqtt.Config {
+	var p mqttSourceParams
+	if !d.decodeStruct(n, reflect.ValueOf(&p).Elem(), what+": mqtt") {
+		return nil
+	}
+	before := len(d.errs)
+	cfg := p.Config
+	d.conn(n, what, name, p.Broker, &cfg.ConnConfig)
+	if len(cfg.Topics) == 0 {
+		d.fail(n, "%s: mqtt: no topics: set topics, filters such as sensors/#", what)
+	}
+	if cfg.Mode == mqtt.ModeSpool && cfg.StateDir == "" {
+		d.fail(n, "%s: mqtt: mode spool (the default) needs state_dir, the directory of its write-ahead spool (or set mode: tree or receipt)", what)
+	}
+	if len(d.errs) == before {
+		if _, err := mqtt.NewSource(cfg); err != nil {
+			d.fail(n, "%s: %v", what, err)
+		}
+	}
+	return &cfg
+}
+
+// mqttSink decodes the mqtt mapping of a sink; the sink's precision
+// applies unless the mapping sets its own.
+func (d *decoder) mqttSink(n *yaml.Node, what, name string, prec *particle.Precision) *mqtt.SinkConfig {
+	var p mqttSinkParams
+	if !d.decodeStruct(n, reflect.ValueOf(&p).Elem(), what+": sink: mqtt") {
+		return nil
+	}
+	before := len(d.errs)
+	cfg := p.SinkConfig
+	d.conn(n, what+": sink", name, p.Broker, &cfg.ConnConfig)
+	if cfg.Topic == "" {
+		d.fail(n, "%s: sink: mqtt: no topic: set topic, a template such as results/{sensor}", what)
+	}
+	if prec != nil && valueOf(n, "precision") == n {
+		cfg.Precision = *prec
+	}
+	if len(d.errs) == before {
+		if _, err := mqtt.NewSink(cfg); err != nil {
+			d.fail(n, "%s: %v", what, err)
+		}
+	}
+	return &cfg
+}
+
+// conn completes the connection settings of component name: broker joins
+// the brokers, and the client id defaults to one of its own, since two
+// clients with one id take each other's session.
+func (d *decoder) conn(n *yaml.Node, what, name, broker string, c *mqtt.ConnConfig) {
+	if broker != "" {
+		c.Brokers = append([]string{broker}, c.Brokers...)
+	}
+	if len(c.Brokers) == 0 {
+		d.fail(n, "%s: mqtt: no broker: set broker, a URL such as tcp://localhost:1883", what)
+	}
+	if c.ClientID == "" {
+		c.ClientID = mqtt.DefaultClientID("sensorstorm-" + name)
+	}
+}
+
+// checkMQTT reports problems of MQTT components in the pipeline as a
+// whole.
+func (d *decoder) checkMQTT(p *Pipeline) {
+	var file, feed *Source
+	owners := map[string]string{} // client ids and spool directories taken
+	claim := func(kind, value, owner string, at pos) {
+		key := kind + "\x00" + value
+		if first, ok := owners[key]; ok && first != owner {
+			d.failAt(at, "%s: %s %q is %s's too: give each MQTT component its own", owner, kind, value, first)
+		}
+		owners[key] = owner
+	}
+	for i := range p.Sources {
+		s := &p.Sources[i]
+		if s.File != nil && file == nil {
+			file = s
+		}
+		c := s.MQTT
+		if c == nil {
+			continue
+		}
+		if feed == nil {
+			feed = s
+		}
+		what := fmt.Sprintf("source %q", s.Name)
+		if s.Parallelism > 1 {
+			for _, t := range c.Topics {
+				if !strings.HasPrefix(t, "$share/") {
+					d.failAt(s.pos, "%s: parallelism %d needs shared subscriptions, such as $share/%s/%s: with topic %q every instance would receive every message", what, s.Parallelism, s.Name, t, t)
+				}
+			}
+		}
+		if c.Mode != mqtt.ModeReceipt && p.ackingEnabledSet && !p.Acking.Enabled {
+			d.failAt(s.pos, "%s: mqtt mode %s learns from acking when messages were processed: with acking off a crash would lose what is in flight (enable acking, or set mode: receipt)", what, c.Mode)
+		}
+		claim("client id", c.ClientID, what, s.pos)
+		if c.Mode == mqtt.ModeSpool {
+			claim("state_dir", filepath.Clean(c.StateDir), what, s.pos)
+		}
+	}
+	if file != nil && feed != nil {
+		d.failAt(feed.pos, "source %q: an MQTT feed runs on the live clock and file source %q replays on its own: run them as two pipelines", feed.Name, file.Name)
+	}
+	for _, b := range p.Bolts {
+		if b.Sink != nil && b.Sink.MQTT != nil {
+			claim("client id", b.Sink.MQTT.ClientID, fmt.Sprintf("bolt %q", b.Name), b.pos)
+		}
+	}
+}
+
+// live reports whether the pipeline reads MQTT feeds, which run on the
+// live clock.
+func (p *Pipeline) live() bool {
+	for _, s := range p.Sources {
+		if s.MQTT != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// mqttSourceConfigs returns the configurations of the instances of an MQTT
+// source, paths resolved against dir: with several instances, each has its
+// own client id and spool directory.
+func mqttSourceConfigs(s *Source, dir string, logger *slog.Logger) []mqtt.Config {
+	cfgs := make([]mqtt.Config, s.Parallelism)
+	for i := range cfgs {
+		c := *s.MQTT
+		resolveConn(&c.ConnConfig, dir, logger, s.Name)
+		if c.StateDir != "" {
+			c.StateDir = resolve(dir, c.StateDir)
+		}
+		if s.Parallelism > 1 {
+			c.ClientID += "-" + strconv.Itoa(i)
+			if c.StateDir != "" {
+				c.StateDir = filepath.Join(c.StateDir, strconv.Itoa(i))
+			}
+		}
+		cfgs[i] = c
+	}
+	return cfgs
+}
+
+// resolveConn resolves the TLS files against dir, reads the password from
+// PasswordEnv when needed and gives the connection a logger.
+func resolveConn(c *mqtt.ConnConfig, dir string, logger *slog.Logger, component string) {
+	for _, path := range []*string{&c.TLS.CAFile, &c.TLS.CertFile, &c.TLS.KeyFile} {
+		if *path != "" {
+			*path = resolve(dir, *path)
+		}
+	}
+	if c.Username != "" && c.Password == "" {
+		c.Password = os.Getenv(PasswordEnv)
+	}
+	if logger != nil {
+		c.Logger = logger.With("component", component)
+	}
+}
+
+// tlsFiles returns the files a connection reads.
+func tlsFiles(c *mqtt.ConnConfig) []string {
+	var files []string
+	for _, f := range []string{c.TLS.CAFile, c.TLS.CertFile, c.TLS.KeyFile} {
+		if f != "" {
+			files = append(files, f)
+		}
+	}
+	return files
+}
