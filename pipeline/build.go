@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"time"
 
 	"github.com/sensorstorm/sensorstorm/acker"
@@ -16,7 +15,6 @@ import (
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt"
 	"github.com/sensorstorm/sensorstorm/connectors/replay"
 	"github.com/sensorstorm/sensorstorm/operation"
-	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/streamclock"
 	"github.com/sensorstorm/sensorstorm/topology"
 )
@@ -207,7 +205,9 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 			if c != nil {
 				opened = append(opened, c)
 			}
-			f = shared(op, b.Parallelism)
+			// The engine closes an operation its instances share once,
+			// after the last of them.
+			f = operation.Stateless(op)
 		}
 		bolt := topo.AddBolt(b.Name, f, topology.BoltConfig{Parallelism: b.Parallelism, Buffer: b.Buffer})
 		for _, in := range b.Inputs {
@@ -265,52 +265,6 @@ func openSink(s *Sink, name string, opts Options) (operation.Operation, io.Close
 		return nil, nil, err
 	}
 	return file.NewSink(f, s.Precision), f, nil
-}
-
-// shared returns the factory of a sink bolt whose instances share op. The
-// engine closes each instance's operation when that instance is done;
-// the sink is closed when the last one is, not the first, which would cut
-// the others off.
-func shared(op operation.Operation, instances int) operation.Factory {
-	open := new(atomic.Int32)
-	open.Store(int32(instances))
-	return func() operation.Operation { return &sharedSink{op: op, open: open} }
-}
-
-type sharedSink struct {
-	op   operation.Operation
-	open *atomic.Int32
-}
-
-var (
-	_ operation.WatermarkHandler = (*sharedSink)(nil)
-	_ operation.Flusher          = (*sharedSink)(nil)
-	_ io.Closer                  = (*sharedSink)(nil)
-)
-
-func (s *sharedSink) Process(ctx context.Context, in particle.Particle, out operation.Emitter) error {
-	return s.op.Process(ctx, in, out)
-}
-
-func (s *sharedSink) OnWatermark(ctx context.Context, wm int64, out operation.Emitter) error {
-	if h, ok := s.op.(operation.WatermarkHandler); ok {
-		return h.OnWatermark(ctx, wm, out)
-	}
-	return nil
-}
-
-func (s *sharedSink) Flush(ctx context.Context, out operation.Emitter) error {
-	if f, ok := s.op.(operation.Flusher); ok {
-		return f.Flush(ctx, out)
-	}
-	return nil
-}
-
-func (s *sharedSink) Close() error {
-	if c, ok := s.op.(io.Closer); ok && s.open.Add(-1) == 0 {
-		return c.Close()
-	}
-	return nil
 }
 
 func grouping(in Input) topology.Grouping {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"runtime/debug"
 
@@ -117,15 +116,7 @@ func (b *boltInstance) run(ctx context.Context) error {
 	}
 	b.failHeld(errors.New("topology: end of stream with held input"))
 	b.flushAcks()
-	if err := b.router.endOfStream(ctx); err != nil {
-		return err
-	}
-	if c, ok := b.op.(io.Closer); ok {
-		if err := c.Close(); err != nil {
-			return fmt.Errorf("bolt %s[%d]: close: %w", b.name, b.index, err)
-		}
-	}
-	return nil
+	return b.router.endOfStream(ctx)
 }
 
 // now returns the stream clock's time.

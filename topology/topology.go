@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -271,7 +274,29 @@ func (t *Topology) Run(ctx context.Context) error {
 	}
 	stopAux()
 	aux.Wait()
+	errs = append(errs, r.closeOperations()...)
 	return errors.Join(dropAborted(errs)...)
+}
+
+// closeOperations closes the operations that are io.Closers once every
+// instance has stopped: an operation shared by the instances of a bolt
+// (operation.Stateless) is closed once, after the last of them.
+func (r *run) closeOperations() []error {
+	var (
+		closed []io.Closer
+		errs   []error
+	)
+	for _, b := range r.bolts {
+		c, ok := b.op.(io.Closer)
+		if !ok || (reflect.TypeOf(c).Comparable() && slices.Contains(closed, c)) {
+			continue
+		}
+		closed = append(closed, c)
+		if err := c.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("bolt %s[%d]: close: %w", b.name, b.index, err))
+		}
+	}
+	return errs
 }
 
 // linger is how long a partly filled batch of a source may wait.
