@@ -62,9 +62,6 @@ func (p *Pipeline) setDefaults() {
 				}
 			}
 		}
-		if !b.set["future_bound"] && unpaced {
-			b.Buffer.FutureBound = -1
-		}
 	}
 	if p.live() {
 		// MQTT sources learn from acking when a message can no longer be
