@@ -67,6 +67,8 @@ const (
 	maxArenaString = 1 << 10  // longer strings get their own allocation
 	internLimit    = 4096     // distinct strings a decoder interns
 	maxInternLen   = 256      // longer strings are not interned
+	recentBits     = 6        // log2 of the entries of the cache in front of the intern table
+	maxTagSets     = 4096     // tag sets remembered for sharing
 	readSize       = 32 << 10 // bytes read from an io.Reader at once
 	maxPiece       = 256      // see feeder
 	maxEmptyReads  = 100      // reads returning nothing before io.ErrNoProgress
@@ -80,7 +82,9 @@ const (
 // Their strings and slices share backing arrays with other particles
 // decoded by the same Decoder, so they must be treated as read-only (as
 // every emitted particle must; appending to Tags or Fields is safe, it
-// copies). Repeated strings (measurements, keys, tag values) are interned.
+// copies). Repeated strings (measurements, keys, tag values) are interned,
+// and a particle whose tags equal those of one decoded shortly before
+// shares that particle's Tags.
 //
 // Tags are sorted by key; fields keep their order in the line. Blank lines
 // and comment lines are skipped.
@@ -99,9 +103,11 @@ type Decoder struct {
 	fieldSlab   []Field // free part of the current slab
 	arena       []byte  // free part of the current chunk
 	interned    map[string]string
-	measurement string   // last measurement
-	tagKeys     []string // last key at each tag position
-	fieldKeys   []string // last key at each field position
+	recent      [1 << recentBits]string // interned strings by recentIndex, to skip the map
+	tagSets     map[uint64][]Tag        // tag sets handed out, by tagSetHash, to share
+	measurement string                  // last measurement
+	tagKeys     []string                // last key at each tag position
+	fieldKeys   []string                // last key at each field position
 }
 
 // NewDecoder returns a decoder that reads line protocol from r. The source
@@ -132,7 +138,7 @@ func newDecoder(cfg DecoderConfig) (*Decoder, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Decoder{cfg: cfg, interned: make(map[string]string)}, nil
+	return &Decoder{cfg: cfg, interned: make(map[string]string), tagSets: make(map[uint64][]Tag)}, nil
 }
 
 // Reset makes d decode a new input, r named source, with lines numbered
@@ -228,6 +234,7 @@ func (d *Decoder) decodeEntry(p *Particle) error {
 			return d.lineError(fmt.Errorf("%w %q", ErrDuplicateTag, tags[i].Key))
 		}
 	}
+	setHash, shared := d.tagSet(tags)
 
 	fields := room(&d.fieldSlab, fieldSlabLen)
 	for {
@@ -257,13 +264,17 @@ func (d *Decoder) decodeEntry(p *Particle) error {
 		return d.lineError(ErrNoTime)
 	}
 
+	if shared == nil {
+		shared = claim(&d.tagSlab, tags)
+		d.rememberTagSet(setHash, shared)
+	}
 	d.seq++
 	*p = Particle{
 		Time:        ns,
 		Origin:      d.cfg.Origin,
 		Seq:         d.seq,
 		Measurement: measurement,
-		Tags:        claim(&d.tagSlab, tags),
+		Tags:        shared,
 		Fields:      claim(&d.fieldSlab, fields),
 	}
 	return nil
@@ -339,9 +350,15 @@ func (d *Decoder) positional(last *[]string, i int, b []byte) string {
 }
 
 // intern returns b as a string, the same string for the same bytes as long
-// as the intern table has room.
+// as the intern table has room. The strings met lately are looked up in a
+// small cache first, which costs less than the table.
 func (d *Decoder) intern(b []byte) string {
+	i := recentIndex(b)
+	if s := d.recent[i]; s == string(b) {
+		return s
+	}
 	if s, ok := d.interned[string(b)]; ok {
+		d.recent[i] = s
 		return s
 	}
 	if len(d.interned) >= internLimit || len(b) > maxInternLen {
@@ -351,7 +368,59 @@ func (d *Decoder) intern(b []byte) string {
 	// lives as long as the decoder, does not pin arena chunks.
 	s := string(b)
 	d.interned[s] = s
+	d.recent[i] = s
 	return s
+}
+
+// recentIndex returns the slot of b in Decoder.recent: a hash of its
+// length and of its first, middle and last bytes, where short names and
+// tag values, such as sensor ids, differ.
+func recentIndex(b []byte) int {
+	if len(b) == 0 {
+		return 0
+	}
+	h := uint32(len(b))*131 + uint32(b[0])*31 + uint32(b[len(b)/2])*7 + uint32(b[len(b)-1])
+	return int((h * 0x9e3779b1) >> (32 - recentBits))
+}
+
+// tagSet returns the hash of tags and, if a set with that hash was
+// handed out and equals tags, that set, to be shared instead of claiming
+// tags: readings of one series repeat its tags line after line. The hash
+// is of the strings' addresses, the same for equal strings once they are
+// interned. Sets are neither shared nor remembered once the intern table
+// is full: equal strings are then no longer the same, and a source with
+// that many distinct strings would mostly miss.
+func (d *Decoder) tagSet(tags []Tag) (uint64, []Tag) {
+	if !d.sharesTags(tags) {
+		return 0, nil
+	}
+	h := uint64(len(tags))
+	for _, t := range tags {
+		h = (h ^ uint64(uintptr(unsafe.Pointer(unsafe.StringData(t.Key))))) * 0x9e3779b97f4a7c15
+		h = (h ^ uint64(uintptr(unsafe.Pointer(unsafe.StringData(t.Value))))) * 0x9e3779b97f4a7c15
+	}
+	if set, ok := d.tagSets[h]; ok && slices.Equal(set, tags) {
+		return h, set
+	}
+	return h, nil
+}
+
+func (d *Decoder) sharesTags(tags []Tag) bool {
+	return len(tags) > 0 && len(d.interned) < internLimit
+}
+
+// rememberTagSet remembers set, just claimed, under its hash h from
+// tagSet. The table starts afresh when full, so that it follows the
+// series of the moment; as every set it holds was claimed in turn, the
+// slab memory it keeps alive is about that of its sets.
+func (d *Decoder) rememberTagSet(h uint64, set []Tag) {
+	if !d.sharesTags(set) {
+		return
+	}
+	if len(d.tagSets) >= maxTagSets {
+		clear(d.tagSets)
+	}
+	d.tagSets[h] = set
 }
 
 // copyString copies b into the arena and returns it as a string. The arena

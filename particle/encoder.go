@@ -3,17 +3,19 @@ package particle
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
-	"time"
-	"unsafe"
-
-	"github.com/influxdata/line-protocol/v2/lineprotocol"
+	"unicode/utf8"
 )
 
 // Encoder writes particles as InfluxDB line protocol into a buffer, one
 // line each, with measurement, keys and values escaped as line protocol
 // requires.
+//
+// It writes what github.com/influxdata/line-protocol/v2's encoder writes,
+// byte for byte, and rejects what that encoder rejects, but in one pass
+// per name: that encoder scans each name five times.
 //
 // The zero Encoder is ready to use and writes nanosecond timestamps. A
 // particle that cannot be encoded leaves no trace in the buffer; Err keeps
@@ -21,29 +23,23 @@ import (
 //
 // An Encoder is not safe for concurrent use.
 type Encoder struct {
-	lp   lineprotocol.Encoder
+	buf  []byte
 	prec Precision
 	tags []Tag
-	vals []lineprotocol.Value
 	err  error
 }
 
 // SetPrecision sets the unit of the timestamps written from now on.
 // Timestamps are truncated towards zero to it.
-func (e *Encoder) SetPrecision(p Precision) {
-	e.prec = p
-	if p.valid() {
-		e.lp.SetPrecision(lineprotocol.Precision(p))
-	}
-}
+func (e *Encoder) SetPrecision(p Precision) { e.prec = p }
 
 // Bytes returns the lines encoded since the last Reset. The slice is valid
 // until the next call of Encode or Reset.
-func (e *Encoder) Bytes() []byte { return e.lp.Bytes() }
+func (e *Encoder) Bytes() []byte { return e.buf }
 
 // Reset empties the buffer, keeping its memory, and clears Err.
 func (e *Encoder) Reset() {
-	e.lp.Reset()
+	e.buf = e.buf[:0]
 	e.err = nil
 }
 
@@ -66,6 +62,9 @@ func (e *Encoder) Encode(p *Particle) error {
 	return nil
 }
 
+// precisionUnits holds the nanoseconds in a unit of each Precision.
+var precisionUnits = [...]int64{Nanosecond: 1, Microsecond: 1e3, Millisecond: 1e6, Second: 1e9}
+
 func (e *Encoder) encode(p *Particle) error {
 	switch {
 	case p.Meta != nil:
@@ -77,71 +76,179 @@ func (e *Encoder) encode(p *Particle) error {
 	case strings.HasPrefix(p.Measurement, "#"):
 		return fmt.Errorf("particle: encode: measurement %q starts with '#', which would make a comment line", p.Measurement)
 	}
+	// Values are checked first, so that a bad value is reported before a
+	// bad name, as the line-protocol encoder, which takes values ready
+	// made, would.
+	for _, f := range p.Fields {
+		if err := checkValue(f.Value); err != nil {
+			return fmt.Errorf("particle: encode: field %q: %w", f.Key, err)
+		}
+	}
 	tags := p.Tags
 	if !slices.IsSortedFunc(tags, compareTags) {
 		e.tags = append(e.tags[:0], tags...)
 		slices.SortFunc(e.tags, compareTags)
 		tags = e.tags
 	}
-
-	// Values are converted first, as a value line protocol cannot hold has
-	// no lineprotocol.Value to hand to AddField.
-	e.vals = e.vals[:0]
-	for _, f := range p.Fields {
-		v, err := lineValue(f.Value)
-		if err != nil {
-			return fmt.Errorf("particle: encode: field %q: %w", f.Key, err)
-		}
-		e.vals = append(e.vals, v)
-	}
-
-	// Restarting lineprotocol.Encoder on its own buffer clears its first
-	// error and line count, so that an error is this particle's alone. On
-	// error it drops the partial line itself.
-	e.lp.SetBuffer(e.lp.Bytes())
-	e.lp.StartLine(p.Measurement)
-	for _, t := range tags {
-		e.lp.AddTag(t.Key, t.Value)
-	}
-	for i, f := range p.Fields {
-		e.lp.AddField(f.Key, e.vals[i])
-	}
-	e.lp.EndLine(time.Unix(0, p.Time))
-	if err := e.lp.Err(); err != nil {
+	b, err := appendLine(e.buf, p, tags, precisionUnits[e.prec])
+	if err != nil {
 		return fmt.Errorf("particle: encode: %w", err)
+	}
+	e.buf = b
+	return nil
+}
+
+// appendLine appends the line of p, with its tags sorted as given and its
+// timestamp in units of unit nanoseconds. On error, the bytes appended to
+// b are garbage, beyond len(b) of the caller.
+func appendLine(b []byte, p *Particle, tags []Tag, unit int64) ([]byte, error) {
+	var ok bool
+	if b, ok = appendName(b, p.Measurement, &measurementEscapes); !ok {
+		return nil, fmt.Errorf("invalid measurement %q", p.Measurement)
+	}
+	for i, t := range tags {
+		b = append(b, ',')
+		if b, ok = appendName(b, t.Key, &keyEscapes); !ok {
+			return nil, fmt.Errorf("invalid tag key %q", t.Key)
+		}
+		b = append(b, '=')
+		if b, ok = appendName(b, t.Value, &keyEscapes); !ok {
+			return nil, fmt.Errorf("invalid tag value %s=%q", t.Key, t.Value)
+		}
+		if i > 0 && t.Key <= tags[i-1].Key {
+			return nil, fmt.Errorf("tag key %q out of order (previous key %q)", t.Key, tags[i-1].Key)
+		}
+	}
+	sep := byte(' ')
+	for _, f := range p.Fields {
+		b = append(b, sep)
+		sep = ','
+		if b, ok = appendName(b, f.Key, &keyEscapes); !ok {
+			return nil, fmt.Errorf("invalid field key %q", f.Key)
+		}
+		b = append(b, '=')
+		b = appendValue(b, f.Value)
+	}
+	b = append(b, ' ')
+	b = appendInt(b, p.Time/unit)
+	return append(b, '\n'), nil
+}
+
+// checkValue reports a value line protocol cannot hold.
+func checkValue(v Value) error {
+	switch v.kind {
+	case KindFloat:
+		if f := math.Float64frombits(v.bits); math.IsInf(f, 0) || math.IsNaN(f) {
+			return fmt.Errorf("non-finite float %v", f)
+		}
+	case KindString:
+		if !utf8.ValidString(v.str) {
+			return fmt.Errorf("invalid utf-8 found in value %q", v.str)
+		}
+	case KindInt, KindUint, KindBool:
+	default:
+		return errors.New("invalid value")
 	}
 	return nil
 }
 
-func lineValue(v Value) (lineprotocol.Value, error) {
-	switch v.Kind() {
-	case KindFloat:
-		if lv, ok := lineprotocol.FloatValue(v.FloatValue()); ok {
-			return lv, nil
-		}
-		return lineprotocol.Value{}, fmt.Errorf("non-finite float %v", v.FloatValue())
-	case KindInt:
-		return lineprotocol.IntValue(v.IntValue()), nil
-	case KindUint:
-		return lineprotocol.UintValue(v.UintValue()), nil
-	case KindBool:
-		return lineprotocol.BoolValue(v.BoolValue()), nil
-	case KindString:
-		s := v.StringValue()
-		// NewValueFromBytes neither copies nor modifies the bytes, unlike
-		// StringValue which copies them.
-		return lineprotocol.NewValueFromBytes(lineprotocol.String, unsafe.Slice(unsafe.StringData(s), len(s)))
+// appendValue appends v, checked by checkValue, as a field value.
+func appendValue(b []byte, v Value) []byte {
+	if v.kind == KindString {
+		return appendStringValue(b, v.str)
 	}
-	return lineprotocol.Value{}, errors.New("invalid value")
+	return v.AppendTo(b)
+}
+
+// escapes classifies the bytes of a name: those written as they are (0),
+// those written after a backslash, and those that need a closer look
+// (control characters, DEL, bytes of multi-byte UTF-8 sequences).
+type escapes [256]uint8
+
+const (
+	escBackslash uint8 = 1 + iota
+	escCheck
+)
+
+func newEscapes(chars string) escapes {
+	var e escapes
+	for c := range len(e) {
+		if c < 0x20 || c >= 0x7f {
+			e[c] = escCheck
+		}
+	}
+	for i := range len(chars) {
+		e[chars[i]] = escBackslash
+	}
+	return e
+}
+
+// The escapes of line protocol: measurements escape spaces and commas;
+// tag keys, tag values and field keys also escape equal signs.
+var (
+	measurementEscapes = newEscapes(" ,")
+	keyEscapes         = newEscapes(",= ")
+)
+
+// appendName appends s escaped, or reports false if line protocol cannot
+// hold it: if it is empty, invalid UTF-8, has control characters or ends
+// with a backslash (which would escape what follows).
+func appendName(b []byte, s string, esc *escapes) ([]byte, bool) {
+	if s == "" || s[len(s)-1] == '\\' {
+		return b, false
+	}
+	for i := range len(s) {
+		if esc[s[i]] != 0 {
+			return appendNameSlow(b, s, i, esc)
+		}
+	}
+	return append(b, s...), true
+}
+
+// appendNameSlow is appendName for a name whose byte i is not plain.
+func appendNameSlow(b []byte, s string, i int, esc *escapes) ([]byte, bool) {
+	if !utf8.ValidString(s[i:]) {
+		return b, false
+	}
+	b = append(b, s[:i]...)
+	for ; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c < 0x20 || c == 0x7f:
+			return b, false
+		case esc[c] == escBackslash:
+			b = append(b, '\\', c)
+		default:
+			b = append(b, c)
+		}
+	}
+	return b, true
+}
+
+// stringEscapes maps the bytes a string field value escapes to the letter
+// written after the backslash.
+var stringEscapes = [256]byte{'\\': '\\', '"': '"', '\n': 'n', '\r': 'r', '\t': 't'}
+
+// appendStringValue appends s quoted and escaped as a string field value.
+func appendStringValue(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := range len(s) {
+		if r := stringEscapes[s[i]]; r != 0 {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', r)
+			start = i + 1
+		}
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }
 
 // AppendLineProtocol appends p as one line of line protocol to dst, with
 // timestamps in the given precision. On error it returns dst unchanged.
 // It is a convenience for one-off lines; an Encoder reuses its memory.
 func AppendLineProtocol(dst []byte, p *Particle, prec Precision) ([]byte, error) {
-	var e Encoder
-	e.lp.SetBuffer(dst)
-	e.SetPrecision(prec)
+	e := Encoder{buf: dst, prec: prec}
 	if err := e.Encode(p); err != nil {
 		return dst, err
 	}

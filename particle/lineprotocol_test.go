@@ -511,6 +511,38 @@ func TestDecodedParticlesStayValid(t *testing.T) {
 	}
 }
 
+// TestDecodedParticlesShareTags checks that readings of one series share
+// their Tags, which saves an allocation per line, and that they stay
+// independent: appending to one particle's tags leaves the others alone.
+func TestDecodedParticlesShareTags(t *testing.T) {
+	var in []byte
+	for i := range 1000 {
+		in = fmt.Appendf(in, "m,node=%d,room=r%d v=%di %d\n", i%7, i%7%3, i, i)
+	}
+	d, err := particle.NewDecoderBytes(in, "x", particle.DecoderConfig{})
+	require.NoError(t, err)
+	got := decodeAll(t, d)
+	require.Len(t, got, 1000)
+	first := map[string][]particle.Tag{}
+	for i, x := range got {
+		p := x.(particle.Particle)
+		want := tags("node", fmt.Sprint(i%7), "room", fmt.Sprintf("r%d", i%7%3))
+		require.Equal(t, want, p.Tags, "particle %d", i)
+		series := fmt.Sprint(p.Tags)
+		if f, ok := first[series]; ok {
+			assert.Same(t, &f[0], &p.Tags[0], "particle %d shares the tags of its series", i)
+		} else {
+			first[series] = p.Tags
+		}
+		p.Tags = append(p.Tags, particle.Tag{Key: "zz", Value: "overwrite?"})
+		p.Tags[0].Value = "changed"
+	}
+	for i, x := range got[:7] {
+		assert.Equal(t, fmt.Sprint(i%7), x.(particle.Particle).Tags[0].Value, "particle %d", i)
+		assert.Len(t, x.(particle.Particle).Tags, 2, "particle %d", i)
+	}
+}
+
 func TestPrecision(t *testing.T) {
 	tests := []struct {
 		prec  particle.Precision

@@ -103,11 +103,11 @@ func (v Value) String() string {
 func (v Value) AppendTo(b []byte) []byte {
 	switch v.kind {
 	case KindFloat:
-		return strconv.AppendFloat(b, math.Float64frombits(v.bits), 'g', -1, 64)
+		return appendFloat(b, math.Float64frombits(v.bits))
 	case KindInt:
-		return append(strconv.AppendInt(b, int64(v.bits), 10), 'i')
+		return append(appendInt(b, int64(v.bits)), 'i')
 	case KindUint:
-		return append(strconv.AppendUint(b, v.bits, 10), 'u')
+		return append(appendUint(b, v.bits), 'u')
 	case KindString:
 		return strconv.AppendQuote(b, v.str)
 	case KindBool:

@@ -17,7 +17,10 @@
 //     inputs; a file that goes back in time is replayed as recorded, and
 //     downstream synchronization buffers judge what is late. Concat reads
 //     the inputs one after the other instead.
-//   - Memory: files stream; the merge holds one particle per input.
+//   - Memory: files stream; each input is decoded in its own goroutine,
+//     in parallel with pacing and emission, at most three batches ahead
+//     of the merge, of up to 256 records (fewer with more than four
+//     inputs) and 256 KiB of file each, whatever its size.
 //   - Pacing: every emission is scheduled from an anchor (the first
 //     particle, moved by each change), never from the previous emission,
 //     so there is no drift over long replays; particles due together are

@@ -64,6 +64,7 @@ type recorder struct {
 	metaAt  []int64 // event time of each meta
 	metaIdx []int   // data particles emitted before each meta
 	rejects []error
+	raws    []string // the raw text of each reject
 	flushes int
 	onMeta  chan metaparticle.SpeedChange // if not nil, told of each meta
 	discard bool                          // count only
@@ -103,10 +104,11 @@ func (r *recorder) EmitMeta(t int64, m particle.Meta) error {
 	return nil
 }
 
-func (r *recorder) Reject(err error, _ []byte) {
+func (r *recorder) Reject(err error, raw []byte) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.rejects = append(r.rejects, err)
+	r.raws = append(r.raws, string(raw))
 }
 
 func (r *recorder) Flush() error {

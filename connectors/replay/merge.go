@@ -3,73 +3,80 @@ package replay
 import (
 	"io"
 
-	"github.com/sensorstorm/sensorstorm/connectors/file"
 	"github.com/sensorstorm/sensorstorm/particle"
 )
 
 // cursor is one input of a merger with its next particle.
 type cursor struct {
-	r     *file.Reader
+	in    *readAhead
 	index int
-	head  particle.Particle
-	skips int // r.Skipped() when last looked at
+	head  *particle.Particle // valid until in is read again
 }
 
-// merger merges readers into one stream ordered by event time, ties
-// broken by input order, with a heap of one head particle per input: it
-// holds k particles, whatever the size of the inputs. In concat mode it
-// orders by input alone, which reads the inputs one after the other.
+// merger merges inputs into one stream ordered by event time, ties broken
+// by input order, with a heap of one head particle per input: it holds k
+// particles, besides what the inputs read ahead, whatever the size of the
+// inputs. In concat mode it orders by input alone, which reads the inputs
+// one after the other.
 type merger struct {
 	heap    []*cursor
 	pending []*cursor // cursors whose head must be read before the next pick
 	concat  bool
-	// onRecord is told of every record read, good or not, and of records
-	// skipped by a reader.
-	onRecord func(n int)
+	stats   *counters // counts the records read and skipped
 }
 
-func newMerger(readers []*file.Reader, concat bool, onRecord func(int)) *merger {
-	m := &merger{concat: concat, onRecord: onRecord}
-	for i, r := range readers {
-		m.pending = append(m.pending, &cursor{r: r, index: i})
+func newMerger(inputs []*readAhead, concat bool, stats *counters) *merger {
+	m := &merger{concat: concat, stats: stats}
+	for i, in := range inputs {
+		m.pending = append(m.pending, &cursor{in: in, index: i})
 	}
 	return m
 }
 
-// next returns the next particle and its reader. A *particle.DecodeError
-// comes with the reader that reported it; next may be called again after
-// it. At the end it returns io.EOF.
-func (m *merger) next(p *particle.Particle) (*file.Reader, error) {
+// next returns the next particle, which the caller may modify and which
+// is valid until the next call. A malformed record comes as its
+// *particle.DecodeError, with its text for a delimited one; next may be
+// called again after it. At the end it returns io.EOF; any other error is
+// a read error and final.
+func (m *merger) next() (p *particle.Particle, raw []byte, err error) {
 	for len(m.pending) > 0 {
 		c := m.pending[len(m.pending)-1]
-		err := c.r.Read(&c.head)
-		if n := c.r.Skipped(); n != c.skips {
-			m.onRecord(n - c.skips)
-			c.skips = n
-		}
-		switch {
-		case err == io.EOF:
-			m.pending = m.pending[:len(m.pending)-1]
-			continue
-		case err != nil:
-			if isDecodeError(err) {
-				m.onRecord(1)
+		rec := c.in.read()
+		m.count(rec)
+		if bad := rec.bad; bad != nil {
+			if bad.err == io.EOF {
+				m.pending = m.pending[:len(m.pending)-1]
+				continue
 			}
-			return c.r, err
+			return nil, bad.raw, bad.err
 		}
-		m.onRecord(1)
+		c.head = &rec.p
 		m.pending = m.pending[:len(m.pending)-1]
 		m.push(c)
 	}
 	if len(m.heap) == 0 {
-		return nil, io.EOF
+		return nil, nil, io.EOF
 	}
 	c := m.heap[0]
-	*p = c.head
 	// The head is replaced on the next call, which also restores the heap.
 	m.pop()
 	m.pending = append(m.pending, c)
-	return c.r, nil
+	return c.head, nil, nil
+}
+
+// count counts rec, good or malformed, and the records skipped before it,
+// as read.
+func (m *merger) count(rec *record) {
+	n := rec.skipped
+	if rec.bad == nil || (rec.bad.err != io.EOF && isDecodeError(rec.bad.err)) {
+		n++
+	}
+	if rec.skipped > 0 {
+		m.stats.skipped.Add(uint64(rec.skipped))
+	}
+	if n > 0 {
+		m.stats.read.Add(uint64(n))
+	}
 }
 
 func (m *merger) less(a, b *cursor) bool {

@@ -125,6 +125,25 @@ func add(ts []int64, d int64) []int64 {
 	return out
 }
 
+// TestCancelMidway cancels a replay of files longer than what is read
+// ahead of the merge: Run returns, its decoding goroutines end (TestMain
+// checks for leaks), and what was emitted is the start of the merge.
+func TestCancelMidway(t *testing.T) {
+	dir := t.TempDir()
+	a := writeLP(t, dir, "a.lp", regular(10_000, t0, 2*time.Second))
+	b := writeLP(t, dir, "b.lp", regular(10_000, t0+int64(time.Second), 2*time.Second))
+	w := newFakeWall()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := &recorder{wall: w, stopAfter: 1000, stop: cancel}
+	src, err := replay.New(replay.Config{Inputs: inputs(a, b), Speed: replay.Max, Wall: w})
+	require.NoError(t, err)
+	require.NoError(t, src.Run(ctx, r))
+	require.Len(t, r.times, 1000)
+	assert.Equal(t, regular(1000, t0, time.Second), r.times)
+	assert.Equal(t, uint64(1000), src.Status().Emitted)
+}
+
 // TestMalformedLines checks that bad records are rejected with their
 // file and line, counted and skipped, and the replay goes on.
 func TestMalformedLines(t *testing.T) {
@@ -145,6 +164,9 @@ func TestMalformedLines(t *testing.T) {
 	}
 	slices.Sort(msgs)
 	assert.Equal(t, []string{"a.lp:2", "a.lp:4", "b.csv:3"}, msgs)
+	raws := slices.Clone(r.raws)
+	slices.Sort(raws)
+	assert.Equal(t, []string{"", "", "soon,2"}, raws, "delimited records come with their text")
 	st := src.Status()
 	assert.Equal(t, uint64(7), st.Read)
 	assert.Equal(t, uint64(4), st.Emitted)
@@ -152,8 +174,8 @@ func TestMalformedLines(t *testing.T) {
 }
 
 // TestMemoryFlat merges two interleaved files of 50 MB each and checks
-// that the heap stays far below their size: they stream, one record each
-// at a time. Under the race detector the files are a tenth as large.
+// that the heap stays far below their size: they stream, a few hundred
+// records each at a time. Under the race detector the files are a tenth as large.
 func TestMemoryFlat(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes 100 MB")

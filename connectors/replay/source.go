@@ -206,6 +206,7 @@ type runner struct {
 	pace      pacing    // Run's copy of the pacing state
 	now       time.Time // the wall clock when last read
 	unflushed bool
+	emitted   bool // whether hasLast was set
 
 	// the first pass's extent, for the shift of the next passes
 	first, lastT, gap int64
@@ -218,7 +219,9 @@ func (r *runner) pass(ctx context.Context, pass int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	inputs, stop := readAll(readers)
 	defer func() {
+		stop()
 		for _, rd := range readers {
 			rd.Close()
 		}
@@ -227,7 +230,7 @@ func (r *runner) pass(ctx context.Context, pass int) (int, error) {
 		r.shift = max(r.lastT-r.first+r.gap, int64(MinLoopShift))
 	}
 	shift := int64(pass) * r.shift
-	m := newMerger(readers, r.cfg.Concat, func(n int) { r.stats.read.Add(uint64(n)) })
+	m := newMerger(inputs, r.cfg.Concat, &r.stats)
 	from, to := int64(math.MinInt64), int64(math.MaxInt64)
 	if !r.cfg.From.IsZero() {
 		from = r.cfg.From.UnixNano()
@@ -235,9 +238,7 @@ func (r *runner) pass(ctx context.Context, pass int) (int, error) {
 	if !r.cfg.To.IsZero() {
 		to = r.cfg.To.UnixNano()
 	}
-	skipped := 0
 	n := 0
-	var p particle.Particle
 	done := ctx.Done()
 	for {
 		select {
@@ -245,11 +246,7 @@ func (r *runner) pass(ctx context.Context, pass int) (int, error) {
 			return n, ctx.Err()
 		default:
 		}
-		rd, err := m.next(&p)
-		if total := sumSkipped(readers); total != skipped {
-			r.stats.skipped.Add(uint64(total - skipped))
-			skipped = total
-		}
+		p, raw, err := m.next()
 		if err != nil {
 			if err == io.EOF {
 				return n, r.flush()
@@ -258,7 +255,7 @@ func (r *runner) pass(ctx context.Context, pass int) (int, error) {
 				return n, err
 			}
 			r.stats.invalid.Add(1)
-			r.out.Reject(err, slices.Clone(rd.Raw()))
+			r.out.Reject(err, raw)
 			continue
 		}
 		if p.Time < from || p.Time >= to {
@@ -269,7 +266,7 @@ func (r *runner) pass(ctx context.Context, pass int) (int, error) {
 			r.extent(p.Time, n)
 		}
 		p.Time += shift
-		if err := r.emit(ctx, &p); err != nil {
+		if err := r.emit(ctx, p); err != nil {
 			return n, err
 		}
 		n++
@@ -281,14 +278,6 @@ func (r *runner) pass(ctx context.Context, pass int) (int, error) {
 func isDecodeError(err error) bool {
 	var de *particle.DecodeError
 	return errors.As(err, &de)
-}
-
-func sumSkipped(readers []*file.Reader) int {
-	n := 0
-	for _, rd := range readers {
-		n += rd.Skipped()
-	}
-	return n
 }
 
 // extent follows the first pass's first and last event time and its first
@@ -334,7 +323,10 @@ func (r *runner) emit(ctx context.Context, p *particle.Particle) error {
 	}
 	r.unflushed = true
 	r.last.Store(p.Time)
-	r.hasLast.Store(true)
+	if !r.emitted {
+		r.emitted = true
+		r.hasLast.Store(true)
+	}
 	r.stats.emitted.Add(1)
 	return nil
 }
