@@ -55,11 +55,12 @@ type Buffer[T any] struct {
 	tree  *btree.BTreeG[entry]
 	slots []T
 	free  []uint32
-	// head, when full, is an entry that precedes every entry in tree: the
-	// next one to release. An in-order stream passes through it without
-	// touching the tree.
+	// head, when full, is an entry that precedes every entry in tree, so
+	// that a tree fed in order is rarely searched.
 	head    entry
 	hasHead bool
+	// inRuns counts the entries in the inputs' runs (see run).
+	inRuns int
 	// scratch holds the item while the key functions look at it, so that
 	// Push's argument does not escape to the heap.
 	scratch T
@@ -76,6 +77,7 @@ type input struct {
 	last  int64 // stream-clock time of the last sign of life
 	sent  bool
 	ended bool
+	run   run // what it delivered in order, when runs are kept
 }
 
 // entry is the tree's view of an item: its key, an arrival counter that
@@ -136,10 +138,11 @@ func (b *Buffer[T]) Config() Config { return b.cfg }
 
 // Len returns the number of items held.
 func (b *Buffer[T]) Len() int {
+	n := b.tree.Len() + b.inRuns
 	if b.hasHead {
-		return b.tree.Len() + 1
+		n++
 	}
-	return b.tree.Len()
+	return n
 }
 
 // Stats returns the buffer's counters.
@@ -199,7 +202,7 @@ func (b *Buffer[T]) Push(input int, item T, now int64) Status {
 		return Late
 	}
 	in.advance(k.Time)
-	b.insert(entry{time: k.Time, seq: k.Seq, origin: uint64(k.Origin)<<32 | uint64(b.arrival), slot: b.store(item)})
+	b.insert(in, entry{time: k.Time, seq: k.Seq, origin: uint64(k.Origin)<<32 | uint64(b.arrival), slot: b.store(item)})
 	b.arrival++
 	return Buffered
 }
@@ -239,7 +242,12 @@ func (in *input) advance(t int64) {
 	in.sent = true
 }
 
-func (b *Buffer[T]) insert(e entry) {
+func (b *Buffer[T]) insert(in *input, e entry) {
+	if len(b.inputs) <= maxRunInputs && in.run.accepts(e) {
+		in.run.push(e)
+		b.inRuns++
+		return
+	}
 	switch {
 	case !b.hasHead && b.tree.Len() == 0:
 		b.head, b.hasHead = e, true
@@ -263,23 +271,47 @@ func (b *Buffer[T]) Release(now int64, fn func(item T) bool) {
 	}
 	b.meta.expire(subSat(wm, int64(b.cfg.MetaRetention)))
 	for {
-		if !b.hasHead {
-			e, ok := b.tree.DeleteMin()
-			if !ok {
-				return
-			}
-			b.head, b.hasHead = e, true
-		}
-		if b.head.time > wm {
+		e, from, ok := b.next()
+		if !ok || e.time > wm {
 			return
 		}
-		b.hasHead = false
-		b.stats.MaxReleased = b.head.time
+		if from != nil {
+			from.pop()
+			b.inRuns--
+		} else {
+			b.hasHead = false
+		}
+		b.stats.MaxReleased = e.time
 		b.stats.Released++
-		if !fn(b.take(b.head.slot)) {
+		if !fn(b.take(e.slot)) {
 			return
 		}
 	}
+}
+
+// next returns the entry to release next and the run it heads, nil when it
+// is the tree's head.
+func (b *Buffer[T]) next() (entry, *run, bool) {
+	if !b.hasHead {
+		b.head, b.hasHead = b.tree.DeleteMin()
+	}
+	var (
+		min  entry
+		from *run
+		ok   = b.hasHead
+	)
+	if ok {
+		min = b.head
+	}
+	if b.inRuns > 0 {
+		for i := range b.inputs {
+			r := &b.inputs[i].run
+			if r.len() > 0 && (!ok || lessEntry(r.front(), min)) {
+				min, from, ok = r.front(), r, true
+			}
+		}
+	}
+	return min, from, ok
 }
 
 // EndOfStream marks input as finished: it no longer holds the watermark

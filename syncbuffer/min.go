@@ -3,10 +3,7 @@ package syncbuffer
 // Min returns the buffered item that Release hands out next, without
 // removing it, or (zero, false) when the buffer is empty.
 func (b *Buffer[T]) Min() (T, bool) {
-	if b.hasHead {
-		return b.slots[b.head.slot], true
-	}
-	if e, ok := b.tree.Min(); ok {
+	if e, _, ok := b.next(); ok {
 		return b.slots[e.slot], true
 	}
 	var zero T

@@ -162,7 +162,7 @@ func (a *ackService) report(results []outcome) {
 			if s.ackr != nil {
 				s.ackr.Ack(o.msgID)
 			}
-			<-s.pending
+			s.pending.give()
 		case o.attempt < a.cfg.MaxAttempts:
 			s.stats.Failed.Add(1)
 			s.stats.FailedBy[o.reason].Add(1)
@@ -176,7 +176,7 @@ func (a *ackService) report(results []outcome) {
 			if s.ackr != nil {
 				s.ackr.Fail(o.msgID, o.reason, o.err)
 			}
-			<-s.pending
+			s.pending.give()
 		}
 	}
 }
@@ -265,7 +265,7 @@ func (s *sourceInstance) tick() {
 func (s *sourceInstance) drainPending(ctx context.Context) error {
 	ticks, stop := s.topo.cfg.Wall.NewTicker(s.topo.cfg.HousekeepingInterval)
 	defer stop()
-	for len(s.pending) > 0 {
+	for s.pending.outstanding() > 0 {
 		for _, r := range s.retries.due(s.topo.acks.now.Load()) {
 			s.replay(r)
 		}

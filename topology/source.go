@@ -69,7 +69,7 @@ type sourceInstance struct {
 	ackr    Acknowledger // nil when the source does not want acks
 	topo    *run
 	stats   *ComponentStats
-	pending chan struct{} // one token per tracked particle not yet finished; nil without acking
+	pending *tokens // one per tracked particle not yet finished; nil without acking
 	retries retryQueue
 	edgesFn edgeFunc
 
@@ -114,7 +114,7 @@ func (s *sourceInstance) Emit(p particle.Particle, msgID any) error {
 	defer s.mu.Unlock()
 	if err := s.router.flushFull(s.ctx); err != nil {
 		if tracked {
-			<-s.pending
+			s.pending.give()
 		}
 		return err
 	}
@@ -136,20 +136,7 @@ func (s *sourceInstance) Emit(p particle.Particle, msgID any) error {
 // acquire takes a pending token, flushing what this source holds before it
 // blocks: those particles may be the ones whose completion frees a token.
 func (s *sourceInstance) acquire() error {
-	select {
-	case s.pending <- struct{}{}:
-		return nil
-	default:
-	}
-	if err := s.Flush(); err != nil {
-		return err
-	}
-	select {
-	case s.pending <- struct{}{}:
-		return nil
-	case <-s.ctx.Done():
-		return s.ctx.Err()
-	}
+	return s.pending.take(s.ctx, s.Flush)
 }
 
 // stamp gives p this instance's identity. s.mu is held.

@@ -364,7 +364,7 @@ func (t *Topology) build(drainCtx context.Context) (*run, error) {
 			s.ackr, _ = src.(Acknowledger)
 			s.router = router{pool: r.pool}
 			if t.cfg.Acking.Enabled {
-				s.pending = make(chan struct{}, t.cfg.Acking.MaxPending)
+				s.pending = newTokens(t.cfg.Acking.MaxPending)
 			}
 			r.sources = append(r.sources, s)
 			instances[spec.name] = append(instances[spec.name], &s.router)
