@@ -12,6 +12,13 @@
 // only completed records, so the spool's size follows what is in flight,
 // not what went through.
 //
+// The segment being written is kept zero-filled some way past its end
+// (Config.Preallocate), so that a Sync overwrites space the file already
+// has: its fdatasync then flushes the data and nothing else, where an
+// append must also commit the new file size through the file system's
+// journal (on ext4 and XFS), which costs more and waits, on a busy
+// machine, for the kernel's journal thread and for other files' data.
+//
 // Open reads what a previous process left: records without a completion
 // mark are handed to the caller by Pending, to be processed again. Damage in
 // the newest segment (the process or the machine died during a write) is

@@ -14,6 +14,8 @@ import (
 // where body is a kind byte and its payload: for kindData the record's
 // sequence number (uint64 LE) and the record; for kindMarks runs of
 // completed sequence numbers, each as uvarint start and uvarint length.
+// The frames may be followed by zeros, up to the end of the file: space
+// preallocated for the next frames.
 const (
 	headerLen = 8
 	kindData  = 'D'
@@ -63,6 +65,18 @@ func seal(b []byte, start int) []byte {
 	binary.LittleEndian.PutUint32(b[start:], uint32(len(body)))
 	binary.LittleEndian.PutUint32(b[start+4:], crc32.Checksum(body, castagnoli))
 	return b
+}
+
+// preallocated reports whether b holds zeros only: space zero-filled
+// ahead of the frames (see Config.Preallocate), or nothing. No frame
+// starts with a zero header, since a frame's body is never empty.
+func preallocated(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // nextFrame splits the frame at the start of b. It returns the body and

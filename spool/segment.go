@@ -18,6 +18,7 @@ type segment struct {
 	count   uint64
 	live    []uint64 // bit i set: record first+i is not completed
 	pending int      // number of bits set in live
+	end     int64    // found by Open: bytes of frames, before any preallocated space
 }
 
 func segmentName(first uint64) string { return fmt.Sprintf("%020d%s", first, segmentExt) }

@@ -19,10 +19,12 @@ type Spool struct {
 	cfg  Config
 	lock *os.File
 
-	wmu  sync.Mutex // serializes Sync, Pending and Close: owns f and size
-	f    *os.File
-	size int64
-	old  []*segment // segments found by Open, for Pending
+	wmu   sync.Mutex // serializes Sync, Pending and Close: owns f, size, alloc and zeros
+	f     *os.File
+	size  int64      // bytes of frames in f: where the next write goes
+	alloc int64      // bytes of f written or zero-filled: writes below change no file size
+	zeros []byte     // a zero-filled buffer for preallocating
+	old   []*segment // segments found by Open, for Pending
 
 	mu      sync.Mutex // guards what follows
 	closed  bool
@@ -111,7 +113,7 @@ func (s *Spool) recover() error {
 			return fmt.Errorf("spool: %w", err)
 		}
 		off := 0
-		for off < len(data) {
+		for off < len(data) && !preallocated(data[off:]) {
 			body, n, err := nextFrame(data[off:])
 			if err == nil && body[0] == kindData && binary.LittleEndian.Uint64(body[1:]) != first+seg.count {
 				err = fmt.Errorf("%w: sequence %d, want %d", errFrame, binary.LittleEndian.Uint64(body[1:]), first+seg.count)
@@ -136,6 +138,7 @@ func (s *Spool) recover() error {
 			}
 			off += n
 		}
+		seg.end = int64(off)
 		s.segs = append(s.segs, seg)
 		s.next = max(s.next, first+seg.count)
 	}
@@ -157,7 +160,7 @@ func (s *Spool) recover() error {
 func (s *Spool) openTail() error {
 	if n := len(s.segs); n > 0 && s.segs[n-1].count == 0 {
 		last := s.segs[n-1]
-		f, err := os.OpenFile(last.path, os.O_WRONLY|os.O_APPEND, 0o644)
+		f, err := os.OpenFile(last.path, os.O_WRONLY, 0o644)
 		if err != nil {
 			return fmt.Errorf("spool: %w", err)
 		}
@@ -166,7 +169,7 @@ func (s *Spool) openTail() error {
 			f.Close()
 			return fmt.Errorf("spool: %w", err)
 		}
-		s.f, s.size = f, info.Size()
+		s.f, s.size, s.alloc = f, last.end, info.Size()
 		return nil
 	}
 	return s.startSegment(s.next)
@@ -177,7 +180,7 @@ func (s *Spool) openTail() error {
 // yet.
 func (s *Spool) startSegment(first uint64) error {
 	path := filepath.Join(s.dir, segmentName(first))
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
 		return fmt.Errorf("spool: %w", err)
 	}
@@ -191,7 +194,7 @@ func (s *Spool) startSegment(first uint64) error {
 			return fmt.Errorf("spool: %w", err)
 		}
 	}
-	s.f, s.size = f, 0
+	s.f, s.size, s.alloc = f, 0, 0
 	s.mu.Lock()
 	s.segs = append(s.segs, &segment{path: path, first: first})
 	s.mu.Unlock()
@@ -252,13 +255,17 @@ func (s *Spool) sync() error {
 	s.mu.Unlock()
 
 	if len(b) > 0 {
-		if _, err := s.f.Write(b); err != nil {
+		if _, err := s.f.WriteAt(b, s.size); err != nil {
 			return fmt.Errorf("spool: write: %w", err)
+		}
+		end := s.size + int64(len(b))
+		if err := s.preallocate(end); err != nil {
+			return err
 		}
 		if err := syscall.Fdatasync(int(s.f.Fd())); err != nil {
 			return fmt.Errorf("spool: fsync: %w", err)
 		}
-		s.size += int64(len(b))
+		s.size = end
 	}
 
 	s.mu.Lock()
@@ -282,6 +289,28 @@ func (s *Spool) sync() error {
 	}
 	s.compact()
 	return s.removeCompacted()
+}
+
+// preallocate zero-fills the active segment up to Config.Preallocate
+// bytes past end once less than half of that is left, so that the next
+// Syncs write within the file. The fsync that follows makes the new size
+// durable with the frames. The writer lock is held.
+func (s *Spool) preallocate(end int64) error {
+	want := s.cfg.Preallocate
+	if want <= 0 || s.alloc-end >= want/2 {
+		return nil
+	}
+	if s.zeros == nil {
+		s.zeros = make([]byte, min(want, 64<<10))
+	}
+	from := max(s.alloc, end)
+	for off := from; off < end+want; off += int64(len(s.zeros)) {
+		if _, err := s.f.WriteAt(s.zeros[:min(int64(len(s.zeros)), end+want-off)], off); err != nil {
+			return fmt.Errorf("spool: preallocate: %w", err)
+		}
+	}
+	s.alloc = end + want
+	return nil
 }
 
 // Durable returns the sequence number below which every record is durable.
@@ -363,7 +392,7 @@ func (s *Spool) Pending(fn func(seq uint64, data []byte) error) error {
 		if err != nil {
 			return fmt.Errorf("spool: %w", err)
 		}
-		for off := 0; off < len(data); {
+		for off := 0; off < len(data) && !preallocated(data[off:]); {
 			body, n, err := nextFrame(data[off:])
 			if err != nil {
 				return &CorruptError{Path: seg.path, Offset: int64(off), Err: err}

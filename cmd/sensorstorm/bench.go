@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/pprof"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -30,14 +32,18 @@ const benchTimeout = 2 * time.Minute
 // number of messages from a separate publisher, and prints both rates and
 // their ratio. The publisher stays at most --ahead messages ahead of what
 // the subscriber acknowledged, so that a stock Mosquitto (1000 queued
-// messages per client) never drops any.
+// messages per client) never drops any. It measures --runs times,
+// alternating the two, and prints each run and the medians: a machine's
+// other work makes single runs vary.
 func bench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	broker := fs.String("broker", "", "broker URL, e.g. tcp://localhost:1883 (required)")
 	n := fs.Int("n", 20000, "messages per measurement")
+	runs := fs.Int("runs", 3, "measurements of each, alternating bare and ingest")
 	ahead := fs.Int("ahead", 500, "messages the publisher may be ahead of the subscriber's acknowledgements")
 	window := fs.Duration("window", time.Second, "window of the ingest pipeline")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the last ingest measurement to this file")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: sensorstorm bench --broker URL [flags]")
 		fs.PrintDefaults()
@@ -45,25 +51,68 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
-	if *broker == "" || fs.NArg() > 0 || *n < 1 || *ahead < 1 {
+	if *broker == "" || fs.NArg() > 0 || *n < 1 || *ahead < 1 || *runs < 1 {
 		fs.Usage()
 		return exitUsage
 	}
 	prefix := fmt.Sprintf("sensorstorm-bench-%d-%d", os.Getpid(), time.Now().UnixNano())
-	bare, err := benchBare(ctx, *broker, prefix+"/bare", *n, *ahead)
-	if err != nil {
-		fmt.Fprintln(stderr, "sensorstorm: bench:", err)
-		return exitError
+	var bareRates, ingestRates, ratios []float64
+	for r := range *runs {
+		topic := fmt.Sprintf("%s/%d", prefix, r)
+		bare, err := benchBare(ctx, *broker, topic+"/bare", *n, *ahead)
+		if err != nil {
+			fmt.Fprintln(stderr, "sensorstorm: bench:", err)
+			return exitError
+		}
+		profile := ""
+		if r == *runs-1 {
+			profile = *cpuProfile
+		}
+		ing, err := profiled(profile, func() (time.Duration, error) {
+			return benchIngest(ctx, *broker, topic+"/ingest", *n, *ahead, *window)
+		})
+		if err != nil {
+			fmt.Fprintln(stderr, "sensorstorm: bench:", err)
+			return exitError
+		}
+		bareRate, ingestRate := float64(*n)/bare.Seconds(), float64(*n)/ing.Seconds()
+		bareRates, ingestRates = append(bareRates, bareRate), append(ingestRates, ingestRate)
+		ratios = append(ratios, ingestRate/bareRate)
+		fmt.Fprintf(stdout, "run %d/%d: bare %.0f msgs/s (%v), ingest %.0f msgs/s (%v): ratio %.2f\n",
+			r+1, *runs, bareRate, bare.Round(time.Millisecond), ingestRate, ing.Round(time.Millisecond), ingestRate/bareRate)
 	}
-	fmt.Fprintf(stdout, "bare paho subscriber:  %d messages in %v: %.0f msgs/s\n", *n, bare.Round(time.Millisecond), float64(*n)/bare.Seconds())
-	ing, err := benchIngest(ctx, *broker, prefix+"/ingest", *n, *ahead, *window)
-	if err != nil {
-		fmt.Fprintln(stderr, "sensorstorm: bench:", err)
-		return exitError
-	}
-	fmt.Fprintf(stdout, "sensorstorm ingest:    %d messages in %v: %.0f msgs/s (spool mode, QoS 1, %v window)\n", *n, ing.Round(time.Millisecond), float64(*n)/ing.Seconds(), *window)
-	fmt.Fprintf(stdout, "ratio: %.2f\n", bare.Seconds()/ing.Seconds())
+	fmt.Fprintf(stdout, "bare paho subscriber:  %.0f msgs/s (median of %d runs of %d messages; QoS 1, persistent session)\n", median(bareRates), *runs, *n)
+	fmt.Fprintf(stdout, "sensorstorm ingest:    %.0f msgs/s (median; spool mode, QoS 1, %v window)\n", median(ingestRates), *window)
+	fmt.Fprintf(stdout, "ratio: %.2f (median of %d; min %.2f, max %.2f)\n", median(ratios), *runs, slices.Min(ratios), slices.Max(ratios))
 	return exitOK
+}
+
+// median returns the median of xs, which it sorts.
+func median(xs []float64) float64 {
+	slices.Sort(xs)
+	if len(xs)%2 == 1 {
+		return xs[len(xs)/2]
+	}
+	return (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
+}
+
+// profiled runs measure while profiling the CPU into path, unless path
+// is empty.
+func profiled(path string, measure func() (time.Duration, error)) (time.Duration, error) {
+	if path == "" {
+		return measure()
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return 0, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return 0, fmt.Errorf("cpu profile: %w", err)
+	}
+	d, err := measure()
+	pprof.StopCPUProfile()
+	return d, errors.Join(err, f.Close())
 }
 
 // benchPublish publishes n readings stamped with the time of publishing,

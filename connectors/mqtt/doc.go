@@ -39,16 +39,21 @@
 //   - ModeSpool (the default): a message is appended to a local
 //     write-ahead spool (package spool) in StateDir; a writer makes the
 //     messages that arrived meanwhile durable with one fsync (group
-//     commit, about 0.3 ms) and then acknowledges them, in arrival order.
-//     Particles are emitted afterwards, and a message is marked complete
-//     in the spool when all its particles were processed; complete
-//     segments are deleted. At start, the messages a previous run did not
-//     complete are emitted again before any new one. A crash, even
-//     SIGKILL, loses nothing: what was not acknowledged the broker sends
-//     again, what was acknowledged the spool replays. Duplicates are
-//     possible (Stats.Replayed, Stats.Redelivered), loss is not. Works
-//     with a stock broker at close to a bare subscriber's rate. Costs
-//     local disk (what is in flight) and one fsync per batch.
+//     commit, 0.1 to 0.3 ms on an idle SSD) and starts the next fsync as
+//     soon as that one ended and anything new arrived, while a second
+//     goroutine acknowledges what is durable, in arrival order: a broker
+//     holding 20 messages unacknowledged waits for one fsync at a time,
+//     not for acknowledgements being sent. Particles are emitted
+//     afterwards, and a message is marked complete in the spool when all
+//     its particles were processed; complete segments are deleted. At
+//     start, the messages a previous run did not complete are emitted
+//     again before any new one. A crash, even SIGKILL, loses nothing:
+//     what was not acknowledged the broker sends again, what was
+//     acknowledged the spool replays. Duplicates are possible
+//     (Stats.Replayed, Stats.Redelivered), loss is not. Works with a
+//     stock broker at close to a bare subscriber's rate. Costs local disk
+//     (what is in flight, plus up to 1 MiB preallocated; see
+//     spool.Config) and one fsync per batch.
 //   - ModeTree: a message is acknowledged once all its particles were
 //     processed (their trees completed), as an in-order prefix since
 //     MQTT 3.1.1 requires acknowledgements in arrival order. No local

@@ -262,42 +262,54 @@ func (s *Source) take(ctx context.Context, batch []*message) []*message {
 
 // move hands arrivals to the pipeline: in ModeSpool after making them
 // durable, in ModeSpool and ModeReceipt after acknowledging them.
-// Acknowledgements leave in arrival order, as MQTT requires. In ModeSpool
-// a second goroutine acknowledges and queues a durable batch while the
-// next one is being synced. When MaxBuffered messages wait for the
-// pipeline, take waits, and so do the acknowledgements: the broker stops
-// sending.
+// Acknowledgements leave in arrival order, as MQTT requires. When
+// MaxBuffered messages wait for the pipeline, take waits, and so do the
+// acknowledgements: the broker stops sending.
 func (s *Source) move(ctx context.Context) error {
-	if s.spool == nil {
-		var batch []*message
-		for {
-			if batch = s.take(ctx, batch); batch == nil {
-				return nil
-			}
-			if !s.handOn(ctx, batch) {
-				return nil
-			}
+	if s.spool != nil {
+		return s.spoolAndHandOn(ctx)
+	}
+	var batch []*message
+	for {
+		if batch = s.take(ctx, batch); batch == nil {
+			return nil
+		}
+		if !s.handOn(ctx, batch) {
+			return nil
 		}
 	}
-	durable := make(chan []*message) // unbuffered: one batch syncs while one is handed on
+}
+
+// spoolAndHandOn makes arrivals durable in the spool while a second
+// goroutine acknowledges and queues what earlier syncs made durable: a
+// sync starts as soon as the previous one ended and anything arrived,
+// never waiting for acknowledgements to be sent, so that a broker that
+// holds few messages unacknowledged (Mosquitto: 20) waits on one fsync at
+// a time. Both goroutines keep arrival order: one syncs batches in order,
+// the other acknowledges them in order.
+func (s *Source) spoolAndHandOn(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // before wg.Wait: stops the second goroutine
+	durable := newDurableQueue()
 	wg.Go(func() {
-		for batch := range durable {
+		var batch []*message
+		for {
+			if batch = durable.take(ctx, batch); batch == nil {
+				// What is not acknowledged is in the spool, replayed at
+				// the next start, and sent again by the broker.
+				return
+			}
 			if !s.handOn(ctx, batch) {
-				// Drain so that the syncer is never stuck: what is not
-				// queued is in the spool, replayed at the next start.
-				for range durable {
-				}
 				return
 			}
 		}
 	})
-	defer close(durable)
 	var rec []byte
+	var batch []*message
 	for {
-		batch := s.take(ctx, nil)
-		if batch == nil {
+		if batch = s.take(ctx, batch); batch == nil {
 			return nil
 		}
 		for _, m := range batch {
@@ -312,8 +324,46 @@ func (s *Source) move(ctx context.Context) error {
 			return fmt.Errorf("mqtt: %w", err)
 		}
 		s.stats.Spooled.Add(uint64(len(batch)))
+		durable.add(batch)
+	}
+}
+
+// durableQueue passes durable messages, in order, from the goroutine that
+// syncs the spool to the one that acknowledges them, without ever making
+// the first wait. Its length is bounded by MaxBuffered, as take is.
+type durableQueue struct {
+	mu   sync.Mutex
+	msgs []*message
+	wake chan struct{} // messages were added; size one: one wake-up is enough
+}
+
+func newDurableQueue() *durableQueue {
+	return &durableQueue{wake: make(chan struct{}, 1)}
+}
+
+func (q *durableQueue) add(msgs []*message) {
+	q.mu.Lock()
+	q.msgs = append(q.msgs, msgs...)
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take waits for messages and returns them all in buf, or nil when ctx
+// ends.
+func (q *durableQueue) take(ctx context.Context, buf []*message) []*message {
+	for {
+		q.mu.Lock()
+		clear(buf)
+		buf, q.msgs = q.msgs, buf[:0]
+		q.mu.Unlock()
+		if len(buf) > 0 {
+			return buf
+		}
 		select {
-		case durable <- batch:
+		case <-q.wake:
 		case <-ctx.Done():
 			return nil
 		}
