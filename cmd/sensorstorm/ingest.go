@@ -123,7 +123,7 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 	if err != nil {
 		return exitError, err
 	}
-	buf := syncbuffer.Config{Window: f.window, Late: f.late, FutureBound: -1}
+	buf := syncbuffer.Config{Window: f.window, Late: f.late}
 	t.AddSource("mqtt", topology.Single(src), topology.SourceConfig{})
 	out := newLineSink(w, f.src.Payload.Precision)
 	t.AddBolt("out", operation.Stateless(out), topology.BoltConfig{Buffer: buf}).Input("mqtt", topology.Global())

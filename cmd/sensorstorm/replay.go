@@ -147,11 +147,11 @@ func replay(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	t.AddSource("replay", topology.Single(src), topology.SourceConfig{})
 	t.AddBolt("out", operation.Stateless(file.NewSink(w, o.format.precision)), topology.BoltConfig{
-		Buffer: syncbuffer.Config{Window: o.window, Late: o.late, FutureBound: -1},
+		Buffer: syncbuffer.Config{Window: o.window, Late: o.late},
 	}).Input("replay", topology.Global())
 	if lateW != nil {
 		t.AddBolt("late", operation.Stateless(file.NewSink(lateW, o.format.precision)), topology.BoltConfig{
-			Buffer: syncbuffer.Config{Late: syncbuffer.LatePass, FutureBound: -1},
+			Buffer: syncbuffer.Config{Late: syncbuffer.LatePass},
 		}).InputStream("out", topology.LateStream, topology.Global())
 	}
 
