@@ -12,11 +12,6 @@ import (
 	"github.com/sensorstorm/sensorstorm/particle"
 )
 
-// sealMark is the XOR value a tree starts with while its first copies are
-// being routed; sealing xors it out again, so a tree cannot complete before
-// every copy has an edge.
-const sealMark = 1
-
 // ackOp is one update of a tree from a bolt instance: the XOR of the input's
 // edge and the edges of the children anchored to it, or a failure.
 type ackOp struct {
@@ -56,9 +51,8 @@ type ackService struct {
 	trees []tree // by root slot
 	stale atomic.Uint64
 	// now is a coarse wall clock, set at every housekeeping tick, for
-	// starting trees: reading the clock per particle would cost more than
-	// the acking itself. Their progress is stamped when they are sealed,
-	// with the exact time read once per batch of updates.
+	// scheduling retries; trees are stamped with the exact time, read once
+	// per batch of updates.
 	now  atomic.Int64
 	wall func() int64
 }
@@ -73,24 +67,40 @@ func newAckService(cfg AckingConfig, capacity int, wall func() int64) (*ackServi
 	return a, nil
 }
 
-// start opens a tree for p; the caller holds a pending token of src and
-// must seal the tree once its first copies have their edges.
-func (a *ackService) start(src *sourceInstance, p particle.Particle, msgID any, attempt int) acker.RootID {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	root, _, err := a.table.Init(a.now.Load(), sealMark)
-	if err != nil {
-		// Capacity is the sum of every source's pending tokens, so a
-		// full table is a broken invariant, not a load condition.
-		panic("topology: acker table full despite pending tokens: " + err.Error())
-	}
-	a.trees[root.Slot()] = tree{src: src, msgID: msgID, p: p, attempt: attempt}
-	return root
+// newTree is a tree a source routed the first copies of: xor is the XOR
+// of their edges.
+type newTree struct {
+	tree
+	xor uint64
 }
 
-// sealOp is the update that adds the edges of a new tree's first copies.
-func sealOp(root acker.RootID, xor uint64) ackOp {
-	return ackOp{root: root, xor: xor ^ sealMark}
+// startAll opens the trees of ts under one lock and appends their roots to
+// roots, in order. A tree without copies is done at once and reported;
+// its root is zero. results is the caller's scratch space, returned for
+// reuse. The callers hold a pending token per tree.
+func (a *ackService) startAll(ts []newTree, roots []acker.RootID, results []outcome) ([]acker.RootID, []outcome) {
+	results = results[:0]
+	now := a.wall()
+	a.mu.Lock()
+	for i := range ts {
+		t := &ts[i]
+		root, done, err := a.table.Init(now, t.xor)
+		switch {
+		case err != nil:
+			// Capacity is the sum of every source's pending tokens, so a
+			// full table is a broken invariant, not a load condition.
+			panic("topology: acker table full despite pending tokens: " + err.Error())
+		case done:
+			results = append(results, outcome{src: t.src, msgID: t.msgID, attempt: t.attempt, done: true})
+		default:
+			a.trees[root.Slot()] = t.tree
+		}
+		roots = append(roots, root)
+	}
+	a.mu.Unlock()
+	a.report(results)
+	clear(results)
+	return roots, results[:0]
 }
 
 // apply performs updates and failures and reports finished trees. results
@@ -153,16 +163,25 @@ func (a *ackService) finishLocked(results []outcome, root acker.RootID, done boo
 // report tells sources about finished trees, outside the lock: a source's
 // callbacks may take their time.
 func (a *ackService) report(results []outcome) {
-	for i := range results {
+	for i := 0; i < len(results); i++ {
 		o := &results[i]
 		s := o.src
 		switch {
+		case o.done && s.ackr == nil:
+			// Completions of one source come in runs: count them at once.
+			n := 1
+			for i+n < len(results) && results[i+n].done && results[i+n].src == s {
+				n++
+			}
+			i += n - 1
+			s.stats.Acked.Add(uint64(n))
+			s.pending.give(n)
 		case o.done:
 			s.stats.Acked.Add(1)
 			if s.ackr != nil {
 				s.ackr.Ack(o.msgID)
 			}
-			s.pending.give()
+			s.pending.give(1)
 		case o.attempt < a.cfg.MaxAttempts:
 			s.stats.Failed.Add(1)
 			s.stats.FailedBy[o.reason].Add(1)
@@ -176,7 +195,7 @@ func (a *ackService) report(results []outcome) {
 			if s.ackr != nil {
 				s.ackr.Fail(o.msgID, o.reason, o.err)
 			}
-			s.pending.give()
+			s.pending.give(1)
 		}
 	}
 }

@@ -35,6 +35,8 @@ type target struct {
 	inbox   inbox
 	input   int // the upstream instance's input number at the target
 	pending *batch
+	// resolved counts the pending items resolve has passed.
+	resolved int
 }
 
 // output is one subscription of a downstream bolt to this instance's stream.
@@ -107,6 +109,22 @@ func (r *router) add(t *target, env *envelope) {
 	}
 }
 
+// resolve calls fn with every pending item added since the last resolve.
+func (r *router) resolve(fn func(env *envelope)) {
+	for oi := range r.outputs {
+		for ti := range r.outputs[oi].targets {
+			t := &r.outputs[oi].targets[ti]
+			if t.pending == nil {
+				continue
+			}
+			for i := t.resolved; i < len(t.pending.items); i++ {
+				fn(&t.pending.items[i])
+			}
+			t.resolved = len(t.pending.items)
+		}
+	}
+}
+
 // hasOutputs reports whether anything is downstream.
 func (r *router) hasOutputs() bool { return len(r.outputs) > 0 }
 
@@ -137,7 +155,7 @@ func (r *router) flush(ctx context.Context, onlyFull bool) error {
 			if full {
 				r.full--
 			}
-			t.pending = nil
+			t.pending, t.resolved = nil, 0
 		}
 	}
 	return nil

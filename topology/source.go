@@ -81,8 +81,12 @@ type sourceInstance struct {
 	router router
 	env    envelope // the one being routed; a field so that routing does not allocate
 
-	seals   []ackOp   // of trees whose copies wait in undelivered batches
-	results []outcome // scratch for applying them
+	// unstarted are the trees whose copies wait in undelivered batches
+	// under provisional roots (see provisional); they start, under one
+	// lock, before any of their copies is delivered.
+	unstarted []newTree
+	roots     []acker.RootID // scratch for starting them
+	results   []outcome
 }
 
 var _ SourceEmitter = (*sourceInstance)(nil)
@@ -114,7 +118,7 @@ func (s *sourceInstance) Emit(p particle.Particle, msgID any) error {
 	defer s.mu.Unlock()
 	if err := s.router.flushFull(s.ctx); err != nil {
 		if tracked {
-			s.pending.give()
+			s.pending.give(1)
 		}
 		return err
 	}
@@ -151,24 +155,35 @@ func (s *sourceInstance) emitUntracked(p particle.Particle) {
 	s.router.route("", &s.env, nil)
 }
 
-// emitTracked starts a tree for p and routes it. s.mu is held and a
-// pending token was taken.
+// emitTracked routes p under a provisional root, which startTrees
+// replaces before a copy is delivered. s.mu is held and a pending token
+// was taken.
 func (s *sourceInstance) emitTracked(p particle.Particle, msgID any, attempt int) {
 	s.stamp(&p)
-	acks := s.topo.acks
-	root := acks.start(s, p, msgID, attempt)
-	s.env = envelope{p: p, first: anchor{root: root}, tracked: true, replay: attempt > 1}
+	k := len(s.unstarted)
+	s.env = envelope{p: p, first: anchor{root: provisional(k)}, tracked: true, replay: attempt > 1}
 	xor := s.router.route("", &s.env, s.edgesFn)
-	// No copy is visible downstream before its batch is delivered, so
-	// seals wait for the next delivery and share one lock.
-	s.seals = append(s.seals, sealOp(root, xor))
+	s.unstarted = append(s.unstarted, newTree{tree: tree{src: s, msgID: msgID, p: p, attempt: attempt}, xor: xor})
 }
 
-// applySeals is called by the router before it delivers a batch.
-func (s *sourceInstance) applySeals() {
-	s.results = s.topo.acks.apply(s.seals, s.results)
-	clear(s.seals)
-	s.seals = s.seals[:0]
+// provisional is the root of the k-th unstarted tree. Its generation is
+// zero, which no pending tree has.
+func provisional(k int) acker.RootID { return acker.RootID(k) }
+
+// startTrees starts the unstarted trees and gives their copies the real
+// roots. The router calls it before it delivers a batch.
+func (s *sourceInstance) startTrees() {
+	if len(s.unstarted) == 0 {
+		return
+	}
+	s.roots, s.results = s.topo.acks.startAll(s.unstarted, s.roots[:0], s.results)
+	s.router.resolve(func(env *envelope) {
+		if env.tracked {
+			env.first.root = s.roots[env.first.root.Slot()]
+		}
+	})
+	clear(s.unstarted)
+	s.unstarted = s.unstarted[:0]
 }
 
 // EmitMeta implements SourceEmitter.

@@ -59,9 +59,9 @@ func (t *tokens) take(ctx context.Context, blocked func() error) error {
 	}
 }
 
-// give returns a token.
-func (t *tokens) give() {
-	t.taken.Add(-1)
+// give returns n tokens.
+func (t *tokens) give(n int) {
+	t.taken.Add(-int64(n))
 	if t.waiting.CompareAndSwap(true, false) {
 		select {
 		case t.wake <- struct{}{}:

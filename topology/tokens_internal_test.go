@@ -22,7 +22,7 @@ func TestTokens(t *testing.T) {
 		for range n {
 			<-held
 			inUse.Add(-1)
-			tk.give()
+			tk.give(1)
 		}
 	})
 	for range 2 {

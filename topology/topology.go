@@ -419,7 +419,7 @@ func (t *Topology) build(drainCtx context.Context) (*run, error) {
 	for _, s := range r.sources {
 		s.edgesFn = acker.NewEdgeIDs().Next
 		if r.acks != nil {
-			s.router.beforeDeliver = s.applySeals
+			s.router.beforeDeliver = s.startTrees
 		}
 	}
 	return r, nil
