@@ -43,6 +43,10 @@ func TestSchemaRoundTrip(t *testing.T) {
 		var out reading
 		require.NoError(t, s.Decode(&p, &out))
 		require.Equal(t, in, out)
+
+		// Untagged and unexported fields are neither encoded nor decoded.
+		in.Ignored, in.internal = 7, 0.5
+		require.Equal(t, p, s.Encode(&in))
 	})
 }
 

@@ -2,7 +2,6 @@ package spool
 
 import (
 	"fmt"
-	"math/bits"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -72,12 +71,4 @@ func (s *segment) isLive(seq uint64) bool {
 	}
 	i := seq - s.first
 	return s.live[i/64]&(1<<(i%64)) != 0
-}
-
-func (s *segment) countLive() int {
-	n := 0
-	for _, w := range s.live {
-		n += bits.OnesCount64(w)
-	}
-	return n
 }

@@ -138,7 +138,7 @@ func (b *boltInstance) startClock(t int64) {
 func (b *boltInstance) receive(ctx context.Context, bt *batch) {
 	// The batch's later particles, and whatever is left in the inbox, wait
 	// while this batch is processed.
-	b.backlog.settle(b.topo.wallNanos(), len(bt.items) > 1 || len(b.inbox) > 0 || b.buf.Len() > 0)
+	b.settleBacklog(len(bt.items) > 1)
 	b.stats.In.Add(uint64(len(bt.items)))
 	if b.clock == nil && len(bt.items) > 0 {
 		b.startClock(bt.items[0].p.Time)
@@ -186,10 +186,20 @@ func (b *boltInstance) receive(ctx context.Context, bt *batch) {
 func (b *boltInstance) settle(ctx context.Context) {
 	b.flushAcks()
 	_ = b.router.flush(ctx, false)
-	b.backlog.settle(b.topo.wallNanos(), len(b.inbox) > 0 || b.buf.Len() > 0)
+	b.settleBacklog(false)
 	n := int64(b.buf.Len())
 	b.stats.Buffered.Add(n - b.buffered)
 	b.buffered = n
+}
+
+// settleBacklog accounts the time the instance had work waiting: busy, or
+// anything in its inbox or buffer.
+func (b *boltInstance) settleBacklog(busy bool) {
+	now := b.topo.wallNanos()
+	b.backlog.close(now)
+	if busy || len(b.inbox) > 0 || b.buf.Len() > 0 {
+		b.backlog.mark(now)
+	}
 }
 
 func (b *boltInstance) housekeep(ctx context.Context) {

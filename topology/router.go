@@ -13,21 +13,28 @@ type inbox interface {
 	deliver(ctx context.Context, b *batch) error
 }
 
-// chanInbox is an in-process inbox.
-type chanInbox chan *batch
+// chanInbox is an in-process inbox. It marks the receiver's backlog, when
+// given one, as a batch arrives.
+type chanInbox struct {
+	ch      chan<- *batch
+	backlog *backlog
+	wall    func() int64
+}
 
 func (c chanInbox) deliver(ctx context.Context, b *batch) error {
 	select {
-	case c <- b:
-		return nil
+	case c.ch <- b:
 	default:
+		select {
+		case c.ch <- b:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
-	select {
-	case c <- b:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	if c.backlog != nil {
+		c.backlog.mark(c.wall())
 	}
+	return nil
 }
 
 // target is one downstream instance as seen from one upstream instance.
@@ -124,9 +131,6 @@ func (r *router) resolve(fn func(env *envelope)) {
 		}
 	}
 }
-
-// hasOutputs reports whether anything is downstream.
-func (r *router) hasOutputs() bool { return len(r.outputs) > 0 }
 
 // flushFull delivers the batches that are full.
 func (r *router) flushFull(ctx context.Context) error {

@@ -409,7 +409,12 @@ func (t *Topology) build(drainCtx context.Context) (*run, error) {
 			for _, up := range instances[in.from] {
 				o := output{stream: in.stream, grouping: in.grouping}
 				for _, down := range byName[spec.name] {
-					o.targets = append(o.targets, target{inbox: chanInbox(down.inbox), input: next})
+					ib := chanInbox{ch: down.inbox}
+					if t.cfg.Acking.Enabled {
+						// Only the acker's progress timeout needs the backlog.
+						ib.backlog, ib.wall = &down.backlog, r.wallNanos
+					}
+					o.targets = append(o.targets, target{inbox: ib, input: next})
 				}
 				up.outputs = append(up.outputs, o)
 				next++

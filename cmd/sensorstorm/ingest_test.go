@@ -113,16 +113,15 @@ func TestIngestCrash(t *testing.T) {
 	published := make(chan error, 1)
 	go func() {
 		base := time.Now().UnixNano()
-		var last paho.Token
 		for i := range n {
-			last = pub.Publish(fmt.Sprintf("sensors/s%d", i%4), 1, false, fmt.Sprintf("reading n=%di %d", i, base+int64(i)*int64(time.Millisecond)))
+			pub.Publish(fmt.Sprintf("sensors/s%d", i%4), 1, false, fmt.Sprintf("reading n=%di %d", i, base+int64(i)*int64(time.Millisecond)))
 			if i%100 == 0 {
 				time.Sleep(5 * time.Millisecond)
 			}
 		}
 		// A reading past the window releases the last ones, which would
 		// otherwise wait for newer data (or the drain) in the buffer.
-		last = pub.Publish("sensors/s0", 1, false, fmt.Sprintf("reading n=-1i %d", base+int64(n+1000)*int64(time.Millisecond)))
+		last := pub.Publish("sensors/s0", 1, false, fmt.Sprintf("reading n=-1i %d", base+int64(n+1000)*int64(time.Millisecond)))
 		last.Wait()
 		published <- last.Error()
 	}()

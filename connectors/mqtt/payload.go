@@ -67,7 +67,7 @@ func newDecoder(cfg PayloadConfig) (*decoder, error) {
 // joinable reports whether a line-protocol payload may be decoded joined
 // with others: a quote or a backslash could make its last entry run into
 // the next payload.
-func joinable(payload []byte) bool { return bytes.IndexAny(payload, "\"\\") < 0 }
+func joinable(payload []byte) bool { return !bytes.ContainsAny(payload, "\"\\") }
 
 // decode decodes the payloads of msgs, calling emit for each particle and
 // reject for each bad entry, which does not stop decoding, with the index
