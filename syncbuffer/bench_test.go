@@ -13,7 +13,7 @@ import (
 
 // benchItem is shaped like an engine envelope: a key and a pointer.
 type benchItem struct {
-	key     Key
+	key Key
 	//lint:ignore U1000 never read: it gives the item a pointer, as an envelope has
 	payload *int
 }
