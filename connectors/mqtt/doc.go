@@ -40,10 +40,11 @@
 //     write-ahead spool (package spool) in StateDir; a writer makes the
 //     messages that arrived meanwhile durable with one fsync (group
 //     commit, 0.1 to 0.3 ms on an idle SSD) and starts the next fsync as
-//     soon as that one ended and anything new arrived, while a second
-//     goroutine acknowledges what is durable, in arrival order: a broker
-//     holding 20 messages unacknowledged waits for one fsync at a time,
-//     not for acknowledgements being sent. Particles are emitted
+//     soon as that one ended and anything new arrived. It acknowledges
+//     each batch, in arrival order, as soon as its fsync returned, and a
+//     second goroutine queues it for the pipeline: a broker holding 20
+//     messages unacknowledged waits for one fsync at a time, not for the
+//     pipeline nor a goroutine hand-off. Particles are emitted
 //     afterwards, and a message is marked complete in the spool when all
 //     its particles were processed; complete segments are deleted. At
 //     start, the messages a previous run did not complete are emitted

@@ -280,13 +280,12 @@ func (s *Source) move(ctx context.Context) error {
 	}
 }
 
-// spoolAndHandOn makes arrivals durable in the spool while a second
-// goroutine acknowledges and queues what earlier syncs made durable: a
-// sync starts as soon as the previous one ended and anything arrived,
-// never waiting for acknowledgements to be sent, so that a broker that
+// spoolAndHandOn makes arrivals durable in the spool and acknowledges
+// them as soon as each sync returns, while a second goroutine queues them
+// for the pipeline: a sync starts as soon as the previous one ended and
+// anything arrived, never waiting for the pipeline, so that a broker that
 // holds few messages unacknowledged (Mosquitto: 20) waits on one fsync at
-// a time. Both goroutines keep arrival order: one syncs batches in order,
-// the other acknowledges them in order.
+// a time and no goroutine hand-off. Both goroutines keep arrival order.
 func (s *Source) spoolAndHandOn(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -301,7 +300,7 @@ func (s *Source) spoolAndHandOn(ctx context.Context) error {
 				// the next start, and sent again by the broker.
 				return
 			}
-			if !s.handOn(ctx, batch) {
+			if !s.queueAll(ctx, batch) {
 				return
 			}
 		}
@@ -324,13 +323,14 @@ func (s *Source) spoolAndHandOn(ctx context.Context) error {
 			return fmt.Errorf("mqtt: %w", err)
 		}
 		s.stats.Spooled.Add(uint64(len(batch)))
+		s.ack(batch)
 		durable.add(batch)
 	}
 }
 
-// durableQueue passes durable messages, in order, from the goroutine that
-// syncs the spool to the one that acknowledges them, without ever making
-// the first wait. Its length is bounded by MaxBuffered, as take is.
+// durableQueue passes durable, acknowledged messages, in order, from the
+// goroutine that syncs the spool to the one that queues them for the
+// pipeline, without ever making the first wait. Its length is bounded by MaxBuffered, as take is.
 type durableQueue struct {
 	mu   sync.Mutex
 	msgs []*message
@@ -374,11 +374,22 @@ func (q *durableQueue) take(ctx context.Context, buf []*message) []*message {
 // pipeline. It reports false when ctx ended.
 func (s *Source) handOn(ctx context.Context, batch []*message) bool {
 	if s.cfg.Mode != ModeTree {
-		for _, m := range batch {
-			m.m.Ack()
-		}
-		s.stats.Acked.Add(uint64(len(batch)))
+		s.ack(batch)
 	}
+	return s.queueAll(ctx, batch)
+}
+
+// ack acknowledges a batch to the broker.
+func (s *Source) ack(batch []*message) {
+	for _, m := range batch {
+		m.m.Ack()
+	}
+	s.stats.Acked.Add(uint64(len(batch)))
+}
+
+// queueAll queues a batch for the pipeline. It reports false when ctx
+// ended.
+func (s *Source) queueAll(ctx context.Context, batch []*message) bool {
 	for _, m := range batch {
 		select {
 		case s.queue <- m:
