@@ -1,6 +1,7 @@
 package acker
 
 import (
+	"math"
 	"math/bits"
 	"time"
 )
@@ -88,8 +89,9 @@ type Table struct {
 	head, tail uint32
 	free       int
 
-	// lag is the stream clock minus the progress clock at the last Expire.
-	lag int64
+	// lag is the stream clock minus the progress clock at the last Expire,
+	// and progressAt that progress clock.
+	lag, progressAt int64
 
 	bornShift, progressShift uint8
 	// bornTicks, progressTicks are the timeouts in ticks, rounded up.
@@ -103,7 +105,7 @@ func NewTable(cfg Config) (*Table, error) {
 		return nil, err
 	}
 	cfg.setDefaults()
-	t := &Table{capacity: cfg.Capacity, head: noSlot, tail: noSlot}
+	t := &Table{capacity: cfg.Capacity, head: noSlot, tail: noSlot, progressAt: math.MinInt64}
 	t.bornShift, t.bornTicks = resolution(cfg.HardTimeout)
 	t.progressShift, t.progressTicks = resolution(cfg.ProgressTimeout)
 	return t, nil
@@ -117,6 +119,15 @@ func resolution(d time.Duration) (shift uint8, ticks int32) {
 	}
 	unit := int64(1) << shift
 	return shift, int32((int64(d) + unit - 1) / unit)
+}
+
+// progressTick returns the progress clock at stream-clock time now in
+// ticks. A now older than the last Expire's (a caller that read its clock
+// before it got to the table) counts as that Expire's time: a tree is
+// never stamped behind the progress clock Expire last saw, which would
+// have it time out early.
+func (t *Table) progressTick(now int64) uint16 {
+	return tick(max(now-t.lag, t.progressAt), t.progressShift)
 }
 
 // tick converts a time to wrapping ticks of 1<<shift ns. The arithmetic
@@ -144,7 +155,7 @@ func (t *Table) Init(now int64, xor uint64) (id RootID, done bool, err error) {
 	sl.gen++
 	sl.xor = xor
 	sl.born = tick(now, t.bornShift)
-	sl.progress = tick(now-t.lag, t.progressShift)
+	sl.progress = t.progressTick(now)
 	return makeID(s, sl.gen), false, nil
 }
 
@@ -164,7 +175,7 @@ func (t *Table) Update(now int64, id RootID, xor uint64) (done, ok bool) {
 		t.release(uint32(id))
 		return true, true
 	}
-	sl.progress = tick(now-t.lag, t.progressShift)
+	sl.progress = t.progressTick(now)
 	return false, true
 }
 
@@ -190,7 +201,7 @@ func (t *Table) Fail(id RootID) (ok bool) {
 // Expire sweeps every slot ever used, pending or not, in linear time. fn
 // must not be nil; it may call the table's methods (Init a replay, say).
 func (t *Table) Expire(now, progressNow int64, fn func(id RootID, r Reason)) {
-	t.lag = now - progressNow
+	t.lag, t.progressAt = now-progressNow, progressNow
 	born, bornTicks := tick(now, t.bornShift), t.bornTicks
 	progress, progressTicks := tick(progressNow, t.progressShift), t.progressTicks
 	for i := 0; ; i++ {

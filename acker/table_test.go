@@ -99,11 +99,11 @@ func TestTimeout(t *testing.T) {
 		failed = append(failed, id)
 		reasons = append(reasons, r)
 	}
-	s.tab.Expire(int64(time.Second), int64(time.Second), record)
-	require.Empty(t, failed, "never early")
-
 	s.now = int64(time.Second / 2)
 	require.Empty(t, s.ack(kids[0])) // progress at 0.5 s for root only
+
+	s.tab.Expire(int64(time.Second), int64(time.Second), record)
+	require.Empty(t, failed, "never early")
 
 	const late = time.Second + 12*time.Millisecond // 3 ticks of at most 1/256 s
 	s.tab.Expire(int64(late), int64(late), record)
@@ -168,6 +168,34 @@ func TestPausedProgressClock(t *testing.T) {
 	_, _, err = tab.Init(int64(20*time.Second), 1)
 	require.NoError(t, err)
 	tab.Expire(int64(20*time.Second+time.Second/2), int64(11*time.Second), fail)
+}
+
+// A caller that read its clock before another goroutine's Expire ran (the
+// clock then jumped) must not stamp a tree behind the progress clock that
+// Expire saw: the tree would time out at once.
+func TestStaleClockDoesNotAgeTrees(t *testing.T) {
+	tab := newTestTable(t, Config{ProgressTimeout: time.Second, HardTimeout: time.Hour})
+	fail := func(RootID, Reason) { t.Fatal("a fresh tree timed out") }
+	// Paused from 1 s on: the progress clock stays at 1 s while the
+	// stream clock runs to 5 s.
+	tab.Expire(int64(5*time.Second), int64(time.Second), fail)
+	// Read at 2 s, before that Expire; applied after it.
+	stale := int64(2 * time.Second)
+	root, _, err := tab.Init(stale, 1)
+	require.NoError(t, err)
+	other, _, err := tab.Init(int64(5*time.Second), 1)
+	require.NoError(t, err)
+	done, ok := tab.Update(stale, other, 0)
+	require.True(t, ok)
+	require.False(t, done)
+	tab.Expire(int64(5*time.Second+time.Second/2), int64(time.Second+time.Second/2), fail)
+
+	var got []RootID
+	tab.Expire(int64(7*time.Second), int64(3*time.Second), func(id RootID, r Reason) {
+		assert.Equal(t, Timeout, r)
+		got = append(got, id)
+	})
+	assert.ElementsMatch(t, []RootID{root, other}, got, "a second of progress later both time out")
 }
 
 func TestHardCapBeatsTimeout(t *testing.T) {
