@@ -178,9 +178,7 @@ func (a *ackService) report(results []outcome) {
 			s.pending.give(n)
 		case o.done:
 			s.stats.Acked.Add(1)
-			if s.ackr != nil {
-				s.ackr.Ack(o.msgID)
-			}
+			s.ackr.Ack(o.msgID)
 			s.pending.give(1)
 		case o.attempt < a.cfg.MaxAttempts:
 			s.stats.Failed.Add(1)

@@ -144,14 +144,14 @@ func (b *boltInstance) receive(ctx context.Context, bt *batch) {
 		b.startClock(bt.items[0].p.Time)
 	}
 	now := b.now()
+	// An unpaced clock is the data's own time: nothing can be ahead of it,
+	// and a gap in a recording is no wild timestamp.
+	unpaced := b.clock != nil && b.clock.Speed() == streamclock.Unpaced
 	for i := range bt.items {
 		env := &bt.items[i]
 		if b.clock != nil {
 			b.clock.Observe(env.p.Time)
-			if b.clock.Speed() == streamclock.Unpaced {
-				// An unpaced clock is the data's own time: nothing can
-				// be ahead of it, and a gap in a recording is no wild
-				// timestamp.
+			if unpaced {
 				now = b.clock.Now()
 			}
 		}
@@ -401,7 +401,10 @@ func (b *boltInstance) EmitAnchored(p particle.Particle, anchors ...operation.An
 	env := &b.emitted
 	*env = envelope{p: p}
 	b.claims = b.claims[:0]
-	clear(b.claimed)
+	if len(b.claimed) > 0 {
+		// Only a large emit fills the index; clearing costs its capacity.
+		clear(b.claimed)
+	}
 	for _, a := range anchors {
 		h := b.heldInputs[a]
 		if h == nil {
