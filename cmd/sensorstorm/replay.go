@@ -99,36 +99,36 @@ func replay(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return exitUsage
 	}
+	// fail reports err and returns code.
+	fail := func(code int, err error) int {
+		fmt.Fprintln(stderr, "sensorstorm:", err)
+		return code
+	}
 	cfg := replaysrc.Config{Speed: o.speed, From: o.from.t, To: o.to.t, Loop: o.loop, Concat: o.concat}
 	for _, path := range o.files {
 		f, err := o.format.formatFor(path)
 		if err != nil {
-			fmt.Fprintln(stderr, "sensorstorm:", err)
-			return exitUsage
+			return fail(exitUsage, err)
 		}
 		cfg.Inputs = append(cfg.Inputs, replaysrc.Input{Path: path, Format: &f})
 	}
 	src, err := replaysrc.New(cfg)
 	if err != nil {
-		fmt.Fprintln(stderr, "sensorstorm:", err)
-		return exitUsage
+		return fail(exitUsage, err)
 	}
 	for _, path := range o.files {
 		if _, err := os.Stat(path); err != nil {
-			fmt.Fprintln(stderr, "sensorstorm:", err)
-			return exitError
+			return fail(exitError, err)
 		}
 	}
 	w, err := openOutput(o.out, stdout)
 	if err != nil {
-		fmt.Fprintln(stderr, "sensorstorm:", err)
-		return exitError
+		return fail(exitError, err)
 	}
 	var lateW io.Writer
 	if o.late == syncbuffer.LateSide && o.lateOut != "" {
 		if lateW, err = openOutput(o.lateOut, stdout); err != nil {
-			fmt.Fprintln(stderr, "sensorstorm:", err)
-			return exitError
+			return fail(exitError, err)
 		}
 	}
 
@@ -142,8 +142,7 @@ func replay(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Clock:       topology.ClockConfig{Replay: true, Speed: float64(o.speed)},
 	})
 	if err != nil {
-		fmt.Fprintln(stderr, "sensorstorm:", err)
-		return exitError
+		return fail(exitError, err)
 	}
 	t.AddSource("replay", topology.Single(src), topology.SourceConfig{})
 	t.AddBolt("out", operation.Stateless(file.NewSink(w, o.format.precision)), topology.BoltConfig{
@@ -157,8 +156,7 @@ func replay(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	stopControl, err := serveControl(o.control, src, stderr)
 	if err != nil {
-		fmt.Fprintln(stderr, "sensorstorm:", err)
-		return exitError
+		return fail(exitError, err)
 	}
 	stopUI := term.start(ctx, src, cancel)
 	start := time.Now()

@@ -81,9 +81,7 @@ func (t *terminal) start(ctx context.Context, src *replaysrc.Source, quit func()
 	t.mu.Unlock()
 	done := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		tick := time.NewTicker(progressEvery)
 		defer tick.Stop()
 		var lastN uint64
@@ -105,7 +103,7 @@ func (t *terminal) start(ctx context.Context, src *replaysrc.Source, quit func()
 				t.update(st, rate)
 			}
 		}
-	}()
+	})
 	return func() {
 		close(done)
 		wg.Wait()

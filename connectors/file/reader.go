@@ -1,12 +1,10 @@
 package file
 
 import (
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"sync/atomic"
 
 	"github.com/sensorstorm/sensorstorm/particle"
@@ -38,25 +36,17 @@ func OpenReader(path string, f Format) (*Reader, error) {
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
-	file, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("file: %w", err)
-	}
 	var size int64
-	if st, err := file.Stat(); err == nil {
-		size = st.Size()
-	}
-	count := &countingReader{r: file}
-	var r io.Reader = count
-	closeFn := file.Close
-	if strings.HasSuffix(path, ".gz") {
-		zr, err := gzip.NewReader(count)
-		if err != nil {
-			file.Close()
-			return nil, fmt.Errorf("file: %s: %w", path, err)
+	count := &countingReader{}
+	r, closeFn, err := open(path, func(file *os.File) io.Reader {
+		if st, err := file.Stat(); err == nil {
+			size = st.Size()
 		}
-		r = zr
-		closeFn = func() error { return errors.Join(zr.Close(), file.Close()) }
+		count.r = file
+		return count
+	})
+	if err != nil {
+		return nil, err
 	}
 	rd, err := NewReader(r, path, f)
 	if err != nil {

@@ -93,15 +93,22 @@ func (s *Source) readFile(ctx context.Context, path string, out topology.SourceE
 // Open opens a file for reading, through gzip when its name ends in ".gz",
 // and returns the reader and the function that closes it.
 func Open(path string) (io.Reader, func() error, error) {
+	return open(path, func(f *os.File) io.Reader { return bufio.NewReaderSize(f, 256<<10) })
+}
+
+// open opens the file at path and reads it through wrap, then through gzip
+// when its name ends in ".gz". It returns the reader and the function that
+// closes it.
+func open(path string, wrap func(*os.File) io.Reader) (io.Reader, func() error, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("file: %w", err)
 	}
-	br := bufio.NewReaderSize(f, 256<<10)
+	r := wrap(f)
 	if !strings.HasSuffix(path, ".gz") {
-		return br, f.Close, nil
+		return r, f.Close, nil
 	}
-	zr, err := gzip.NewReader(br)
+	zr, err := gzip.NewReader(r)
 	if err != nil {
 		f.Close()
 		return nil, nil, fmt.Errorf("file: %s: %w", path, err)
