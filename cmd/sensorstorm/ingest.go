@@ -31,7 +31,7 @@ type stringsFlag []string
 func (s *stringsFlag) String() string     { return strings.Join(*s, ",") }
 func (s *stringsFlag) Set(v string) error { *s = append(*s, v); return nil }
 
-// ingestFlags are the flags of ingest, shared with bench.
+// ingestFlags are the flags of ingest.
 type ingestFlags struct {
 	src     mqtt.Config
 	window  time.Duration
@@ -72,6 +72,9 @@ func (f *ingestFlags) register(fs *flag.FlagSet) {
 	// would lose them.
 	f.late = syncbuffer.LatePass
 	fs.TextVar(&f.late, "late", syncbuffer.LatePass, "late particles: pass (written out of order) or drop")
+	fs.StringVar(&f.out, "out", "-", "append line protocol to this file (created when missing); - is stdout")
+	fs.StringVar(&f.publish, "publish", "", "also publish results to this topic template, e.g. results/{sensor}")
+	fs.StringVar(&f.record, "record", "", "also record everything that came in to DIR/ingest-<start time>.lp, for sensorstorm replay")
 }
 
 func ingest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -79,9 +82,6 @@ func ingest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var f ingestFlags
 	f.register(fs)
-	fs.StringVar(&f.out, "out", "-", "append line protocol to this file (created when missing); - is stdout")
-	fs.StringVar(&f.publish, "publish", "", "also publish results to this topic template, e.g. results/{sensor}")
-	fs.StringVar(&f.record, "record", "", "also record everything that came in to DIR/ingest-<start time>.lp, for sensorstorm replay")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: sensorstorm ingest --broker URL --topic FILTER [--topic FILTER ...] [flags]")
 		fs.PrintDefaults()

@@ -29,7 +29,6 @@ type lineSink struct {
 	line    []byte
 	held    []operation.Anchor
 	written uint64
-	err     error
 }
 
 func newLineSink(w io.Writer, prec particle.Precision) *lineSink {
@@ -81,9 +80,6 @@ func (s *lineSink) settle(out operation.Emitter) error {
 		s.written += uint64(len(s.held))
 	}
 	s.held = s.held[:0]
-	if err != nil && s.err == nil {
-		s.err = err
-	}
 	return nil
 }
 

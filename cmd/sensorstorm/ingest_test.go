@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"sync"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -30,32 +30,14 @@ func buildBinary(t *testing.T) string {
 	return bin
 }
 
-// lockedBuffer collects a subprocess's stderr while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-func startIngest(t *testing.T, bin string, args ...string) (*exec.Cmd, *lockedBuffer) {
+func startIngest(t *testing.T, bin string, args ...string) (*exec.Cmd, *mosquittotest.LockedBuffer) {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"ingest"}, args...)...)
-	stderr := &lockedBuffer{}
+	stderr := &mosquittotest.LockedBuffer{}
 	cmd.Stderr = stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	waitUntil(t, 20*time.Second, "ingest connected", func() bool { return bytes.Contains([]byte(stderr.String()), []byte("mqtt: connected")) })
+	waitUntil(t, 20*time.Second, "ingest connected", func() bool { return strings.Contains(stderr.String(), "mqtt: connected") })
 	return cmd, stderr
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 )
@@ -77,3 +78,7 @@ func connect(ctx context.Context, cl paho.Client) error {
 		return ctx.Err()
 	}
 }
+
+// disconnect disconnects cl, giving work in flight DefaultDisconnectQuiesce
+// to finish.
+func disconnect(cl paho.Client) { cl.Disconnect(uint(DefaultDisconnectQuiesce / time.Millisecond)) }

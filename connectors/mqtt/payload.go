@@ -26,6 +26,7 @@ type decoder struct {
 	buf    []byte
 	starts []int
 	recvs  []int64
+	tags   [][]particle.Tag // payload i's topic tags, when tmpl is set
 	// tmpl has, per topic segment, the tag it becomes or "".
 	tmpl     []string
 	tmplRest bool
@@ -88,45 +89,33 @@ func (d *decoder) decode(msgs []*message, emit func(i int, p particle.Particle) 
 		}
 		return nil
 	}
-	for len(msgs) > 0 {
+	for off := 0; off < len(msgs); {
 		n := 1
-		if joinable(msgs[0].payload) {
-			for n < len(msgs) && joinable(msgs[n].payload) {
+		if joinable(msgs[off].payload) {
+			for off+n < len(msgs) && joinable(msgs[off+n].payload) {
 				n++
 			}
 		}
-		if err := d.decodeLines(msgs[:n], emit, reject); err != nil {
+		if err := d.decodeLines(msgs[off:off+n], off, emit, reject); err != nil {
 			return err
 		}
-		emit = offsetEmit(emit, n)
-		reject = offsetReject(reject, n)
-		msgs = msgs[n:]
+		off += n
 	}
 	return nil
 }
 
-func offsetEmit(emit func(int, particle.Particle) error, n int) func(int, particle.Particle) error {
-	return func(i int, p particle.Particle) error { return emit(i+n, p) }
-}
-
-func offsetReject(reject func(int, error), n int) func(int, error) {
-	return func(i int, err error) { reject(i+n, err) }
-}
-
-// decodeLines decodes the line-protocol payloads of msgs joined.
-func (d *decoder) decodeLines(msgs []*message, emit func(int, particle.Particle) error, reject func(int, error)) error {
-	d.buf, d.starts, d.recvs = d.buf[:0], d.starts[:0], d.recvs[:0]
+// decodeLines decodes the line-protocol payloads of msgs joined. msgs
+// starts at index off of the batch that emit and reject number.
+func (d *decoder) decodeLines(msgs []*message, off int, emit func(int, particle.Particle) error, reject func(int, error)) error {
+	d.buf, d.starts, d.recvs, d.tags = d.buf[:0], d.starts[:0], d.recvs[:0], d.tags[:0]
 	line := 1
 	for _, m := range msgs {
 		d.starts = append(d.starts, line)
 		d.recvs = append(d.recvs, m.recv)
 		d.buf = append(append(d.buf, m.payload...), '\n')
 		line += bytes.Count(m.payload, []byte{'\n'}) + 1
-	}
-	tags := make([][]particle.Tag, len(msgs))
-	if d.tmpl != nil {
-		for i, m := range msgs {
-			tags[i] = d.topicTags(m.topic)
+		if d.tmpl != nil {
+			d.tags = append(d.tags, d.topicTags(m.topic))
 		}
 	}
 	d.lp.ResetBytes(d.buf, "")
@@ -141,17 +130,17 @@ func (d *decoder) decodeLines(msgs []*message, emit func(int, particle.Particle)
 		switch {
 		case errors.As(err, &de):
 			// Place the error in its own payload.
-			reject(i, &particle.DecodeError{Source: msgs[i].topic, Line: de.Line - d.starts[i] + 1, Column: de.Column, Err: de.Err})
+			reject(off+i, &particle.DecodeError{Source: msgs[i].topic, Line: de.Line - d.starts[i] + 1, Column: de.Column, Err: de.Err})
 			continue
 		case err != nil:
 			// Reading bytes cannot fail otherwise; report it as bad input.
-			reject(i, &particle.DecodeError{Source: msgs[i].topic, Line: d.lp.Line() - d.starts[i] + 1, Err: err})
+			reject(off+i, &particle.DecodeError{Source: msgs[i].topic, Line: d.lp.Line() - d.starts[i] + 1, Err: err})
 			return nil
 		}
-		if len(tags[i]) > 0 {
-			p = withTags(p, tags[i])
+		if d.tmpl != nil {
+			p = withTags(p, d.tags[i])
 		}
-		if err := emit(i, p); err != nil {
+		if err := emit(off+i, p); err != nil {
 			return err
 		}
 	}

@@ -262,7 +262,7 @@ func (s *Sink) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.closed && s.client != nil {
-		s.client.Disconnect(uint(DefaultDisconnectQuiesce / time.Millisecond))
+		disconnect(s.client)
 	}
 	s.closed = true
 	return nil

@@ -65,6 +65,7 @@ type Source struct {
 	kick     chan struct{} // a message arrived; size one: one wake-up is enough
 
 	relMu sync.Mutex // serializes ModeTree releases, so PUBACKs leave in order
+	ready []*message // release's scratch, reused to spare an allocation per release; guarded by relMu
 
 	// queue holds the messages between the broker and the pipeline; its
 	// size is MaxBuffered, the source's memory bound. taken counts the
@@ -524,15 +525,15 @@ func (s *Source) release() {
 	for n < len(s.order) && s.order[n].done {
 		n++
 	}
-	ready := make([]*message, n)
-	copy(ready, s.order)
+	s.ready = append(s.ready[:0], s.order[:n]...)
 	rest := copy(s.order, s.order[n:])
 	clear(s.order[rest:])
 	s.order = s.order[:rest]
 	s.mu.Unlock()
-	for _, m := range ready {
+	for _, m := range s.ready {
 		m.m.Ack()
 	}
+	clear(s.ready) // let the acknowledged messages be collected
 	s.stats.Acked.Add(uint64(n))
 }
 
@@ -542,7 +543,7 @@ func (s *Source) release() {
 func (s *Source) Close() error {
 	s.closeOnce.Do(func() {
 		if s.client != nil {
-			s.client.Disconnect(uint(DefaultDisconnectQuiesce / time.Millisecond))
+			disconnect(s.client)
 		}
 		if s.spool != nil {
 			s.closeErr = s.spool.Close()

@@ -64,7 +64,7 @@ type Broker struct {
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	done chan struct{} // closed when cmd has exited
-	log  *lockedBuffer
+	log  *LockedBuffer
 }
 
 // Binary returns the path of the mosquitto binary, or an error telling
@@ -136,7 +136,7 @@ func (b *Broker) Start() {
 	}
 	cmd := exec.Command(b.bin, "-c", b.ConfigPath())
 	dieWithParent(cmd)
-	log := new(lockedBuffer)
+	log := new(LockedBuffer)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		b.t.Fatalf("mosquittotest: start %s: %v", b.bin, err)
@@ -205,19 +205,23 @@ func (b *Broker) Log() string {
 	return b.log.String()
 }
 
-// lockedBuffer collects a process's output while the test reads it.
-type lockedBuffer struct {
+// LockedBuffer collects a process's output while the test reads it: a
+// bytes.Buffer safe for concurrent Write and String. The zero value is
+// ready to use.
+type LockedBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (l *lockedBuffer) Write(p []byte) (int, error) {
+// Write appends p to the buffer.
+func (l *LockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.buf.Write(p)
 }
 
-func (l *lockedBuffer) String() string {
+// String returns what was written so far.
+func (l *LockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.buf.String()
