@@ -25,7 +25,7 @@ func NewThreshold(cfg ThresholdConfig) (Operation, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	a := &alerter{field: cfg.Field, by: cfg.By, key: ByTags(cfg.By...), name: cfg.Name, measurement: cfg.Measurement, state: map[string]*alertState{}}
+	a := newAlerter(cfg.Field, cfg.Name, cfg.Measurement, cfg.By)
 	above, below := math.Inf(1), math.Inf(-1)
 	if cfg.Above != nil {
 		above = *cfg.Above
@@ -49,7 +49,7 @@ func NewRateOfChange(cfg RateConfig) (Operation, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	a := &alerter{field: cfg.Field, by: cfg.By, key: ByTags(cfg.By...), name: cfg.Name, measurement: cfg.Measurement, state: map[string]*alertState{}}
+	a := newAlerter(cfg.Field, cfg.Name, cfg.Measurement, cfg.By)
 	a.check = func(s *alertState, t int64, v float64) (bool, particle.Field, bool) {
 		if s.seen && t <= s.lastT {
 			return false, particle.Field{}, false
@@ -73,6 +73,10 @@ type alerter struct {
 	// check reports whether a reading fires the alert, an extra field for
 	// the alert, and whether the reading counts at all.
 	check func(s *alertState, t int64, v float64) (firing bool, extra particle.Field, ok bool)
+}
+
+func newAlerter(field, name, measurement string, by []string) *alerter {
+	return &alerter{field: field, by: by, key: ByTags(by...), name: name, measurement: measurement, state: map[string]*alertState{}}
 }
 
 type alertState struct {

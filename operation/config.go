@@ -160,14 +160,7 @@ type ThresholdConfig struct {
 	Measurement string `yaml:"measurement"`
 }
 
-func (c *ThresholdConfig) setDefaults() {
-	if c.Name == "" {
-		c.Name = "threshold"
-	}
-	if c.Measurement == "" {
-		c.Measurement = DefaultAlertMeasurement
-	}
-}
+func (c *ThresholdConfig) setDefaults() { setAlertDefaults(&c.Name, &c.Measurement, "threshold") }
 
 // Validate reports the problems of c, after defaults.
 func (c *ThresholdConfig) Validate() error {
@@ -182,6 +175,17 @@ func (c *ThresholdConfig) Validate() error {
 		errs = append(errs, fmt.Errorf("below %g is above above %g: the alert would always fire", *c.Below, *c.Above))
 	}
 	return wrapInvalid(errs)
+}
+
+// setAlertDefaults defaults an alert's name to def and its measurement to
+// DefaultAlertMeasurement.
+func setAlertDefaults(name, measurement *string, def string) {
+	if *name == "" {
+		*name = def
+	}
+	if *measurement == "" {
+		*measurement = DefaultAlertMeasurement
+	}
 }
 
 // RateConfig configures [NewRateOfChange]: an alert when a field changes
@@ -201,14 +205,7 @@ type RateConfig struct {
 	Measurement string `yaml:"measurement"`
 }
 
-func (c *RateConfig) setDefaults() {
-	if c.Name == "" {
-		c.Name = "rate"
-	}
-	if c.Measurement == "" {
-		c.Measurement = DefaultAlertMeasurement
-	}
-}
+func (c *RateConfig) setDefaults() { setAlertDefaults(&c.Name, &c.Measurement, "rate") }
 
 // Validate reports the problems of c, after defaults.
 func (c *RateConfig) Validate() error {

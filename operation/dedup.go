@@ -72,8 +72,7 @@ func (d *dedup) expire(now int64) {
 func (d *dedup) identity(b []byte, p *particle.Particle) []byte {
 	if len(d.by) > 0 {
 		for _, n := range d.by {
-			b = append(b, lookup(p, n)...)
-			b = append(b, 0)
+			b = append(appendLookup(b, p, n), 0)
 		}
 		return b
 	}

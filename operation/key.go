@@ -1,10 +1,6 @@
 package operation
 
-import (
-	"strings"
-
-	"github.com/sensorstorm/sensorstorm/particle"
-)
+import "github.com/sensorstorm/sensorstorm/particle"
 
 // ByTags returns a KeyFunc grouping particles by the values of the named
 // tags, or of fields where no such tag exists (like the engine's fields
@@ -18,14 +14,15 @@ func ByTags(names ...string) KeyFunc {
 		return func(p *particle.Particle) string { return lookup(p, name) }
 	}
 	return func(p *particle.Particle) string {
-		var b strings.Builder
+		var buf [64]byte
+		b := buf[:0]
 		for i, n := range names {
 			if i > 0 {
-				b.WriteByte(0)
+				b = append(b, 0)
 			}
-			b.WriteString(lookup(p, n))
+			b = appendLookup(b, p, n)
 		}
-		return b.String()
+		return string(b)
 	}
 }
 
@@ -41,6 +38,21 @@ func lookup(p *particle.Particle, name string) string {
 		return v.String()
 	}
 	return ""
+}
+
+// appendLookup appends what lookup returns to b, without allocating a
+// string for numeric fields.
+func appendLookup(b []byte, p *particle.Particle, name string) []byte {
+	if v, ok := p.Tag(name); ok {
+		return append(b, v...)
+	}
+	if v, ok := p.Field(name); ok {
+		if v.Kind() == particle.KindString {
+			return append(b, v.StringValue()...)
+		}
+		return v.AppendTo(b)
+	}
+	return b
 }
 
 // groupTags returns the tags among names that p carries, sorted by key, for

@@ -43,7 +43,7 @@ func (p *Pipeline) setDefaults() {
 		spans[b.Name] = b.span
 		longest = max(longest, b.span)
 	}
-	unpaced := !p.live() && p.speed() == replay.Max
+	unpaced := !p.Live() && p.speed() == replay.Max
 	for i := range p.Bolts {
 		b := &p.Bolts[i]
 		switch {
@@ -63,7 +63,7 @@ func (p *Pipeline) setDefaults() {
 			}
 		}
 	}
-	if p.live() {
+	if p.Live() {
 		// MQTT sources learn from acking when a message can no longer be
 		// lost.
 		if !p.ackingEnabledSet {
@@ -159,7 +159,7 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 		opts.Stdout = os.Stdout
 	}
 	var clock topology.ClockConfig
-	if !p.live() {
+	if !p.Live() {
 		clock = topology.ClockConfig{Replay: true, Speed: float64(p.speed())}
 	}
 	topo, err := topology.New(topology.Config{

@@ -148,9 +148,9 @@ func (d *decoder) checkMQTT(p *Pipeline) {
 	}
 }
 
-// live reports whether the pipeline reads MQTT feeds, which run on the
-// live clock.
-func (p *Pipeline) live() bool {
+// Live reports whether the pipeline reads MQTT feeds, which run on the
+// live clock until stopped.
+func (p *Pipeline) Live() bool {
 	for _, s := range p.Sources {
 		if s.MQTT != nil {
 			return true

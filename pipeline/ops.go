@@ -53,17 +53,14 @@ func windowOp(aggregate string) opType {
 			if aggregate == "percentile" && len(p.Percentiles) == 0 {
 				cfg.Aggregates = []string{"p50"}
 			}
-			if _, err := operation.NewStats(cfg); err != nil {
+			f, err := factoryOf(operation.NewStats, cfg)
+			if err != nil {
 				return nil, 0, err
 			}
-			span := max(cfg.Size, cfg.Gap)
 			if cfg.Count > 0 {
-				span = -1
+				return f, -1, nil
 			}
-			return func() operation.Operation {
-				op, _ := operation.NewStats(cfg)
-				return op
-			}, span, nil
+			return f, max(cfg.Size, cfg.Gap), nil
 		},
 	}
 }
@@ -74,19 +71,25 @@ func simpleOp[C any](newOp func(C) (operation.Operation, error), span func(*C) t
 		params: func() any { return new(C) },
 		build: func(v any) (operation.Factory, time.Duration, error) {
 			cfg := *v.(*C)
-			if _, err := newOp(cfg); err != nil {
-				return nil, 0, err
+			f, err := factoryOf(newOp, cfg)
+			if err != nil || span == nil {
+				return f, 0, err
 			}
-			var s time.Duration
-			if span != nil {
-				s = span(&cfg)
-			}
-			return func() operation.Operation {
-				op, _ := newOp(cfg)
-				return op
-			}, s, nil
+			return f, span(&cfg), nil
 		},
 	}
+}
+
+// factoryOf checks cfg by building one operation, then returns a Factory
+// of operations built from it.
+func factoryOf[C any](newOp func(C) (operation.Operation, error), cfg C) (operation.Factory, error) {
+	if _, err := newOp(cfg); err != nil {
+		return nil, err
+	}
+	return func() operation.Operation {
+		op, _ := newOp(cfg)
+		return op
+	}, nil
 }
 
 var opTypes = map[string]opType{

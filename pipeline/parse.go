@@ -243,16 +243,8 @@ func (d *decoder) source(n *yaml.Node) (Source, bool) {
 	if m == nil {
 		return Source{}, false
 	}
-	s := Source{Parallelism: 1, pos: at(n)}
-	what := "source"
-	if v := m["name"]; v == nil {
-		d.fail(n, "source: no name")
-	} else if name, ok := d.str(v, "source: name"); ok {
-		s.Name, what = name, fmt.Sprintf("source %q", name)
-	}
-	if v := m["parallelism"]; v != nil {
-		s.Parallelism = d.posInt(v, what+": parallelism")
-	}
+	name, what, parallelism := d.component(n, m, "source")
+	s := Source{Name: name, Parallelism: parallelism, pos: at(n)}
 	switch {
 	case m["file"] != nil && m["mqtt"] != nil:
 		d.fail(n, "%s: set file or mqtt, not both", what)
@@ -266,6 +258,21 @@ func (d *decoder) source(n *yaml.Node) (Source, bool) {
 	// A source with problems still declares its name, so that its
 	// consumers get no errors of their own.
 	return s, true
+}
+
+// component decodes the name and parallelism shared by sources and bolts
+// of kind; what names the component in messages.
+func (d *decoder) component(n *yaml.Node, m map[string]*yaml.Node, kind string) (name, what string, parallelism int) {
+	what, parallelism = kind, 1
+	if v := m["name"]; v == nil {
+		d.fail(n, "%s: no name", kind)
+	} else if s, ok := d.str(v, kind+": name"); ok {
+		name, what = s, fmt.Sprintf("%s %q", kind, s)
+	}
+	if v := m["parallelism"]; v != nil {
+		parallelism = d.posInt(v, what+": parallelism")
+	}
+	return name, what, parallelism
 }
 
 func (d *decoder) fileSource(n *yaml.Node, what string) *FileSource {
@@ -315,16 +322,8 @@ func (d *decoder) bolt(n *yaml.Node) (Bolt, bool) {
 	if m == nil {
 		return Bolt{}, false
 	}
-	b := Bolt{Parallelism: 1, pos: at(n), set: map[string]bool{}}
-	what := "bolt"
-	if v := m["name"]; v == nil {
-		d.fail(n, "bolt: no name")
-	} else if name, ok := d.str(v, "bolt: name"); ok {
-		b.Name, what = name, fmt.Sprintf("bolt %q", name)
-	}
-	if v := m["parallelism"]; v != nil {
-		b.Parallelism = d.posInt(v, what+": parallelism")
-	}
+	name, what, parallelism := d.component(n, m, "bolt")
+	b := Bolt{Name: name, Parallelism: parallelism, pos: at(n), set: map[string]bool{}}
 	switch {
 	case m["input"] != nil && m["inputs"] != nil:
 		d.fail(n, "%s: set input or inputs, not both", what)

@@ -60,11 +60,8 @@ func runPipeline(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		defer stop()
 	}
 	logger.Info("pipeline started", "file", p.File, "sources", len(p.Sources), "bolts", len(p.Bolts))
-	for _, s := range p.Sources {
-		if s.MQTT != nil {
-			logger.Info("reading MQTT feeds until interrupted: SIGINT or SIGTERM drains and stops")
-			break
-		}
+	if p.Live() {
+		logger.Info("reading MQTT feeds until interrupted: SIGINT or SIGTERM drains and stops")
 	}
 	start := time.Now()
 	runErr := topo.Run(ctx)
