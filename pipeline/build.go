@@ -169,6 +169,15 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 		return nil, fmt.Errorf("pipeline: %w", err)
 	}
 	built := &Built{Topology: topo}
+	// opened is what a failed build closes: MQTT sources (their spools)
+	// and sink files.
+	var opened []io.Closer
+	fail := func(err error) (*Built, error) {
+		for _, c := range opened {
+			c.Close()
+		}
+		return nil, err
+	}
 	for i := range p.Sources {
 		s := &p.Sources[i]
 		var factory topology.SourceFactory
@@ -180,24 +189,21 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 			srcs, err = mqttSources(s, opts)
 			for _, src := range srcs {
 				built.sources = append(built.sources, src)
+				opened = append(opened, src)
 			}
 			factory = func(i int) topology.Source { return srcs[i] }
 		}
 		if err != nil {
-			return nil, &Error{File: p.File, Line: s.pos.line, Column: s.pos.col, Err: fmt.Errorf("source %q: %w", s.Name, err)}
+			return fail(&Error{File: p.File, Line: s.pos.line, Column: s.pos.col, Err: fmt.Errorf("source %q: %w", s.Name, err)})
 		}
 		topo.AddSource(s.Name, factory, topology.SourceConfig{Parallelism: s.Parallelism})
 	}
-	var opened []io.Closer
 	for _, b := range p.Bolts {
 		f := b.factory
 		if b.Sink != nil {
 			op, c, err := openSink(b.Sink, b.Name, opts)
 			if err != nil {
-				for _, c := range opened {
-					c.Close()
-				}
-				return nil, &Error{File: p.File, Line: b.pos.line, Column: b.pos.col, Err: fmt.Errorf("bolt %q: %w", b.Name, err)}
+				return fail(&Error{File: p.File, Line: b.pos.line, Column: b.pos.col, Err: fmt.Errorf("bolt %q: %w", b.Name, err)})
 			}
 			if c != nil {
 				opened = append(opened, c)
@@ -235,6 +241,9 @@ func mqttSources(s *Source, opts Options) ([]*mqtt.Source, error) {
 	for _, cfg := range mqttSourceConfigs(s, opts.Dir, opts.Logger) {
 		src, err := mqtt.NewSource(cfg)
 		if err != nil {
+			for _, s := range srcs {
+				s.Close()
+			}
 			return nil, err
 		}
 		srcs = append(srcs, src)
