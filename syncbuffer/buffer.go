@@ -26,11 +26,11 @@ type Stats struct {
 	Late      uint64 // items classified Late
 	Invalid   uint64 // items classified Invalid
 	Duplicate uint64 // items classified Duplicate
+	Behind    uint64 // items classified Behind
 	Buffered  int    // items held now
 
-	// MaxReleased is the event time of the newest released item, the
-	// bound below which pushed items are Late; math.MinInt64 before the
-	// first release.
+	// MaxReleased is the event time of the newest released item;
+	// math.MinInt64 before the first release.
 	MaxReleased int64
 
 	// MetaRemembered is the number of meta identities held for
@@ -70,14 +70,24 @@ type Buffer[T any] struct {
 	started bool
 	meta    metaSet
 	stats   Stats
+	// released is the key of the newest released item; hasReleased tells
+	// whether there is one.
+	released    Key
+	hasReleased bool
 }
 
 type input struct {
-	high  int64 // newest event time delivered; valid once sent
-	last  int64 // stream-clock time of the last sign of life
-	sent  bool
-	ended bool
-	run   run // what it delivered in order, when runs are kept
+	// high is the input's high-water mark: the newest event time it had
+	// sent when it last sent an item or announced its progress. Valid once
+	// sent.
+	high int64
+	// promise is the input's forwarded watermark: no item at or below it
+	// will come from the input. math.MinInt64 until announced.
+	promise int64
+	last    int64 // stream-clock time of the last sign of life
+	sent    bool
+	ended   bool
+	run     run // what it delivered in order, when runs are kept
 }
 
 // entry is the tree's view of an item: its key, an arrival counter that
@@ -129,9 +139,15 @@ func New[T any](cfg Config, inputs int, key func(*T) Key, isMeta func(*T) bool) 
 		inputs: make([]input, inputs),
 		meta:   newMetaSet(),
 	}
+	for i := range b.inputs {
+		b.inputs[i].promise = math.MinInt64
+	}
 	b.stats.MaxReleased = math.MinInt64
 	return b, nil
 }
+
+// Full reports whether the buffer holds its capacity of items or more.
+func (b *Buffer[T]) Full() bool { return b.Len() >= b.cfg.Capacity }
 
 // Config returns the buffer's configuration with defaults applied.
 func (b *Buffer[T]) Config() Config { return b.cfg }
@@ -157,13 +173,22 @@ func (b *Buffer[T]) Stats() Stats {
 // reports how it was classified. Only a Buffered item is stored; the caller
 // deals with the others according to its policy.
 //
-// Every item except an Invalid one is a sign of life from input. A Buffered
-// item raises input's high-water mark to its event time. So does a
-// Duplicate meta copy: the upstream input did send it, and a broadcast meta
-// particle is how a quiet input shows how far it has come. A Late or
-// Invalid item never raises it.
+// A data item is Late when its event time is older than its input's
+// high-water mark minus the window. The high-water mark includes the
+// item's own [Key.High], the input's progress when it sent the item, so
+// whether an item is late depends only on what its input sent, never on
+// when it arrived. A data or meta item that is not Late but would be
+// released behind what was already released is Behind; that happens only
+// after an idle input stopped holding the watermark back, or when an input
+// breaks its announced promise (see [Buffer.Advance]).
 //
-// Push panics if input is out of range.
+// Meta items are never Late for their input: a new identity is stored, or
+// Behind if already passed, and the caller handles a Behind meta item at
+// once. Later copies are Duplicate. A copy older than the deduplication
+// horizon is Late, since its identity may have been forgotten.
+//
+// Every item except an Invalid one is a sign of life from input. Push
+// panics if input is out of range.
 func (b *Buffer[T]) Push(input int, item T, now int64) Status {
 	if input < 0 || input >= len(b.inputs) {
 		panic(fmt.Sprintf("syncbuffer: push from input %d of %d", input, len(b.inputs)))
@@ -184,27 +209,49 @@ func (b *Buffer[T]) Push(input int, item T, now int64) Status {
 	in := &b.inputs[input]
 	in.last = now
 	if meta {
-		if b.meta.has(k) {
-			in.advance(k.Time)
+		switch {
+		case b.meta.has(k):
 			b.stats.Duplicate++
 			return Duplicate
-		}
-		if k.Time < b.meta.horizon {
+		case k.Time < b.meta.horizon:
 			b.stats.Late++
 			return Late
 		}
-		// Remembered even when Late below, so that a caller passing late
-		// items through sees each identity once.
 		b.meta.add(k)
+	} else {
+		in.raise(max(k.High, k.Time))
+		if k.Time < subSat(in.high, int64(b.cfg.Window)) {
+			b.stats.Late++
+			return Late
+		}
 	}
-	if k.Time < b.stats.MaxReleased {
-		b.stats.Late++
-		return Late
+	if b.hasReleased && k.Less(b.released) {
+		b.stats.Behind++
+		return Behind
 	}
-	in.advance(k.Time)
 	b.insert(in, entry{time: k.Time, seq: k.Seq, origin: uint64(k.Origin)<<32 | uint64(b.arrival), slot: b.store(item)})
 	b.arrival++
 	return Buffered
+}
+
+// Advance records input's announced progress at stream-clock time now:
+// high is the newest event time the input has sent, promise its forwarded
+// watermark, a time at or below which it sends nothing more. Either may be
+// math.MinInt64 for "not known"; neither ever goes back. An announcement is
+// a sign of life. Items from an upstream instance that emits nothing for a
+// while thus still let the watermark pass. Advance panics if input is out
+// of range.
+func (b *Buffer[T]) Advance(input int, high, promise, now int64) {
+	if input < 0 || input >= len(b.inputs) {
+		panic(fmt.Sprintf("syncbuffer: advance of input %d of %d", input, len(b.inputs)))
+	}
+	b.start(now)
+	in := &b.inputs[input]
+	in.last = now
+	if high != math.MinInt64 {
+		in.raise(high)
+	}
+	in.promise = max(in.promise, promise)
 }
 
 // store puts item in a free slot and returns the slot.
@@ -235,11 +282,20 @@ func (b *Buffer[T]) take(slot uint32) T {
 	return item
 }
 
-func (in *input) advance(t int64) {
+func (in *input) raise(t int64) {
 	if !in.sent || t > in.high {
 		in.high = t
 	}
 	in.sent = true
+}
+
+// bound returns the newest event time at or below which no item that is
+// not Late can come from in any more, and whether it is known.
+func (in *input) bound(window int64) (int64, bool) {
+	if !in.sent {
+		return in.promise, in.promise != math.MinInt64
+	}
+	return max(subSat(subSat(in.high, window), 1), in.promise), true
 }
 
 func (b *Buffer[T]) insert(in *input, e entry) {
@@ -282,6 +338,7 @@ func (b *Buffer[T]) Release(now int64, fn func(item T) bool) {
 			b.hasHead = false
 		}
 		b.stats.MaxReleased = e.time
+		b.released, b.hasReleased = Key{Time: e.time, Origin: uint32(e.origin >> 32), Seq: e.seq}, true
 		b.stats.Released++
 		if !fn(b.take(e.slot)) {
 			return
@@ -325,50 +382,55 @@ func (b *Buffer[T]) EndOfStream(input int) {
 }
 
 // Watermark returns the watermark at stream-clock time now: items at or
-// below it are releasable. It returns (0, false) while nothing is
-// releasable for want of information: no input has sent anything, or an
-// active input has not sent anything yet. Once every input has ended it
-// returns (math.MaxInt64, true).
+// below it are releasable. It is the lowest bound over the active inputs:
+// an input's high-water mark minus the window, minus one (an item exactly
+// at the high-water mark minus the window is not late and may still come),
+// or its promise if that is higher. It returns (0, false) while nothing is
+// releasable for want of information: an active input has neither sent
+// anything nor announced a promise. Once every input has ended it returns
+// (math.MaxInt64, true).
+//
+// When every input that has not ended is idle, the watermark follows the
+// stream clock: now minus the idle timeout, or the highest bound if that is
+// higher. So a quiet live feed's last items come out.
 //
 // The watermark is not monotonic: an idle input that wakes up lowers it.
-// Items already released stay released, and items older than them are Late.
+// Items already released stay released, and items behind them are Behind.
 func (b *Buffer[T]) Watermark(now int64) (int64, bool) {
 	var (
 		lowest    int64 = math.MaxInt64
 		highest   int64 = math.MinInt64
 		active    bool
-		anySent   bool
 		allEnded  = true
+		window    = int64(b.cfg.Window)
 		idleAfter = b.cfg.IdleTimeout
 	)
 	for i := range b.inputs {
 		in := &b.inputs[i]
-		if in.sent {
-			anySent = true
-			highest = max(highest, in.high)
-		}
 		if in.ended {
 			continue
 		}
 		allEnded = false
+		bound, known := in.bound(window)
+		if known {
+			highest = max(highest, bound)
+		}
 		if b.started && idleAfter >= 0 && now > in.last && uint64(now)-uint64(in.last) > uint64(idleAfter) {
 			continue
 		}
-		if !in.sent {
+		if !known {
 			return 0, false
 		}
 		active = true
-		lowest = min(lowest, in.high)
+		lowest = min(lowest, bound)
 	}
 	switch {
 	case allEnded:
 		return math.MaxInt64, true
 	case active:
-		return subSat(lowest, int64(b.cfg.Window)), true
-	case anySent:
-		return subSat(highest, int64(b.cfg.Window)), true
+		return lowest, true
 	}
-	return 0, false
+	return max(highest, subSat(now, int64(idleAfter))), true
 }
 
 // start fixes the stream-clock time from which inputs that never sent count

@@ -48,24 +48,26 @@ func TestWindowRelease(t *testing.T) {
 	for _, tm := range []int64{5, 3, 12} {
 		require.Equal(t, Buffered, b.Push(0, data(tm, 0, uint64(tm)), 12))
 	}
-	assert.Empty(t, drain(b, 12), "watermark 2 releases nothing")
+	assert.Empty(t, drain(b, 12), "watermark 1 releases nothing")
 	require.Equal(t, Buffered, b.Push(0, data(20, 0, 20), 20))
-	assert.Equal(t, []int64{3, 5}, drain(b, 20), "watermark 10")
+	assert.Equal(t, []int64{3, 5}, drain(b, 20), "watermark 9")
 	wm, ok := b.Watermark(20)
 	assert.True(t, ok)
-	assert.Equal(t, int64(10), wm)
+	assert.Equal(t, int64(9), wm, "an item at 10 is not late and may still come")
 	assert.Equal(t, 2, b.Len())
 }
 
 func TestEqualTimestampsDeterministicOrder(t *testing.T) {
-	keys := []Key{{7, 2, 1}, {7, 1, 9}, {7, 1, 2}, {7, 3, 0}, {7, 2, 0}}
-	want := []Key{{7, 1, 2}, {7, 1, 9}, {7, 2, 0}, {7, 2, 1}, {7, 3, 0}}
+	keys := []Key{{Time: 7, Origin: 2, Seq: 1}, {Time: 7, Origin: 1, Seq: 9}, {Time: 7, Origin: 1, Seq: 2}, {Time: 7, Origin: 3, Seq: 0}, {Time: 7, Origin: 2, Seq: 0}}
+	want := []Key{{Time: 7, Origin: 1, Seq: 2}, {Time: 7, Origin: 1, Seq: 9}, {Time: 7, Origin: 2, Seq: 0}, {Time: 7, Origin: 2, Seq: 1}, {Time: 7, Origin: 3, Seq: 0}}
 	for _, order := range [][]int{{0, 1, 2, 3, 4}, {4, 3, 2, 1, 0}, {2, 4, 0, 3, 1}} {
 		b := newTestBuffer(t, Config{}, 1)
 		for _, i := range order {
 			b.Push(0, item{K: keys[i]}, 7)
 		}
-		assert.Equal(t, want, drainKeys(b, 7), "push order %v", order)
+		assert.Empty(t, drainKeys(b, 7), "more items at 7 may come")
+		b.Push(0, data(8, 0, 0), 8)
+		assert.Equal(t, want, drainKeys(b, 8), "push order %v", order)
 	}
 }
 
@@ -89,29 +91,36 @@ func TestDuplicateMeta(t *testing.T) {
 	for i := range 3 {
 		b.EndOfStream(i)
 	}
-	assert.Equal(t, []Key{{5, 9, 1}, {5, 9, 2}}, drainKeys(b, 5))
+	assert.Equal(t, []Key{{Time: 5, Origin: 9, Seq: 1}, {Time: 5, Origin: 9, Seq: 2}}, drainKeys(b, 5))
 	assert.Equal(t, uint64(2), b.Stats().Duplicate)
 }
 
 func TestDuplicateMetaAfterFirstReleased(t *testing.T) {
 	b := newTestBuffer(t, Config{}, 2) // window 0
 	require.Equal(t, Buffered, b.Push(0, meta(5, 9, 1), 5))
-	require.Equal(t, Buffered, b.Push(1, data(6, 1, 1), 6))
-	require.Equal(t, []int64{5}, drain(b, 6))
-	assert.Equal(t, Duplicate, b.Push(1, meta(5, 9, 1), 6), "copy after the first was released")
-	require.Equal(t, Buffered, b.Push(0, data(7, 0, 1), 7))
-	assert.Equal(t, []int64{6}, drain(b, 7), "the copy is not released")
+	b.Advance(0, 6, math.MinInt64, 6)
+	require.Equal(t, Buffered, b.Push(1, data(7, 1, 1), 7))
+	require.Equal(t, []int64{5}, drain(b, 7))
+	assert.Equal(t, Duplicate, b.Push(1, meta(5, 9, 1), 7), "copy after the first was released")
+	require.Equal(t, Buffered, b.Push(0, data(8, 0, 1), 8))
+	require.Equal(t, Buffered, b.Push(1, data(9, 1, 2), 9))
+	assert.Equal(t, []int64{7}, drain(b, 9), "the copy is not released")
 }
 
-func TestDuplicateMetaRaisesItsInput(t *testing.T) {
-	// A broadcast meta copy is how a quiet input shows its progress.
-	b := newTestBuffer(t, Config{}, 2)
+func TestAnnouncedProgressReleases(t *testing.T) {
+	// A quiet input announces how far it has come; its promise counts
+	// even without a window.
+	b := newTestBuffer(t, Config{Window: 5}, 2)
 	require.Equal(t, Buffered, b.Push(0, data(10, 0, 1), 10))
-	require.Equal(t, Buffered, b.Push(0, meta(10, 9, 1), 10))
-	require.Equal(t, Buffered, b.Push(1, data(1, 1, 1), 10))
-	assert.Equal(t, []int64{1}, drain(b, 10))
-	require.Equal(t, Duplicate, b.Push(1, meta(10, 9, 1), 10))
-	assert.Equal(t, []int64{10, 10}, drain(b, 10))
+	require.Equal(t, Buffered, b.Push(0, data(20, 0, 2), 20))
+	assert.Empty(t, drain(b, 20), "input 1 has said nothing")
+	b.Advance(1, 12, math.MinInt64, 20)
+	assert.Empty(t, drain(b, 20), "its bound is 12-5-1")
+	b.Advance(1, math.MinInt64, 14, 20)
+	assert.Equal(t, []int64{10}, drain(b, 20), "promised nothing at or below 14")
+	b.Advance(1, 11, 3, 20)
+	wm, _ := b.Watermark(20)
+	assert.Equal(t, int64(14), wm, "progress never goes back")
 }
 
 func TestMetaForgottenIsLate(t *testing.T) {
@@ -119,22 +128,27 @@ func TestMetaForgottenIsLate(t *testing.T) {
 	require.Equal(t, Buffered, b.Push(0, meta(5, 9, 1), 5))
 	require.Equal(t, Buffered, b.Push(1, data(100, 1, 1), 100))
 	require.Equal(t, Buffered, b.Push(0, data(100, 0, 1), 100))
+	b.EndOfStream(0)
+	b.Advance(1, 100, 100, 100)
 	require.Equal(t, []int64{5, 100, 100}, drain(b, 100))
 	assert.Zero(t, b.Stats().MetaRemembered, "expired by the watermark")
 	assert.Equal(t, Late, b.Push(1, meta(5, 9, 1), 100), "older than the horizon: never released twice")
-	assert.Equal(t, Late, b.Push(1, meta(95, 9, 2), 100), "an unseen identity below the horizon")
+	assert.Equal(t, Late, b.Push(1, meta(85, 9, 2), 100), "an unseen identity below the horizon")
+	assert.Equal(t, Behind, b.Push(1, meta(95, 9, 3), 100), "an unseen identity behind the release: handle at once")
+	assert.Equal(t, Duplicate, b.Push(1, meta(95, 9, 3), 100), "and only once")
 }
 
 func TestLateReject(t *testing.T) {
-	b := newTestBuffer(t, Config{}, 1)
+	b := newTestBuffer(t, Config{Window: 3}, 1)
 	b.Push(0, data(10, 0, 1), 10)
-	require.Equal(t, []int64{10}, drain(b, 10))
-	assert.Equal(t, Late, b.Push(0, data(9, 0, 2), 10))
-	assert.Equal(t, Buffered, b.Push(0, data(10, 0, 3), 10), "equal time is not late")
-	assert.Equal(t, []int64{10}, drain(b, 10))
+	assert.Equal(t, Late, b.Push(0, data(6, 0, 2), 10), "older than 10 minus the window")
+	assert.Equal(t, Buffered, b.Push(0, data(7, 0, 3), 10), "at the window is not late")
+	assert.Equal(t, Late, b.Push(0, item{K: Key{Time: 8, Seq: 4, High: 12}}, 10), "judged by the input's mark when it sent the item")
+	assert.Equal(t, Buffered, b.Push(0, data(9, 0, 5), 10))
+	assert.Equal(t, []int64{7, 8}[:1], drain(b, 10), "watermark 12-3-1")
 	st := b.Stats()
-	assert.Equal(t, uint64(1), st.Late)
-	assert.Equal(t, int64(10), st.MaxReleased)
+	assert.Equal(t, uint64(2), st.Late)
+	assert.Equal(t, int64(7), st.MaxReleased)
 }
 
 func TestNoOutOfOrderReleaseAfterLate(t *testing.T) {
@@ -154,10 +168,11 @@ func TestNoOutOfOrderReleaseAfterLate(t *testing.T) {
 func TestTieOrderNotByHash(t *testing.T) {
 	// Same time: order is (Origin, Seq), whatever the items' contents.
 	b := newTestBuffer(t, Config{}, 1)
-	b.Push(0, item{K: Key{1, 3, 1}, ID: 1}, 1)
-	b.Push(0, item{K: Key{1, 1, 7}, ID: 2}, 1)
-	b.Push(0, item{K: Key{1, 1, 5}, ID: 3}, 1)
-	b.Push(0, item{K: Key{1, 2, 0}, ID: 4}, 1)
+	b.Push(0, item{K: Key{Time: 1, Origin: 3, Seq: 1}, ID: 1}, 1)
+	b.Push(0, item{K: Key{Time: 1, Origin: 1, Seq: 7}, ID: 2}, 1)
+	b.Push(0, item{K: Key{Time: 1, Origin: 1, Seq: 5}, ID: 3}, 1)
+	b.Push(0, item{K: Key{Time: 1, Origin: 2, Seq: 0}, ID: 4}, 1)
+	b.EndOfStream(0)
 	var ids []int
 	b.Release(1, func(it item) bool { ids = append(ids, it.ID); return true })
 	assert.Equal(t, []int{3, 2, 4, 1}, ids)
@@ -170,10 +185,10 @@ func TestPerInputWatermark(t *testing.T) {
 	}
 	b.Push(1, data(20, 1, 1), 100)
 	out := drain(b, 100)
-	assert.Len(t, out, 15, "up to the slow input's 20 minus the window")
-	assert.Equal(t, int64(15), out[len(out)-1])
+	assert.Len(t, out, 14, "below the slow input's 20 minus the window")
+	assert.Equal(t, int64(14), out[len(out)-1])
 	b.Push(1, data(60, 1, 2), 100)
-	assert.Len(t, drain(b, 100), 41, "16 to 55, and input 1's 20")
+	assert.Len(t, drain(b, 100), 41, "15 to 54, and input 1's 20")
 }
 
 func TestStalledInputReleasedAfterIdleTimeout(t *testing.T) {
@@ -192,9 +207,10 @@ func TestStalledInputReleasedAfterIdleTimeout(t *testing.T) {
 				b.Push(0, data(now+10, 0, uint64(now)), now)
 				assert.LessOrEqual(t, len(drain(b, now)), 1, "held back at %d", now)
 			}
-			assert.Len(t, drain(b, 51), 6, "input 1 idle after 50")
+			out := drain(b, 51)
+			assert.Equal(t, int64(50), out[len(out)-1], "input 1 idle after 50: up to 60-1")
 			b.Push(0, data(70, 0, 100), 70)
-			assert.Equal(t, []int64{70}, drain(b, 70))
+			assert.Equal(t, []int64{60}, drain(b, 70))
 		})
 	}
 }
@@ -203,11 +219,13 @@ func TestAllInputsIdle(t *testing.T) {
 	b := newTestBuffer(t, Config{Window: 5, IdleTimeout: 10}, 2)
 	b.Push(0, data(10, 0, 1), 0)
 	b.Push(1, data(30, 1, 1), 0)
-	assert.Empty(t, drain(b, 0), "watermark 5")
-	assert.Equal(t, []int64{10}, drain(b, 11), "both idle: up to the highest mark, 30, minus the window")
-	b.Push(0, data(25, 0, 2), 11)
-	assert.Empty(t, drain(b, 11), "input 0 active again: watermark 20")
-	assert.Equal(t, []int64{25}, drain(b, 22))
+	assert.Empty(t, drain(b, 0), "watermark 4")
+	assert.Equal(t, []int64{10}, drain(b, 11), "both idle: the highest bound, 30-5-1")
+	assert.Equal(t, []int64{30}, drain(b, 40), "then the stream clock minus the idle timeout")
+	b.Push(0, data(45, 0, 2), 40)
+	assert.Equal(t, Behind, b.Push(1, data(29, 1, 2), 40), "not late for input 1, but behind the release")
+	assert.Equal(t, uint64(1), b.Stats().Behind)
+	assert.Empty(t, drain(b, 40), "input 0 active again: watermark 39")
 }
 
 func TestIdleTimeoutDisabled(t *testing.T) {
@@ -217,6 +235,8 @@ func TestIdleTimeoutDisabled(t *testing.T) {
 	_, ok := b.Watermark(math.MaxInt64)
 	assert.False(t, ok)
 	b.EndOfStream(1)
+	assert.Empty(t, drain(b, math.MaxInt64), "more may come at 1")
+	b.EndOfStream(0)
 	assert.Equal(t, []int64{1}, drain(b, math.MaxInt64))
 }
 
@@ -225,22 +245,23 @@ func TestWildFutureTimestamp(t *testing.T) {
 	b.Push(0, data(10, 0, 1), 10)
 	assert.Equal(t, Invalid, b.Push(0, data(1<<50, 0, 2), 10))
 	assert.Equal(t, Invalid, b.Push(0, data(111, 0, 3), 10))
-	assert.Equal(t, Buffered, b.Push(0, data(110, 0, 4), 10), "at the bound")
-	b.Push(0, data(12, 0, 5), 12)
-	assert.Equal(t, Buffered, b.Push(0, data(20, 0, 6), 20), "not late")
-	assert.Equal(t, []int64{10, 12, 20, 110}, append(drain(b, 200), func() []int64 { b.EndOfStream(0); return drain(b, 200) }()...))
+	assert.Equal(t, Buffered, b.Push(0, data(12, 0, 5), 12), "the wild ones did not raise the mark")
+	assert.Equal(t, Buffered, b.Push(0, data(110, 0, 4), 12), "at the bound")
+	b.EndOfStream(0)
+	assert.Equal(t, []int64{10, 12, 110}, drain(b, 200))
 	assert.Equal(t, uint64(2), b.Stats().Invalid)
 }
 
 func TestInvalidIsNoSignOfLife(t *testing.T) {
 	b := newTestBuffer(t, Config{IdleTimeout: 10, FutureBound: 100}, 2)
 	b.Push(0, data(5, 0, 1), 0)
-	b.Push(1, data(1, 1, 1), 0)
-	require.Equal(t, []int64{1}, drain(b, 0))
+	b.Push(1, data(2, 1, 1), 0)
+	require.Empty(t, drain(b, 0))
 	for now := int64(5); now <= 20; now += 5 {
 		require.Equal(t, Invalid, b.Push(1, data(1<<40, 1, uint64(now)), now))
 	}
-	assert.Equal(t, []int64{5}, drain(b, 20), "a broken clock does not keep its input active")
+	b.Push(0, data(6, 0, 2), 20)
+	assert.Equal(t, []int64{2, 5}, drain(b, 20), "a broken clock does not keep its input active")
 }
 
 func TestFutureBoundDisabled(t *testing.T) {
@@ -267,14 +288,14 @@ func TestFlushAtEndOfStream(t *testing.T) {
 
 func TestReleaseStopsEarly(t *testing.T) {
 	b := newTestBuffer(t, Config{}, 1)
-	for tm := int64(1); tm <= 5; tm++ {
-		b.Push(0, data(tm, 0, uint64(tm)), 5)
+	for tm := int64(1); tm <= 6; tm++ {
+		b.Push(0, data(tm, 0, uint64(tm)), 6)
 	}
 	var got []int64
-	b.Release(5, func(it item) bool { got = append(got, it.K.Time); return len(got) < 2 })
+	b.Release(6, func(it item) bool { got = append(got, it.K.Time); return len(got) < 2 })
 	assert.Equal(t, []int64{1, 2}, got)
-	assert.Equal(t, 3, b.Len())
-	assert.Equal(t, []int64{3, 4, 5}, drain(b, 5))
+	assert.Equal(t, 4, b.Len())
+	assert.Equal(t, []int64{3, 4, 5}, drain(b, 6))
 }
 
 func TestWatermarkBeforeData(t *testing.T) {
@@ -287,8 +308,8 @@ func TestWatermarkBeforeData(t *testing.T) {
 }
 
 func TestExtremeTimes(t *testing.T) {
-	b := newTestBuffer(t, Config{Window: time.Hour, MetaRetention: time.Hour}, 1)
-	assert.Equal(t, Buffered, b.Push(0, data(math.MinInt64, 0, 1), math.MinInt64))
+	b := newTestBuffer(t, Config{Window: time.Hour, MetaRetention: time.Hour, IdleTimeout: -1}, 1)
+	assert.Equal(t, Buffered, b.Push(0, item{K: Key{Time: math.MinInt64, Seq: 1, High: math.MinInt64}}, math.MinInt64))
 	assert.Equal(t, Buffered, b.Push(0, meta(math.MinInt64+1, 0, 2), math.MinInt64))
 	assert.Equal(t, []int64{math.MinInt64}, drain(b, math.MaxInt64), "the watermark saturates at MinInt64")
 	assert.Equal(t, Buffered, b.Push(0, data(math.MaxInt64, 0, 3), math.MaxInt64))
@@ -304,11 +325,12 @@ func TestStats(t *testing.T) {
 	b.Push(1, meta(2, 9, 1), 0)
 	b.Push(1, data(100, 1, 1), 0)
 	b.Push(1, data(3, 1, 2), 0)
+	b.Push(0, data(4, 0, 2), 0)
 	drain(b, 0)
-	b.Push(0, data(0, 0, 2), 0)
+	b.Push(0, data(3, 0, 3), 0)
 	assert.Equal(t, Stats{
-		Pushed: 6, Released: 2, Late: 1, Invalid: 1, Duplicate: 1,
-		Buffered: 1, MaxReleased: 2, MetaRemembered: 1,
+		Pushed: 7, Released: 2, Late: 1, Invalid: 1, Duplicate: 1,
+		Buffered: 2, MaxReleased: 2, MetaRemembered: 1,
 	}, b.Stats())
 }
 
@@ -330,6 +352,7 @@ func TestNew(t *testing.T) {
 		{"negative window", Config{Window: -1}, 1, itemKey, ErrInvalidConfig},
 		{"negative retention", Config{MetaRetention: -1}, 1, itemKey, ErrInvalidConfig},
 		{"late policy", Config{Late: 3}, 1, itemKey, ErrInvalidConfig},
+		{"negative capacity", Config{Capacity: -1}, 1, itemKey, ErrInvalidConfig},
 		{"no inputs", Config{}, 0, itemKey, ErrNoInputs},
 		{"nil key", Config{}, 1, nil, ErrNilKey},
 	}
@@ -345,9 +368,9 @@ func TestConfigDefaults(t *testing.T) {
 	tests := []struct {
 		in, want Config
 	}{
-		{Config{}, Config{IdleTimeout: DefaultIdleTimeout, FutureBound: DefaultFutureBound, MetaRetention: DefaultMetaRetention}},
-		{Config{Window: time.Hour, IdleTimeout: -1, FutureBound: -1, Late: LatePass},
-			Config{Window: time.Hour, IdleTimeout: -1, FutureBound: -1, Late: LatePass, MetaRetention: time.Hour}},
+		{Config{}, Config{IdleTimeout: DefaultIdleTimeout, FutureBound: DefaultFutureBound, MetaRetention: DefaultMetaRetention, Capacity: DefaultCapacity}},
+		{Config{Window: time.Hour, IdleTimeout: -1, FutureBound: -1, Late: LatePass, Capacity: 10},
+			Config{Window: time.Hour, IdleTimeout: -1, FutureBound: -1, Late: LatePass, MetaRetention: time.Hour, Capacity: 10}},
 	}
 	for _, tt := range tests {
 		b, err := New(tt.in, 1, itemKey, nil)
@@ -392,11 +415,11 @@ func TestKeyLess(t *testing.T) {
 		a, b Key
 		want bool
 	}{
-		{Key{1, 9, 9}, Key{2, 0, 0}, true},
-		{Key{1, 1, 9}, Key{1, 2, 0}, true},
-		{Key{1, 1, 1}, Key{1, 1, 2}, true},
-		{Key{1, 1, 1}, Key{1, 1, 1}, false},
-		{Key{2, 0, 0}, Key{1, 9, 9}, false},
+		{Key{Time: 1, Origin: 9, Seq: 9}, Key{Time: 2, Origin: 0, Seq: 0}, true},
+		{Key{Time: 1, Origin: 1, Seq: 9}, Key{Time: 1, Origin: 2, Seq: 0}, true},
+		{Key{Time: 1, Origin: 1, Seq: 1}, Key{Time: 1, Origin: 1, Seq: 2}, true},
+		{Key{Time: 1, Origin: 1, Seq: 1}, Key{Time: 1, Origin: 1, Seq: 1}, false},
+		{Key{Time: 2, Origin: 0, Seq: 0}, Key{Time: 1, Origin: 9, Seq: 9}, false},
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, tt.a.Less(tt.b), "%v < %v", tt.a, tt.b)

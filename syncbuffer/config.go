@@ -15,20 +15,24 @@ const (
 	// DefaultMetaRetention is the least default [Config.MetaRetention]; a
 	// longer window raises it to the window.
 	DefaultMetaRetention = time.Minute
+
+	// DefaultCapacity is the default [Config.Capacity].
+	DefaultCapacity = 1 << 22
 )
 
 // Config configures a [Buffer]. The zero value is valid and gets the
 // defaults stated on each field.
 type Config struct {
-	// Window is the bounded out-of-orderness: how far behind the slowest
-	// active input's newest item an item may be and still be released in
+	// Window is the bounded out-of-orderness: how far behind its own
+	// input's high-water mark an item may be and still be released in
 	// order. Defaults to 0, which still merges the inputs in order.
 	Window time.Duration `yaml:"window"`
 
 	// IdleTimeout is the stream-clock time after which an input that shows
 	// no sign of life stops holding the watermark back. Negative disables
-	// it: a silent input then holds the watermark back until it ends.
-	// Defaults to DefaultIdleTimeout.
+	// it: a silent input then holds the watermark back until it ends, which
+	// keeps the output a function of the data. Defaults to
+	// DefaultIdleTimeout.
 	IdleTimeout time.Duration `yaml:"idle_timeout"`
 
 	// FutureBound is how far ahead of the stream clock an item's event time
@@ -44,6 +48,11 @@ type Config struct {
 	// identity is still remembered for deduplication. Defaults to the
 	// larger of Window and DefaultMetaRetention.
 	MetaRetention time.Duration `yaml:"meta_retention"`
+
+	// Capacity is how many items the buffer holds before [Buffer.Full]
+	// reports it full: the owner then stops taking items until Release has
+	// made room. Defaults to DefaultCapacity.
+	Capacity int `yaml:"capacity"`
 }
 
 func (c *Config) setDefaults() {
@@ -56,6 +65,9 @@ func (c *Config) setDefaults() {
 	if c.MetaRetention == 0 {
 		c.MetaRetention = max(c.Window, DefaultMetaRetention)
 	}
+	if c.Capacity == 0 {
+		c.Capacity = DefaultCapacity
+	}
 }
 
 // Validate reports whether c is usable, after defaults. The error wraps
@@ -66,6 +78,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: window %v is negative", ErrInvalidConfig, c.Window)
 	case c.MetaRetention < 0:
 		return fmt.Errorf("%w: meta retention %v is negative", ErrInvalidConfig, c.MetaRetention)
+	case c.Capacity < 0:
+		return fmt.Errorf("%w: capacity %d is negative", ErrInvalidConfig, c.Capacity)
 	case c.Late > LatePass:
 		return fmt.Errorf("%w: late policy %d", ErrInvalidConfig, uint8(c.Late))
 	}

@@ -7,24 +7,41 @@
 // Items are released in [Key] order: event time, then origin, then sequence
 // number; items with equal keys leave in arrival order. The order never
 // depends on pointers or hashes, so the same pushes always give the same
-// output. Output never goes backwards in event time: an item older than the
-// last released item is classified [Late] and not stored.
+// output. Output never goes backwards: an item that would be released
+// behind an item already released is classified [Behind] and not stored.
+//
+// # Lateness
+//
+// Lateness is decided by the item's own input, never by timing. Each input
+// has a high-water mark, the newest event time it has sent; every item
+// carries the mark its input had when it sent it ([Key.High]). A data item
+// older than that mark minus [Config.Window], the bounded out-of-orderness
+// the user allowed, is [Late]. So the same inputs classify the same items
+// as late however their batches interleave.
 //
 // # Watermark
 //
-// Each input has a high-water mark, the highest event time it has delivered.
-// The watermark is the minimum high-water mark over active inputs minus
-// [Config.Window], the bounded out-of-orderness. Items at or below the
-// watermark are released. An input is active until it ends
-// ([Buffer.EndOfStream]) or has shown no sign of life for
-// [Config.IdleTimeout] of stream-clock time; an active input that has sent
-// nothing yet holds everything back. When every input is idle, the buffer
-// releases up to the highest high-water mark minus the window; when every
-// input has ended, it flushes everything.
+// Besides items, an input may announce its progress ([Buffer.Advance]):
+// its high-water mark, and a promise that nothing at or below a time will
+// follow (the forwarded watermark of an upstream bolt instance). The
+// watermark is the lowest bound over active inputs, an input's bound being
+// its high-water mark minus the window minus one, or its promise if that is
+// higher. Items at or below the watermark are released. Since an item that
+// is not late is never below its input's bound, the watermark never passes
+// it: everything not late comes out in key order, whatever the timing.
+//
+// An input is active until it ends ([Buffer.EndOfStream]) or has shown no
+// sign of life for [Config.IdleTimeout] of stream-clock time; an active
+// input that has neither sent nor promised anything holds everything back.
+// When every input is idle, the watermark follows the stream clock (now
+// minus the idle timeout), so that a quiet live feed's last items come out.
+// Idleness is the one way timing enters the output: a run that must be a
+// function of its data (a replay) disables it and relies on announced
+// progress and end of stream. When every input has ended, the buffer
+// flushes everything.
 //
 // Time is never read from the system: every call that depends on it takes
-// the stream clock's current time, so a replay at any speed behaves like the
-// live run.
+// the stream clock's current time.
 //
 // # Bad input
 //
@@ -40,6 +57,8 @@
 // [Duplicate], also after the first was released. Identities are remembered
 // until the watermark has passed them by [Config.MetaRetention]; a copy
 // older than that horizon is Late, so an identity is never released twice.
+// Meta items are exempt from lateness: a new identity behind what was
+// released is Behind, for the caller to handle at once.
 //
 // # Memory and speed
 //
@@ -56,10 +75,12 @@
 // The buffer classifies; it does not act. What happens to Late, Invalid and
 // Duplicate items (drop, side output, pass through, ack or fail) is the
 // caller's decision; [Config.Late] only carries the configured
-// [LatePolicy] to it. The buffer knows nothing about particles or the engine:
-// it is generic in the item type and reads keys through a function given to
-// [New]. It is not safe for concurrent use.
+// [LatePolicy] to it. It does not stop its owner from pushing:
+// [Buffer.Full] says when the owner should stop taking input. The buffer
+// knows nothing about particles or the engine: it is generic in the item
+// type and reads keys through a function given to [New]. It is not safe for
+// concurrent use.
 //
-// See DESIGN.md, "Time and order", "Watermarks and the window", "Late data"
-// and "Meta particles".
+// See the repository's DESIGN.md, "Time and order", "Watermarks and the
+// window", "Late data" and "Meta particles".
 package syncbuffer

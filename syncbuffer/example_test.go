@@ -2,6 +2,7 @@ package syncbuffer_test
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/sensorstorm/sensorstorm/syncbuffer"
@@ -31,14 +32,20 @@ func ExampleBuffer() {
 		})
 	}
 
-	push(0, reading{key: syncbuffer.Key{Time: sec(12), Origin: 0, Seq: 1}, value: "a12"}, sec(12))
-	push(1, reading{key: syncbuffer.Key{Time: sec(5), Origin: 1, Seq: 1}, value: "b5"}, sec(12))
-	push(0, reading{key: syncbuffer.Key{Time: sec(30), Origin: 0, Seq: 2}, value: "a30"}, sec(30))
-	tick := reading{key: syncbuffer.Key{Time: sec(25), Origin: 9, Seq: 1}, meta: true, value: "tick"}
+	key := func(t int64, origin uint32, seq uint64) syncbuffer.Key {
+		return syncbuffer.Key{Time: sec(t), Origin: origin, Seq: seq}
+	}
+	push(0, reading{key: key(12, 0, 1), value: "a12"}, sec(12))
+	push(1, reading{key: key(5, 1, 1), value: "b5"}, sec(12))
+	push(0, reading{key: key(30, 0, 2), value: "a30"}, sec(30))
+	push(1, reading{key: key(20, 1, 2), value: "b20"}, sec(30))
+	release(sec(30))                                          // watermark: min(30s, 20s) - 10s - 1ns
+	push(1, reading{key: key(3, 1, 3), value: "b3"}, sec(30)) // older than 20s - 10s
+	tick := reading{key: key(25, 9, 1), meta: true, value: "tick"}
 	push(0, tick, sec(30))
-	push(1, tick, sec(30)) // the copy from input 1 also shows it has reached 25s
-	release(sec(30))       // watermark: min(30s, 25s) - 10s = 15s
-	push(1, reading{key: syncbuffer.Key{Time: sec(3), Origin: 1, Seq: 2}, value: "b3"}, sec(30))
+	push(1, tick, sec(30))
+	buf.Advance(1, sec(28), math.MinInt64, sec(30)) // input 1 has come to 28s
+	release(sec(30))
 	buf.EndOfStream(0)
 	buf.EndOfStream(1)
 	release(sec(30))
@@ -47,12 +54,14 @@ func ExampleBuffer() {
 	// push a12   from 0: buffered
 	// push b5    from 1: buffered
 	// push a30   from 0: buffered
+	// push b20   from 1: buffered
+	//   release b5
+	// push b3    from 1: late
 	// push tick  from 0: buffered
 	// push tick  from 1: duplicate
-	//   release b5
 	//   release a12
-	// push b3    from 1: late
+	//   release b20
 	//   release tick
 	//   release a30
-	// {Pushed:6 Released:4 Late:1 Invalid:0 Duplicate:1 Buffered:0 MaxReleased:30000000000 MetaRemembered:0}
+	// {Pushed:7 Released:5 Late:1 Invalid:0 Duplicate:1 Behind:0 Buffered:0 MaxReleased:30000000000 MetaRemembered:0}
 }

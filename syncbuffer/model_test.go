@@ -24,19 +24,20 @@ func itemMeta(it *item) bool { return it.Meta }
 // model is the reference: the semantics of Buffer written as plainly as
 // possible, over an unsorted slice sorted at each release.
 type model struct {
-	cfg      Config
-	inputs   []modelInput
-	started  bool
-	pending  []modelEntry
-	arrivals int
-	released int64
-	seen     map[[2]uint64]int64 // meta identity -> event time
-	horizon  int64
+	cfg         Config
+	inputs      []modelInput
+	started     bool
+	pending     []modelEntry
+	arrivals    int
+	released    Key
+	hasReleased bool
+	seen        map[[2]uint64]int64 // meta identity -> event time
+	horizon     int64
 }
 
 type modelInput struct {
-	high, last  int64
-	sent, ended bool
+	high, promise, last int64
+	sent, ended         bool
 }
 
 type modelEntry struct {
@@ -46,13 +47,16 @@ type modelEntry struct {
 
 func newModel(cfg Config, inputs int) *model {
 	cfg.setDefaults()
-	return &model{
-		cfg:      cfg,
-		inputs:   make([]modelInput, inputs),
-		released: math.MinInt64,
-		seen:     map[[2]uint64]int64{},
-		horizon:  math.MinInt64,
+	m := &model{
+		cfg:     cfg,
+		inputs:  make([]modelInput, inputs),
+		seen:    map[[2]uint64]int64{},
+		horizon: math.MinInt64,
 	}
+	for i := range m.inputs {
+		m.inputs[i].promise = math.MinInt64
+	}
+	return m
 }
 
 func (m *model) start(now int64) {
@@ -64,15 +68,16 @@ func (m *model) start(now int64) {
 	}
 }
 
+func (in *modelInput) raise(t int64) {
+	if !in.sent || t > in.high {
+		in.high = t
+	}
+	in.sent = true
+}
+
 func (m *model) push(input int, it item, now int64) Status {
 	m.start(now)
 	in := &m.inputs[input]
-	raise := func() {
-		if !in.sent || it.K.Time > in.high {
-			in.high = it.K.Time
-		}
-		in.sent = true
-	}
 	if m.cfg.FutureBound >= 0 && it.K.Time > now+int64(m.cfg.FutureBound) {
 		return Invalid
 	}
@@ -80,53 +85,65 @@ func (m *model) push(input int, it item, now int64) Status {
 	id := [2]uint64{uint64(it.K.Origin), it.K.Seq}
 	if it.Meta {
 		if _, ok := m.seen[id]; ok {
-			raise()
 			return Duplicate
 		}
 		if it.K.Time < m.horizon {
 			return Late
 		}
 		m.seen[id] = it.K.Time
+	} else {
+		in.raise(max(it.K.High, it.K.Time))
+		if it.K.Time < in.high-int64(m.cfg.Window) {
+			return Late
+		}
 	}
-	if it.K.Time < m.released {
-		return Late
+	if m.hasReleased && it.K.Less(m.released) {
+		return Behind
 	}
-	raise()
 	m.pending = append(m.pending, modelEntry{it, m.arrivals})
 	m.arrivals++
 	return Buffered
 }
 
+func (m *model) advance(input int, high, promise, now int64) {
+	m.start(now)
+	in := &m.inputs[input]
+	in.last = now
+	in.raise(high)
+	in.promise = max(in.promise, promise)
+}
+
 func (m *model) watermark(now int64) (int64, bool) {
 	lowest, highest := int64(math.MaxInt64), int64(math.MinInt64)
-	active, anySent, allEnded := false, false, true
+	active, allEnded := false, true
 	for _, in := range m.inputs {
-		if in.sent {
-			anySent = true
-			highest = max(highest, in.high)
-		}
 		if in.ended {
 			continue
 		}
 		allEnded = false
+		bound, known := in.promise, in.promise != math.MinInt64
+		if in.sent {
+			bound, known = max(in.high-int64(m.cfg.Window)-1, in.promise), true
+		}
+		if known {
+			highest = max(highest, bound)
+		}
 		if m.started && m.cfg.IdleTimeout >= 0 && now-in.last > int64(m.cfg.IdleTimeout) {
 			continue
 		}
-		if !in.sent {
+		if !known {
 			return 0, false
 		}
 		active = true
-		lowest = min(lowest, in.high)
+		lowest = min(lowest, bound)
 	}
 	switch {
 	case allEnded:
 		return math.MaxInt64, true
 	case active:
-		return lowest - int64(m.cfg.Window), true
-	case anySent:
-		return highest - int64(m.cfg.Window), true
+		return lowest, true
 	}
-	return 0, false
+	return max(highest, now-int64(m.cfg.IdleTimeout)), true
 }
 
 // release returns what Release would hand out, stopping after limit items
@@ -148,8 +165,10 @@ func (m *model) release(now int64, limit int) []item {
 		}
 	}
 	slices.SortFunc(m.pending, func(a, b modelEntry) int {
-		if a.it.K != b.it.K {
-			if a.it.K.Less(b.it.K) {
+		ka, kb := a.it.K, b.it.K
+		ka.High, kb.High = 0, 0
+		if ka != kb {
+			if ka.Less(kb) {
 				return -1
 			}
 			return 1
@@ -159,7 +178,7 @@ func (m *model) release(now int64, limit int) []item {
 	var out []item
 	for len(m.pending) > 0 && m.pending[0].it.K.Time <= wm {
 		out = append(out, m.pending[0].it)
-		m.released = m.pending[0].it.K.Time
+		m.released, m.hasReleased = m.pending[0].it.K, true
 		m.pending = m.pending[1:]
 		if len(out) == limit {
 			break
@@ -179,6 +198,7 @@ const (
 	opRelease                // Release, stopping after delta items if delta > 0
 	opAdvance                // stream clock forward by delta
 	opEnd                    // input ends
+	opAnnounce               // input announces its high-water mark and a promise
 	opKinds
 )
 
@@ -206,25 +226,34 @@ func (s script) run(t require.TestingT) {
 	m := newModel(s.cfg, s.inputs)
 
 	var (
-		now       int64
-		ids       int
-		seqs      = make([]uint64, s.inputs)
-		last      = make([]Key, s.inputs)
-		metas     []Key
-		buffered  = map[int]bool{}
-		metaKept  = map[Key]bool{}
-		released  = map[int]int{}
-		metaOut   = map[Key]int{}
-		lastTime  = int64(math.MinInt64)
-		counts    [4]uint64
-		totalRels uint64
+		now        int64
+		ids        int
+		seqs       = make([]uint64, s.inputs)
+		last       = make([]Key, s.inputs)
+		metas      []Key
+		buffered   = map[int]bool{}
+		metaKept   = map[Key]bool{}
+		released   = map[int]int{}
+		metaOut    = map[Key]int{}
+		lastTime   = int64(math.MinInt64)
+		counts     [5]uint64
+		totalRels  uint64
+		highs      = make([]int64, s.inputs)
+		behindData int
+		ended      = make([]bool, s.inputs)
 	)
+	for i := range highs {
+		highs[i] = math.MinInt64
+	}
 	push := func(input int, it item) {
 		ids++
 		it.ID = ids
 		got, want := b.Push(input, it, now), m.push(input, it, now)
 		require.Equal(t, want, got, "push %+v from %d at %d", it, input, now)
 		counts[got]++
+		if got == Behind && !it.Meta && !ended[input] {
+			behindData++
+		}
 		if got == Buffered {
 			buffered[it.ID] = true
 			if it.Meta {
@@ -256,6 +285,8 @@ func (s script) run(t require.TestingT) {
 		case opPush:
 			seqs[in]++
 			last[in] = Key{Time: now + o.delta, Origin: uint32(in), Seq: seqs[in]}
+			highs[in] = max(highs[in], last[in].Time)
+			last[in].High = highs[in]
 			push(in, item{K: last[in]})
 		case opPushSame:
 			push(in, item{K: last[in]})
@@ -277,6 +308,14 @@ func (s script) run(t require.TestingT) {
 		case opEnd:
 			b.EndOfStream(in)
 			m.inputs[in].ended = true
+			ended[in] = true
+		case opAnnounce:
+			// An honest announcement: the promise is below anything that
+			// is not late for the input.
+			highs[in] = max(highs[in], now+o.delta)
+			promise := highs[in] - int64(b.Config().Window) - 1 - int64(o.pick%8)
+			b.Advance(in, highs[in], promise, now)
+			m.advance(in, highs[in], promise, now)
 		}
 		wm, ok := b.Watermark(now)
 		mwm, mok := m.watermark(now)
@@ -308,6 +347,11 @@ func (s script) run(t require.TestingT) {
 	require.Equal(t, counts[Late], st.Late)
 	require.Equal(t, counts[Invalid], st.Invalid)
 	require.Equal(t, counts[Duplicate], st.Duplicate)
+	require.Equal(t, counts[Behind], st.Behind)
+	if s.cfg.IdleTimeout < 0 {
+		// Without idleness lateness alone decides: nothing is behind.
+		require.Zero(t, behindData, "data behind without an idle input")
+	}
 	require.Equal(t, totalRels, st.Released)
 	require.Equal(t, counts[Buffered], st.Released)
 }
@@ -328,8 +372,9 @@ func drawScript(t *rapid.T) script {
 			input: rapid.IntRange(0, s.inputs-1).Draw(t, "input"),
 		}
 		switch o.kind {
-		case opPush, opMeta:
+		case opPush, opMeta, opAnnounce:
 			o.delta = rapid.Int64Range(-40, 60).Draw(t, "delta")
+			o.pick = rapid.IntRange(0, 100).Draw(t, "pick")
 		case opCopyMeta:
 			o.pick = rapid.IntRange(0, 100).Draw(t, "pick")
 		case opRelease:
@@ -368,7 +413,7 @@ func decodeScript(data []byte) (script, bool) {
 	for data = data[5:]; len(data) >= 3; data = data[3:] {
 		o := op{kind: opKind(data[0] % uint8(opKinds)), input: int(data[1] % 4), pick: int(data[2])}
 		switch o.kind {
-		case opPush, opMeta:
+		case opPush, opMeta, opAnnounce:
 			o.delta = int64(int8(data[2]))
 		case opRelease:
 			o.delta = int64(data[2] % 4)

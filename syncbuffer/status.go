@@ -11,8 +11,9 @@ type Status uint8
 const (
 	// Buffered means the item is stored and will be released in order.
 	Buffered Status = iota
-	// Late means the item is older than what was already released (or, for a
-	// meta item, older than the deduplication horizon). It is not stored.
+	// Late means a data item is older than its input's high-water mark
+	// minus the window, or a meta copy is older than the deduplication
+	// horizon. It is not stored.
 	Late
 	// Invalid means the item is too far ahead of the stream clock
 	// (Config.FutureBound). It is not stored and does not count as a sign
@@ -21,6 +22,11 @@ const (
 	// Duplicate means the item is a meta item whose identity was already
 	// seen. It is not stored.
 	Duplicate
+	// Behind means the item is not late for its input, but older than an
+	// item already released: the watermark passed it while its input was
+	// idle, or its input broke its promise. It is not stored; a Behind meta
+	// item is new and is to be handled at once.
+	Behind
 )
 
 var statusNames = [...]string{
@@ -28,6 +34,7 @@ var statusNames = [...]string{
 	Late:      "late",
 	Invalid:   "invalid",
 	Duplicate: "duplicate",
+	Behind:    "behind",
 }
 
 // String returns the lower-case name of s.
