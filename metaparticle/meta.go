@@ -6,8 +6,10 @@ import (
 	"github.com/sensorstorm/sensorstorm/particle"
 )
 
-// Tick is a timer tick. Ticks in event time are released by the watermark
-// like data; ticks in stream time mark a point of the stream clock.
+// Tick is a timer tick. The engine hands every bolt instance a Tick in the
+// stream-time domain at every multiple of its tick interval
+// (topology.Config.TickInterval); a user's source may emit ticks in event
+// time, which are released by the watermark like data.
 type Tick struct {
 	// Domain is the time domain the tick was scheduled in.
 	Domain Domain
@@ -34,16 +36,11 @@ func (d Domain) String() string {
 // MetaType returns "tick".
 func (Tick) MetaType() string { return "tick" }
 
-// EndOfStream tells a bolt instance that one of its inputs has ended: the
-// instance flushes once every input has ended.
-type EndOfStream struct{}
-
-// MetaType returns "eos".
-func (EndOfStream) MetaType() string { return "eos" }
-
-// SpeedChange sets the speed of every stream clock downstream from the
-// particle's event time on. Speed is a factor of the wall clock, or
-// streamclock.Unpaced; Paused stops the clocks until the next SpeedChange.
+// SpeedChange tells the bolts downstream of a replay that its speed
+// changed at the particle's event time. Speed is a factor of the wall
+// clock, or streamclock.Unpaced; Paused tells that the replay stopped until
+// the next SpeedChange. The run's stream clock, which every instance reads,
+// has changed already; the particle is for operations that want to know.
 type SpeedChange struct {
 	Speed  float64
 	Paused bool

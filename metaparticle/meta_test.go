@@ -15,7 +15,6 @@ func TestBuiltins(t *testing.T) {
 		typ  string
 	}{
 		{metaparticle.Tick{Domain: metaparticle.StreamTime}, "tick"},
-		{metaparticle.EndOfStream{}, "eos"},
 		{metaparticle.SpeedChange{Speed: 10}, "speed"},
 	}
 	for _, tc := range cases {

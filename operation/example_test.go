@@ -11,7 +11,6 @@ import (
 	"github.com/sensorstorm/sensorstorm/metaparticle"
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
-	"github.com/sensorstorm/sensorstorm/streamclock"
 	"github.com/sensorstorm/sensorstorm/syncbuffer"
 	"github.com/sensorstorm/sensorstorm/topology"
 )
@@ -87,7 +86,7 @@ func ExamplePerKey() {
 // Embedding: the mean temperature of a real recording every two hours,
 // in a topology of a few lines.
 func Example_embed() {
-	topo, _ := topology.New(topology.Config{Clock: topology.ClockConfig{Replay: true, Speed: streamclock.Unpaced}})
+	topo, _ := topology.New(topology.Config{Replay: true})
 	topo.AddSource("wsn", topology.Single(&file.Source{Paths: []string{"../testdata/library1-r1.lp"}}), topology.SourceConfig{})
 	mean := func() operation.Operation {
 		op, _ := operation.NewStats(operation.StatsConfig{Size: 2 * time.Hour, Fields: []string{"temperature"}})

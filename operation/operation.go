@@ -74,6 +74,23 @@ type WatermarkHandler interface {
 	OnWatermark(ctx context.Context, watermark int64, out Emitter) error
 }
 
+// OutputHolder is implemented by operations that may emit particles
+// stamped earlier than the input that makes them emit: a window result
+// stamped with the window's start, a resampled point between two readings.
+// Operations that do not implement it must not emit earlier than their
+// input.
+//
+// The engine forwards to downstream instances a watermark (a promise that
+// nothing at or below it will come); it never passes the operation's hold,
+// so that no result is made late by it. OutputHold returns the earliest
+// event time the operation may still emit, once every input at or below
+// watermark has been processed and only later inputs can come:
+// math.MaxInt64 when it holds nothing. It is called after OnWatermark, from
+// the instance's goroutine.
+type OutputHolder interface {
+	OutputHold(watermark int64) int64
+}
+
 // TickHandler is implemented by operations that act on the passing of
 // stream time: processing-time timers, eviction of idle state. OnTick is
 // called about every housekeeping interval (topology.Config) with the

@@ -84,6 +84,7 @@ const (
 	onTick
 	onMeta
 	onFlush
+	onHold
 	numHooks
 )
 
@@ -93,6 +94,7 @@ var (
 	_ TickHandler      = (*Keyed)(nil)
 	_ MetaHandler      = (*Keyed)(nil)
 	_ Flusher          = (*Keyed)(nil)
+	_ OutputHolder     = (*Keyed)(nil)
 	_ io.Closer        = (*Keyed)(nil)
 )
 
@@ -112,6 +114,7 @@ func (k *Keyed) Process(ctx context.Context, in particle.Particle, out Emitter) 
 		_, e.hooks[onTick] = e.op.(TickHandler)
 		_, e.hooks[onMeta] = e.op.(MetaHandler)
 		_, e.hooks[onFlush] = e.op.(Flusher)
+		_, e.hooks[onHold] = e.op.(OutputHolder)
 		k.count(e, 1)
 		k.live[name] = e
 	} else {
@@ -154,6 +157,18 @@ func (k *Keyed) HandleMeta(ctx context.Context, m particle.Particle, out Emitter
 		errs = errors.Join(errs, k.evict(ctx, m.Time, out, func(e *keyed) int64 { return e.last }))
 	}
 	return errs
+}
+
+// OutputHold implements OutputHolder: the earliest hold of the live
+// operations that hold output. It costs O(live keys) when they do, and
+// nothing otherwise.
+func (k *Keyed) OutputHold(wm int64) int64 {
+	hold := int64(math.MaxInt64)
+	k.each(onHold, func(op Operation) error {
+		hold = min(hold, op.(OutputHolder).OutputHold(wm))
+		return nil
+	})
+	return hold
 }
 
 // Flush implements Flusher: it flushes every live operation.

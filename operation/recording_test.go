@@ -82,7 +82,7 @@ func TestWindowsOverRecordingMatchPlainComputation(t *testing.T) {
 	cfg := operation.StatsConfig{Size: size, By: []string{"node"}, Fields: []string{"temperature", "humidity"},
 		Aggregates: []string{"mean", "min", "max", "count", "sum", "stddev", "p95"}}
 	topo, err := topology.New(topology.Config{
-		Clock:  topology.ClockConfig{Replay: true, Speed: streamclock.Unpaced},
+		Replay: true,
 		Acking: topology.AckingConfig{Enabled: true, HardTimeout: time.Hour},
 	})
 	require.NoError(t, err)
@@ -179,12 +179,12 @@ func (s *pacedSource) Run(ctx context.Context, out topology.SourceEmitter) error
 func TestLiveAndReplayGiveSameWindows(t *testing.T) {
 	in := readRecording(t)
 	run := func(live bool) []string {
-		cfg := topology.Config{Clock: topology.ClockConfig{Replay: true, Speed: 1000}}
+		cfg := topology.Config{Replay: true}
 		wall := streamclock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 		speed := 1000.0
 		if live {
 			wall = streamclock.NewFake(in[0].EventTime())
-			cfg.Clock, speed = topology.ClockConfig{}, 1
+			cfg.Replay, speed = false, 1
 		}
 		cfg.Wall = wall
 		topo, err := topology.New(cfg)

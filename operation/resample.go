@@ -2,6 +2,7 @@ package operation
 
 import (
 	"context"
+	"math"
 
 	"github.com/sensorstorm/sensorstorm/particle"
 )
@@ -66,6 +67,21 @@ func (r *resample) Process(_ context.Context, in particle.Particle, out Emitter)
 	}
 	s.t, s.vals = t, cur
 	return nil
+}
+
+// OutputHold implements OutputHolder: the earliest point still to be
+// emitted, of the series that may still emit it. A series without a reading
+// for more than MaxGap skips its pending points; without MaxGap a quiet
+// series holds the watermark until its next reading, which its points need.
+func (r *resample) OutputHold(wm int64) int64 {
+	hold := int64(math.MaxInt64)
+	for _, s := range r.series {
+		if r.cfg.MaxGap > 0 && wm-s.t >= int64(r.cfg.MaxGap) {
+			continue
+		}
+		hold = min(hold, s.next)
+	}
+	return hold
 }
 
 // between returns the values of point g between the last reading of s and

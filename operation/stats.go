@@ -112,6 +112,9 @@ func (f *fieldStats) add(x float64, keep bool) {
 	}
 }
 
+// ResultTime implements ResultTimer: results carry the window's end.
+func (s *statsAgg) ResultTime(w Window) int64 { return w.End }
+
 func (s *statsAgg) Result(_ context.Context, w Window, _ string, acc *statsAcc, out Emitter) error {
 	if acc == nil {
 		return nil

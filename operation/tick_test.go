@@ -12,6 +12,7 @@ import (
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/streamclock"
+	"github.com/sensorstorm/sensorstorm/syncbuffer"
 	"github.com/sensorstorm/sensorstorm/topology"
 )
 
@@ -100,7 +101,10 @@ func startTickRig(t *testing.T, op operation.Factory) *tickRig {
 		}
 		return nil
 	})), topology.SourceConfig{})
-	topo.AddBolt("op", op, topology.BoltConfig{}).Input("src", topology.Global())
+	// The newest reading waits for a later one, or for its input to be
+	// idle: let that be one housekeeping interval of stream time.
+	idle := topology.BoltConfig{Buffer: syncbuffer.Config{IdleTimeout: topology.DefaultHousekeepingInterval}}
+	topo.AddBolt("op", op, idle).Input("src", topology.Global())
 	topo.AddBolt("out", operation.Stateless(r.sink), topology.BoltConfig{}).Input("op", topology.Global())
 	r.topo = topo
 	go func() { r.done <- topo.Run(context.Background()) }()
@@ -113,13 +117,14 @@ func (r *tickRig) at(p particle.Particle) particle.Particle {
 	return p
 }
 
-// emit sends ps and waits until the operation processed them.
+// emit sends ps and waits until the operation's instance has them; the
+// next advance releases them.
 func (r *tickRig) emit(ps ...particle.Particle) {
 	for _, p := range ps {
 		r.in <- p
 	}
 	r.sent += uint64(len(ps))
-	r.wait("the operation to process its input", func() bool { return r.topo.Stats("op").Processed.Load() == r.sent })
+	r.wait("the operation's instance to take its input", func() bool { return r.topo.Stats("op").In.Load() == r.sent })
 }
 
 // advance moves the fake clock by d in housekeeping steps, until n

@@ -27,6 +27,15 @@ type Aggregator[A any] interface {
 	Result(ctx context.Context, w Window, key string, acc A, out Emitter) error
 }
 
+// ResultTimer is implemented by Aggregators whose results carry another
+// event time than their window's start, such as its end. A window holds the
+// watermark forwarded downstream (see [OutputHolder]) at its results' time:
+// at the window's start for Aggregators that do not implement it, which
+// must then stamp results no earlier than that.
+type ResultTimer interface {
+	ResultTime(w Window) int64
+}
+
 // BatchFunc processes the particles of one complete window and group, in
 // event-time order. Emits on out are anchored to all of them.
 type BatchFunc func(ctx context.Context, w Window, key string, batch []particle.Particle, out Emitter) error
@@ -105,6 +114,7 @@ type pane[A any] struct {
 var (
 	_ Operation        = (*Windowed[int])(nil)
 	_ WatermarkHandler = (*Windowed[int])(nil)
+	_ OutputHolder     = (*Windowed[int])(nil)
 	_ Flusher          = (*Windowed[int])(nil)
 )
 
@@ -230,6 +240,37 @@ func (o *Windowed[A]) OnWatermark(ctx context.Context, wm int64, out Emitter) er
 		}
 	})
 	return errors.Join(errs...)
+}
+
+// OutputHold implements OutputHolder: the earliest result time of the
+// windows still open, and of the time windows that a later particle may
+// still open (those containing wm+1). Session and count windows open at
+// a particle, after wm.
+func (o *Windowed[A]) OutputHold(wm int64) int64 {
+	hold := int64(math.MaxInt64)
+	switch o.b.kind {
+	case session, count:
+		for _, p := range o.open {
+			hold = min(hold, o.resultTime(p.w))
+		}
+		return hold
+	}
+	if at, ok := o.timers.Next(metaparticle.EventTime); ok {
+		hold = o.resultTime(Window{Start: at + 1 - o.b.size, End: at + 1})
+	}
+	if wm < math.MaxInt64 {
+		o.b.starts(wm+1, func(start int64) {
+			hold = min(hold, o.resultTime(Window{Start: start, End: start + o.b.size}))
+		})
+	}
+	return hold
+}
+
+func (o *Windowed[A]) resultTime(w Window) int64 {
+	if rt, ok := o.agg.(ResultTimer); ok {
+		return rt.ResultTime(w)
+	}
+	return w.Start
 }
 
 // Flush implements Flusher: it closes every open window.

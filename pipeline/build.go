@@ -37,31 +37,9 @@ type Options struct {
 // setDefaults fills in what depends on the whole pipeline: see the
 // package documentation.
 func (p *Pipeline) setDefaults() {
-	spans := map[string]time.Duration{}
 	longest := time.Duration(0)
 	for _, b := range p.Bolts {
-		spans[b.Name] = b.span
 		longest = max(longest, b.span)
-	}
-	unpaced := !p.Live() && p.speed() == replay.Max
-	for i := range p.Bolts {
-		b := &p.Bolts[i]
-		switch {
-		case b.set["idle_timeout"]:
-		case unpaced:
-			// An unpaced clock is the highest event time seen: an input
-			// merely slower than another would count as idle.
-			b.Buffer.IdleTimeout = -1
-		default:
-			for _, in := range b.Inputs {
-				switch s := spans[in.From]; {
-				case s < 0:
-					b.Buffer.IdleTimeout = -1
-				case s > 0 && b.Buffer.IdleTimeout >= 0:
-					b.Buffer.IdleTimeout = max(b.Buffer.IdleTimeout, 2*s+b.Buffer.Window)
-				}
-			}
-		}
 	}
 	if p.Live() {
 		// MQTT sources learn from acking when a message can no longer be
@@ -158,12 +136,8 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 	if opts.Stdout == nil {
 		opts.Stdout = os.Stdout
 	}
-	var clock topology.ClockConfig
-	if !p.Live() {
-		clock = topology.ClockConfig{Replay: true, Speed: float64(p.speed())}
-	}
 	topo, err := topology.New(topology.Config{
-		Clock: clock, Acking: p.Acking, Logger: opts.Logger, Wall: opts.Wall, DeadLetters: opts.DeadLetters,
+		Replay: !p.Live(), Acking: p.Acking, Logger: opts.Logger, Wall: opts.Wall, DeadLetters: opts.DeadLetters,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: %w", err)

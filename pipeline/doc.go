@@ -64,13 +64,14 @@
 //
 // # Defaults
 //
-// Defaults fit windowed pipelines: bolts downstream of a window wait for
-// its sparse results (their idle timeout covers the window); in an unpaced
-// replay, whose stream clock is the highest event time seen, inputs never
-// count as idle (one merely slower than another would) and particles are
-// not bounded in how far ahead of that clock they may be; and with acking
-// on the hard timeout outlasts the longest window, since a window holds
-// its inputs' trees open until it fires.
+// Every bolt instance forwards its watermark to the instances downstream,
+// held back by what its operation still holds (an open window's result),
+// so bolts downstream of a window release its results as soon as the
+// window closes, without raised idle timeouts. A pipeline that replays
+// files is a replay (topology.Config.Replay): its output is a function of
+// the recordings, the same at every speed, and its inputs never count as
+// idle. With acking on, the hard timeout outlasts the longest window,
+// since a window holds its inputs' trees open until it fires.
 //
 // The command runs pipeline files: sensorstorm run and sensorstorm
 // validate.

@@ -1,13 +1,22 @@
-// Package streamclock maps wall time to event time.
+// Package streamclock is the time of a run: the stream clock, and the wall
+// clock beneath it.
 //
-// Every bolt instance reads time from a stream clock: live it is the wall
-// clock, in a replay it runs at the replay speed from the replay's start,
-// and unpaced ("as fast as possible") it follows the highest event time the
-// instance has seen. Idle timeouts, processing-time timers and the far-future
-// bound of the synchronization buffer all use it, so a replay at 1000x
-// behaves like the live run, only faster.
+// Each run has one stream clock ([Clock]), injected into every component
+// that needs the time; nothing else reads the system time. Live it is the
+// wall clock ([Live]). In a replay it is the replay's position: it runs at
+// the replay speed, stands still while the replay is paused and, unpaced,
+// follows what the replay has emitted. Idle timeouts, processing-time
+// timers, TTL eviction and the far-future bound of the synchronization
+// buffer all read it, so a replay at 1000x behaves like the live run, only
+// faster, and a pause stops them all at once.
 //
 // Wall time itself comes from a [Wall], which tests replace with a [Fake].
 //
-// See DESIGN.md, "Stream clock and replay".
+// # What it is not
+//
+// A stream clock does not pace anything: the replay source paces itself
+// and is the clock of its run. Event-time progress (watermarks) is not the
+// clock's business either; it comes from the data.
+//
+// See the repository's DESIGN.md, "Stream clock and replay".
 package streamclock

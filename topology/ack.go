@@ -267,6 +267,7 @@ func (s *sourceInstance) housekeep(ctx context.Context, ticks <-chan time.Time) 
 }
 
 func (s *sourceInstance) tick() {
+	s.moveHorizon()
 	if s.topo.acks != nil {
 		for _, r := range s.retries.due(s.topo.acks.now.Load()) {
 			s.replay(r)

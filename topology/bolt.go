@@ -11,7 +11,6 @@ import (
 	"github.com/sensorstorm/sensorstorm/metaparticle"
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
-	"github.com/sensorstorm/sensorstorm/streamclock"
 	"github.com/sensorstorm/sensorstorm/syncbuffer"
 )
 
@@ -66,11 +65,14 @@ type boltInstance struct {
 	acks          []ackOp
 	results       []outcome
 	seq           uint64
-	clock         *streamclock.Clock
 	lastWM        int64
-	sentDrain     bool
-	buffered      int64 // this instance's share of stats.Buffered
-	backlog       backlog
+	// nextTick is the stream time of the next engine tick.
+	nextTick int64
+	// full tells that the buffer is full and the inbox is not read.
+	full      bool
+	sentDrain bool
+	buffered  int64 // this instance's share of stats.Buffered
+	backlog   backlog
 
 	// the input being processed: its children's edges go to curXor, or to
 	// curHeld once the operation holds it; curDone once it acked or failed
@@ -97,9 +99,16 @@ func (b *boltInstance) run(ctx context.Context) error {
 	ticks, stop := b.topo.cfg.Wall.NewTicker(b.topo.cfg.HousekeepingInterval)
 	defer stop()
 	b.lastWM = math.MinInt64
+	b.nextTick = math.MinInt64
 	for b.ended < b.inputs {
+		// A full buffer takes nothing more until the watermark moves: the
+		// senders block, which is backpressure.
+		inbox := b.inbox
+		if b.checkFull() {
+			inbox = nil
+		}
 		select {
-		case bt := <-b.inbox:
+		case bt := <-inbox:
 			b.receive(ctx, bt)
 		case <-ticks:
 			b.housekeep(ctx)
@@ -119,51 +128,41 @@ func (b *boltInstance) run(ctx context.Context) error {
 	return b.router.endOfStream(ctx)
 }
 
-// now returns the stream clock's time.
-func (b *boltInstance) now() int64 {
-	if b.clock == nil {
-		return b.topo.wallNanos()
+// checkFull reports whether the buffer is full, and logs when it fills.
+func (b *boltInstance) checkFull() bool {
+	full := b.buf.Full()
+	if full && !b.full {
+		b.stats.FullBuffers.Add(1)
+		b.topo.cfg.Logger.Warn("sync buffer full: taking no input until the watermark moves",
+			"component", b.name, "instance", b.index, "buffered", b.buf.Len())
 	}
-	return b.clock.Now()
+	b.full = full
+	return full
 }
 
-func (b *boltInstance) startClock(t int64) {
-	if b.clock != nil || !b.topo.cfg.Clock.Replay {
-		return
-	}
-	// Replay clocks cannot fail here: the speed was validated with the config.
-	b.clock, _ = streamclock.Replay(b.topo.cfg.Wall, t, b.topo.cfg.Clock.Speed)
-}
+// now returns the stream clock's time.
+func (b *boltInstance) now() int64 { return b.topo.clock.Now() }
 
 func (b *boltInstance) receive(ctx context.Context, bt *batch) {
 	// The batch's later particles, and whatever is left in the inbox, wait
 	// while this batch is processed.
 	b.settleBacklog(len(bt.items) > 1)
 	b.stats.In.Add(uint64(len(bt.items)))
-	if b.clock == nil && len(bt.items) > 0 {
-		b.startClock(bt.items[0].p.Time)
-	}
 	now := b.now()
-	// An unpaced clock is the data's own time: nothing can be ahead of it,
-	// and a gap in a recording is no wild timestamp.
-	unpaced := b.clock != nil && b.clock.Speed() == streamclock.Unpaced
 	for i := range bt.items {
 		env := &bt.items[i]
-		if b.clock != nil {
-			b.clock.Observe(env.p.Time)
-			if unpaced {
-				now = b.clock.Now()
-			}
-		}
 		switch b.buf.Push(bt.input, *env, now) {
 		case syncbuffer.Late:
-			b.handleLate(ctx, env)
+			b.handleLate(ctx, env, false)
+		case syncbuffer.Behind:
+			b.handleLate(ctx, env, true)
 		case syncbuffer.Invalid:
 			b.handleInvalid(ctx, env)
 		case syncbuffer.Duplicate:
 			b.stats.Duplicates.Add(1)
 		}
 	}
+	b.buf.Advance(bt.input, bt.high, bt.promise, now)
 	if (bt.drained || bt.eos) && !b.drainedInputs[bt.input] {
 		b.drainedInputs[bt.input] = true
 		b.drained++
@@ -205,6 +204,7 @@ func (b *boltInstance) settleBacklog(busy bool) {
 func (b *boltInstance) housekeep(ctx context.Context) {
 	now := b.now()
 	b.release(ctx, now)
+	b.tick(ctx, now)
 	if h, ok := b.op.(operation.TickHandler); ok {
 		if err := b.call(func() error { return h.OnTick(ctx, now, b) }); err != nil {
 			b.stats.Errors.Add(1)
@@ -218,6 +218,20 @@ func (b *boltInstance) housekeep(ctx context.Context) {
 	b.settle(ctx)
 }
 
+// tick hands the operation the engine's tick once the stream clock has
+// passed the next multiple of the tick interval. Ticks are the engine's,
+// not a stream's: every instance gets its own and forwards none.
+func (b *boltInstance) tick(ctx context.Context, now int64) {
+	every := int64(b.topo.cfg.TickInterval)
+	if every <= 0 || now < b.nextTick || now == math.MinInt64 {
+		return
+	}
+	at := now - now%every
+	b.nextTick = at + every
+	b.released = envelope{p: particle.Particle{Time: at, Seq: uint64(at / every), Meta: metaparticle.Tick{Domain: metaparticle.StreamTime}}}
+	b.handleMeta(ctx, &b.released, false)
+}
+
 // release processes what the buffer releases at now, then tells the
 // operation how far event time has progressed.
 func (b *boltInstance) release(ctx context.Context, now int64) {
@@ -226,7 +240,7 @@ func (b *boltInstance) release(ctx context.Context, now int64) {
 		// operations and routing take its address.
 		b.released = env
 		if env.p.Meta != nil {
-			b.handleMeta(ctx, &b.released)
+			b.handleMeta(ctx, &b.released, true)
 		} else {
 			b.process(ctx, &b.released)
 		}
@@ -237,6 +251,9 @@ func (b *boltInstance) release(ctx context.Context, now int64) {
 	}
 }
 
+// watermark tells the operation that event time has reached wm, then sets
+// the promise forwarded downstream: nothing at or below the watermark will
+// be emitted, nor anything before what the operation still holds.
 func (b *boltInstance) watermark(ctx context.Context, wm int64) {
 	if wm <= b.lastWM {
 		return
@@ -246,6 +263,11 @@ func (b *boltInstance) watermark(ctx context.Context, wm int64) {
 	if h, ok := b.op.(operation.WatermarkHandler); ok {
 		b.call(func() error { return h.OnWatermark(ctx, wm, b) })
 	}
+	promise := wm
+	if h, ok := b.op.(operation.OutputHolder); ok && wm != math.MaxInt64 {
+		promise = min(promise, h.OutputHold(wm)-1)
+	}
+	b.router.promise = max(b.router.promise, promise)
 }
 
 func (b *boltInstance) process(ctx context.Context, env *envelope) {
@@ -296,10 +318,9 @@ func (b *boltInstance) failInput(ctx context.Context, env *envelope, err error) 
 	env.each(func(a anchor) { b.acks = append(b.acks, ackOp{root: a.root, fail: true, reason: reason, err: err}) })
 }
 
-func (b *boltInstance) handleMeta(ctx context.Context, env *envelope) {
-	if sc, ok := env.p.Meta.(metaparticle.SpeedChange); ok && b.clock != nil {
-		b.applySpeed(sc)
-	}
+// handleMeta hands a meta particle to the operation, then forwards it to
+// every downstream instance unless it is the engine's own tick.
+func (b *boltInstance) handleMeta(ctx context.Context, env *envelope, forward bool) {
 	if h, ok := b.op.(operation.MetaHandler); ok {
 		if err := b.call(func() error { return h.HandleMeta(ctx, env.p, b) }); err != nil {
 			b.stats.Errors.Add(1)
@@ -307,41 +328,39 @@ func (b *boltInstance) handleMeta(ctx context.Context, env *envelope) {
 		}
 	}
 	b.stats.Meta.Add(1)
-	b.router.route("", env, nil)
-}
-
-func (b *boltInstance) applySpeed(sc metaparticle.SpeedChange) {
-	switch {
-	case sc.Paused:
-		b.clock.Pause()
-	default:
-		if b.clock.Paused() {
-			b.clock.Resume()
-		}
-		if err := b.clock.SetSpeed(sc.Speed); err != nil {
-			b.topo.cfg.Logger.Warn("speed change ignored", "component", b.name, "err", err)
-		}
+	if forward {
+		b.router.route("", env, nil)
 	}
 }
 
-func (b *boltInstance) handleLate(ctx context.Context, env *envelope) {
-	b.stats.Late.Add(1)
+// handleLate deals with a particle its buffer would not order: late for
+// its input, or behind what was already released. A meta particle behind
+// is a new identity, handled and forwarded at once.
+func (b *boltInstance) handleLate(ctx context.Context, env *envelope, behind bool) {
 	switch {
-	case env.replay && env.p.Meta == nil:
+	case env.p.Meta != nil && behind:
+		b.handleMeta(ctx, env, true)
+		return
+	case env.p.Meta != nil:
+		b.stats.Late.Add(1)
+		return
+	case behind:
+		b.stats.Behind.Add(1)
+	default:
+		b.stats.Late.Add(1)
+	}
+	switch {
+	case env.replay:
 		// A replayed particle is old by nature; processing it out of
 		// order beats losing it.
 		b.process(ctx, env)
 	case b.late == syncbuffer.LatePass:
-		if env.p.Meta == nil {
-			b.process(ctx, env)
-		}
+		b.process(ctx, env)
 	case b.late == syncbuffer.LateSide:
-		if env.p.Meta == nil {
-			b.cur, b.curXor = env, 0
-			b.emit(LateStream, env.p)
-			b.cur = nil
-			b.ackInput(env, b.curXor)
-		}
+		b.cur, b.curXor = env, 0
+		b.emit(LateStream, env.p)
+		b.cur = nil
+		b.ackInput(env, b.curXor)
 	default:
 		b.ackInput(env, 0)
 	}

@@ -40,11 +40,25 @@ type Config struct {
 	// cancelled before it abandons what is left. Defaults to
 	// DefaultDrainTimeout.
 	DrainTimeout time.Duration `yaml:"drain_timeout"`
-	// Clock selects the stream clock of every instance.
-	Clock ClockConfig `yaml:"clock"`
+	// Replay says that the sources replay recordings, so that the output
+	// must be a function of the data: inputs are never idle (a recording's
+	// silences hold the watermark back as they are, and every instance
+	// forwards its progress), and far-future timestamps are left to the
+	// sources, which judge them against the recording (connectors/replay
+	// does).
+	Replay bool `yaml:"replay"`
+	// TickInterval is the stream time between the metaparticle.Tick (in
+	// the stream-time domain) that the engine hands to every bolt
+	// instance's operation. Zero sends none.
+	TickInterval time.Duration `yaml:"tick_interval"`
 	// Acking configures guaranteed processing.
 	Acking AckingConfig `yaml:"acking"`
 
+	// Clock is the run's stream clock, read by every instance. Defaults to
+	// the wall clock for a live run and, with Replay, to the sources'
+	// position: the newest event time they have handed on. A replay
+	// source that paces itself is its run's clock (connectors/replay).
+	Clock streamclock.Clock `yaml:"-"`
 	// Wall is the wall clock. Defaults to the system clock.
 	Wall streamclock.Wall `yaml:"-"`
 	// Logger receives the engine's logs. Defaults to discarding them.
@@ -52,16 +66,6 @@ type Config struct {
 	// DeadLetters receives bad input, late particles dropped by policy and
 	// trees that failed for good. Defaults to counting them only.
 	DeadLetters DeadLetterSink `yaml:"-"`
-}
-
-// ClockConfig selects the stream clock.
-type ClockConfig struct {
-	// Replay makes the stream clocks run from the first event time each
-	// instance sees, at Speed. Live (false) uses the wall clock.
-	Replay bool `yaml:"replay"`
-	// Speed is the replay speed factor, or streamclock.Unpaced. Defaults
-	// to 1.
-	Speed float64 `yaml:"speed"`
 }
 
 // AckingConfig configures the XOR acker and the retry of failed trees.
@@ -105,9 +109,6 @@ func (c *Config) setDefaults() {
 	if c.DrainTimeout == 0 {
 		c.DrainTimeout = DefaultDrainTimeout
 	}
-	if c.Clock.Speed == 0 {
-		c.Clock.Speed = 1
-	}
 	if c.Wall == nil {
 		c.Wall = streamclock.System{}
 	}
@@ -141,8 +142,8 @@ func (c *Config) Validate() error {
 	if c.HousekeepingInterval < 0 || c.DrainTimeout < 0 {
 		errs = append(errs, errors.New("negative interval"))
 	}
-	if err := streamclock.ValidSpeed(c.Clock.Speed); err != nil {
-		errs = append(errs, err)
+	if c.TickInterval < 0 {
+		errs = append(errs, errors.New("negative tick interval"))
 	}
 	if c.Acking.MaxPending < 1 || c.Acking.MaxAttempts < 1 {
 		errs = append(errs, errors.New("acking: max pending and max attempts must be positive"))
@@ -162,10 +163,9 @@ type BoltConfig struct {
 	// Parallelism is the number of instances. Defaults to 1.
 	Parallelism int `yaml:"parallelism"`
 	// Buffer configures the synchronization buffer in front of every
-	// instance: window, idle timeout, future bound and late policy. The
-	// future bound applies to live and paced stream clocks; an unpaced
-	// replay's clock is the highest event time seen, which nothing can be
-	// ahead of.
+	// instance: window, idle timeout, future bound, capacity and late
+	// policy. With Config.Replay, the idle timeout and the future bound do
+	// not apply.
 	Buffer syncbuffer.Config `yaml:"buffer"`
 }
 
@@ -173,4 +173,12 @@ type BoltConfig struct {
 type SourceConfig struct {
 	// Parallelism is the number of instances. Defaults to 1.
 	Parallelism int `yaml:"parallelism"`
+	// FutureBound is how far ahead of the stream clock a particle's event
+	// time may be in a live run before the source rejects it as invalid
+	// (counted and dead-lettered, acknowledged as bad input), so that a
+	// sensor with a broken clock never becomes the stream's high-water
+	// mark. Negative disables it. A replay leaves the judgement to its
+	// sources, which know the recording. Defaults to
+	// syncbuffer.DefaultFutureBound.
+	FutureBound time.Duration `yaml:"future_bound"`
 }

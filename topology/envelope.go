@@ -18,7 +18,11 @@ type anchor struct {
 // envelope is a particle in transit with the trees it belongs to. Most
 // particles belong to one tree or none, so the first anchor is inline.
 type envelope struct {
-	p       particle.Particle
+	p particle.Particle
+	// high is the sender's high-water mark on the stream when it sent the
+	// particle: lateness at the receiver is judged against it, so that it
+	// depends on the sender's stream alone, never on timing.
+	high    int64
 	first   anchor
 	more    []anchor // further trees, for particles anchored across roots
 	tracked bool
@@ -37,18 +41,22 @@ func (e *envelope) each(fn func(a anchor)) {
 }
 
 func envelopeKey(e *envelope) syncbuffer.Key {
-	return syncbuffer.Key{Time: e.p.Time, Origin: e.p.Origin, Seq: e.p.Seq}
+	return syncbuffer.Key{Time: e.p.Time, Origin: e.p.Origin, Seq: e.p.Seq, High: e.high}
 }
 
 func envelopeIsMeta(e *envelope) bool { return e.p.Meta != nil }
 
-// batch is the unit that travels between instances. drained marks the end
-// of its sender's new data: only replays of failed particles may follow, so
-// the receiver stops waiting for this input and flushes. eos marks the last
+// batch is the unit that travels between instances. high and promise are
+// the sender's progress after its items (see syncbuffer.Buffer.Advance): a
+// batch without items only announces it. drained marks the end of its
+// sender's new data: only replays of failed particles may follow, so the
+// receiver stops waiting for this input and flushes. eos marks the last
 // batch from its sender.
 type batch struct {
 	input   int
 	items   []envelope
+	high    int64
+	promise int64
 	drained bool
 	eos     bool
 }

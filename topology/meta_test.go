@@ -3,6 +3,7 @@ package topology_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -111,6 +112,14 @@ func TestMetaParticlesAreBroadcastAndDeduplicated(t *testing.T) {
 type tickCounter struct {
 	operation.Func
 	ticks chan int64
+	metas chan particle.Particle
+}
+
+func (c tickCounter) HandleMeta(_ context.Context, m particle.Particle, _ operation.Emitter) error {
+	if c.metas != nil {
+		c.metas <- m
+	}
+	return nil
 }
 
 func (c tickCounter) OnTick(_ context.Context, now int64, _ operation.Emitter) error {
@@ -121,65 +130,52 @@ func (c tickCounter) OnTick(_ context.Context, now int64, _ operation.Emitter) e
 	return nil
 }
 
-// Operations that implement TickHandler see the stream clock pass, at the
-// replay speed.
-func TestTickHandlerSeesTheStreamClock(t *testing.T) {
+// Operations see the run's one stream clock: TickHandler on every
+// housekeeping round, and the engine's Tick meta particle at every multiple
+// of the tick interval. A clock that stands still (a paused replay) fires
+// no tick.
+func TestTicksFollowTheStreamClock(t *testing.T) {
 	wall := streamclock.NewFake(time.Unix(0, 0))
+	var stream atomic.Int64
+	stream.Store(1e9)
 	release := make(chan struct{})
-	topo := newTopology(t, topology.Config{Wall: wall, Clock: topology.ClockConfig{Replay: true, Speed: 100}})
+	topo := newTopology(t, topology.Config{Wall: wall, Replay: true, Clock: streamclock.Func(stream.Load), TickInterval: 10 * time.Second})
 	topo.AddSource("src", topology.Single(topology.SourceFunc(func(ctx context.Context, out topology.SourceEmitter) error {
-		if err := out.Emit(particle.Particle{Time: 1e9, Measurement: "m"}, nil); err != nil {
-			return err
-		}
-		if err := out.Flush(); err != nil {
-			return err
-		}
 		<-release
 		return nil
 	})), topology.SourceConfig{})
 	ticks := make(chan int64, 1)
-	topo.AddBolt("b", operation.Stateless(tickCounter{Func: func(context.Context, particle.Particle, operation.Emitter) error { return nil }, ticks: ticks}), topology.BoltConfig{}).Input("src", topology.Global())
-	done := make(chan error)
-	go func() { done <- topo.Run(context.Background()) }()
-
-	// Wait until the particle started the instance's replay clock, then
-	// let one second of wall time pass: 100 s of stream time.
-	require.Eventually(t, func() bool { return topo.Stats("b").Processed.Load() == 1 }, 10*time.Second, time.Millisecond)
-	wall.Advance(time.Second)
-	now := <-ticks
-	assert.Equal(t, int64(1e9+100e9), now)
-	close(release)
-	require.NoError(t, <-done)
-}
-
-// A SpeedChange meta particle sets the speed of every downstream stream
-// clock from that point on.
-func TestSpeedChangeAdjustsDownstreamClocks(t *testing.T) {
-	wall := streamclock.NewFake(time.Unix(0, 0))
-	release := make(chan struct{})
-	topo := newTopology(t, topology.Config{Wall: wall, Clock: topology.ClockConfig{Replay: true, Speed: 100}})
-	topo.AddSource("src", topology.Single(topology.SourceFunc(func(ctx context.Context, out topology.SourceEmitter) error {
-		if err := out.Emit(particle.Particle{Time: 1e9, Measurement: "m"}, nil); err != nil {
-			return err
-		}
-		if err := out.EmitMeta(1e9, metaparticle.SpeedChange{Speed: 10}); err != nil {
-			return err
-		}
-		if err := out.Flush(); err != nil {
-			return err
-		}
-		<-release
-		return nil
-	})), topology.SourceConfig{})
-	ticks := make(chan int64, 1)
+	metas := make(chan particle.Particle, 4)
 	noop := func(context.Context, particle.Particle, operation.Emitter) error { return nil }
-	topo.AddBolt("b", operation.Stateless(tickCounter{Func: noop, ticks: ticks}), topology.BoltConfig{Parallelism: 2}).Input("src", topology.Shuffle())
+	topo.AddBolt("b", operation.Stateless(tickCounter{Func: noop, ticks: ticks, metas: metas}), topology.BoltConfig{}).Input("src", topology.Global())
 	done := make(chan error)
 	go func() { done <- topo.Run(context.Background()) }()
 
-	require.Eventually(t, func() bool { return topo.Stats("b").Meta.Load() == 2 }, 10*time.Second, time.Millisecond)
+	// The instance's housekeeping ticker starts with Run: advance the wall
+	// until it has.
+	var first int64
+	require.Eventually(t, func() bool {
+		wall.Advance(time.Second)
+		select {
+		case first = <-ticks:
+			return true
+		default:
+			return false
+		}
+	}, 10*time.Second, time.Millisecond)
+	assert.Equal(t, int64(1e9), first)
+	tick := <-metas
+	assert.Equal(t, metaparticle.Tick{Domain: metaparticle.StreamTime}, tick.Meta)
+	assert.Equal(t, int64(0), tick.Time, "the last multiple of the interval")
+
+	stream.Store(25e9)
 	wall.Advance(time.Second)
-	assert.Equal(t, int64(1e9+10e9), <-ticks, "10 s of stream time at 10x")
+	assert.Equal(t, int64(25e9), <-ticks)
+	assert.Equal(t, int64(20e9), (<-metas).Time)
+
+	wall.Advance(time.Second) // the stream clock stands still
+	assert.Equal(t, int64(25e9), <-ticks)
+	assert.Empty(t, metas, "no tick while the clock stands")
 	close(release)
 	require.NoError(t, <-done)
 }

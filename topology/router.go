@@ -2,6 +2,7 @@ package topology
 
 import (
 	"context"
+	"math"
 )
 
 // inbox is the receiving end of one bolt instance. It is the one place a
@@ -44,13 +45,24 @@ type target struct {
 	pending *batch
 	// resolved counts the pending items resolve has passed.
 	resolved int
+	// told is the progress last handed to the target.
+	told progress
 }
+
+// progress is what an instance tells a downstream instance of how far it
+// has come: its high-water mark on the stream and its promise.
+type progress struct{ high, promise int64 }
+
+var noProgress = progress{high: math.MinInt64, promise: math.MinInt64}
 
 // output is one subscription of a downstream bolt to this instance's stream.
 type output struct {
 	stream   string
 	grouping Grouping
 	targets  []target
+	// high is the newest event time of the data routed to this output,
+	// the high-water mark its targets judge lateness by.
+	high int64
 }
 
 // router batches what one instance emits and hands full batches to the
@@ -60,8 +72,33 @@ type router struct {
 	pool    *batchPool
 	scratch []int
 	full    int // pending batches that are full
+	// promise is the instance's forwarded watermark: it emits nothing at
+	// or below it any more.
+	promise int64
 	// beforeDeliver, if set, runs before batches are handed on.
 	beforeDeliver func()
+}
+
+// newRouter returns a router with no outputs yet.
+func newRouter(pool *batchPool) router {
+	return router{pool: pool, promise: math.MinInt64}
+}
+
+// addOutput subscribes targets to stream with grouping g.
+func (r *router) addOutput(stream string, g Grouping, targets []target) {
+	for i := range targets {
+		targets[i].told = noProgress
+	}
+	r.outputs = append(r.outputs, output{stream: stream, grouping: g, targets: targets, high: math.MinInt64})
+}
+
+// high returns the newest event time routed to any output.
+func (r *router) high() int64 {
+	h := int64(math.MinInt64)
+	for i := range r.outputs {
+		h = max(h, r.outputs[i].high)
+	}
+	return h
 }
 
 // edgeFunc returns a fresh edge id for each copy of a tracked particle.
@@ -84,6 +121,8 @@ func (r *router) route(stream string, env *envelope, newEdge edgeFunc) uint64 {
 			}
 			continue
 		}
+		o.high = max(o.high, env.p.Time)
+		env.high = o.high
 		r.scratch = o.grouping.Route(&env.p, len(o.targets), r.scratch[:0])
 		for _, ti := range r.scratch {
 			t := &o.targets[ti]
@@ -140,26 +179,35 @@ func (r *router) flushFull(ctx context.Context) error {
 	return r.flush(ctx, true)
 }
 
-// flush delivers every pending batch, or only the full ones. On error the
-// undelivered batches stay pending.
+// flush delivers every pending batch, or only the full ones. Every batch
+// carries the instance's progress; a flush of all also announces progress
+// to the targets that have not heard of it, in a batch without items. On
+// error the undelivered batches stay pending.
 func (r *router) flush(ctx context.Context, onlyFull bool) error {
 	if r.beforeDeliver != nil {
 		r.beforeDeliver()
 	}
 	for oi := range r.outputs {
-		for ti := range r.outputs[oi].targets {
-			t := &r.outputs[oi].targets[ti]
-			if t.pending == nil || (onlyFull && len(t.pending.items) < r.pool.size) {
+		o := &r.outputs[oi]
+		now := progress{high: o.high, promise: r.promise}
+		for ti := range o.targets {
+			t := &o.targets[ti]
+			switch {
+			case t.pending != nil && (!onlyFull || len(t.pending.items) >= r.pool.size):
+			case t.pending == nil && !onlyFull && now != t.told:
+				t.pending = r.pool.get(t.input)
+			default:
 				continue
 			}
 			full := len(t.pending.items) >= r.pool.size
+			t.pending.high, t.pending.promise = now.high, now.promise
 			if err := t.inbox.deliver(ctx, t.pending); err != nil {
 				return err
 			}
 			if full {
 				r.full--
 			}
-			t.pending, t.resolved = nil, 0
+			t.pending, t.resolved, t.told = nil, 0, now
 		}
 	}
 	return nil

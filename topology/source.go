@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
+	"sync/atomic"
 
 	"github.com/sensorstorm/sensorstorm/acker"
 	"github.com/sensorstorm/sensorstorm/particle"
@@ -60,6 +62,9 @@ type SourceEmitter interface {
 	Flush() error
 }
 
+// metaSeqBit marks the sequence numbers of meta particles.
+const metaSeqBit = 1 << 63
+
 // sourceInstance runs one instance of a source.
 type sourceInstance struct {
 	name    string
@@ -72,14 +77,21 @@ type sourceInstance struct {
 	pending *tokens // one per tracked particle not yet finished; nil without acking
 	retries retryQueue
 	edgesFn edgeFunc
+	// bound is the future bound in ns, negative when off; horizon the
+	// newest event time accepted, moved with the stream clock by the
+	// instance's housekeeping and before a rejection (a clock read per
+	// particle would cost more than it is worth).
+	bound   int64
+	horizon atomic.Int64
 
 	// ctx is the source's context: cancelled when the topology stops.
 	ctx context.Context
 
-	mu     sync.Mutex // guards what follows: Emit may be called concurrently
-	seq    uint64
-	router router
-	env    envelope // the one being routed; a field so that routing does not allocate
+	mu      sync.Mutex // guards what follows: Emit may be called concurrently
+	seq     uint64
+	metaSeq uint64
+	router  router
+	env     envelope // the one being routed; a field so that routing does not allocate
 
 	// unstarted are the trees whose copies wait in undelivered batches
 	// under provisional roots (see provisional); they start, under one
@@ -107,6 +119,13 @@ func (s *sourceInstance) run() error {
 func (s *sourceInstance) Emit(p particle.Particle, msgID any) error {
 	if p.Meta != nil {
 		return fmt.Errorf("topology: Emit of a meta particle (%s): use EmitMeta", p.Meta.MetaType())
+	}
+	if p.Time > s.horizon.Load() {
+		// The horizon may lag the clock: look again before rejecting.
+		if s.moveHorizon(); p.Time > s.horizon.Load() {
+			s.rejectWild(p, msgID)
+			return nil
+		}
 	}
 	tracked := msgID != nil && s.pending != nil
 	if tracked {
@@ -170,6 +189,15 @@ func (s *sourceInstance) emitTracked(p particle.Particle, msgID any, attempt int
 // zero, which no pending tree has.
 func provisional(k int) acker.RootID { return acker.RootID(k) }
 
+// beforeDeliver runs before the router hands batches on: the trees of
+// their particles start, and the run's position moves to what they hold.
+func (s *sourceInstance) beforeDeliver() {
+	if s.topo.acks != nil {
+		s.startTrees()
+	}
+	s.topo.advance(s.router.high())
+}
+
 // startTrees starts the unstarted trees and gives their copies the real
 // roots. The router calls it before it delivers a batch.
 func (s *sourceInstance) startTrees() {
@@ -193,12 +221,37 @@ func (s *sourceInstance) EmitMeta(t int64, m particle.Meta) error {
 	if err := s.router.flushFull(s.ctx); err != nil {
 		return err
 	}
-	p := particle.Particle{Time: t, Meta: m}
-	s.stamp(&p)
+	// Meta particles are numbered apart from data, so that a control
+	// action (a speed change) never renumbers the data: a particle's
+	// number picks its instance under shuffle grouping.
+	s.metaSeq++
+	p := particle.Particle{Time: t, Meta: m, Origin: s.origin, Seq: metaSeqBit | s.metaSeq}
 	s.env = envelope{p: p}
 	s.router.route("", &s.env, nil)
 	_ = s.router.flushFull(s.ctx)
 	return nil
+}
+
+// moveHorizon moves the newest event time accepted with the stream clock.
+func (s *sourceInstance) moveHorizon() {
+	h := int64(math.MaxInt64)
+	if s.bound >= 0 {
+		if now := s.topo.clock.Now(); now < math.MaxInt64-s.bound {
+			h = now + s.bound
+		}
+	}
+	s.horizon.Store(h)
+}
+
+// rejectWild counts and dead-letters a particle beyond the future bound,
+// and acknowledges it: it is bad input, not a failure.
+func (s *sourceInstance) rejectWild(p particle.Particle, msgID any) {
+	s.stats.Invalid.Add(1)
+	err := fmt.Errorf("%w: %s at %d, bound %d", ErrFutureTimestamp, p.EventTime(), p.Time, s.horizon.Load())
+	s.topo.deadLetter(DeadLetter{Component: s.name, Instance: s.index, Reason: "invalid", Err: err, Particle: &p})
+	if msgID != nil && s.ackr != nil {
+		s.ackr.Ack(msgID)
+	}
 }
 
 // Reject implements SourceEmitter.

@@ -16,9 +16,14 @@ type ComponentStats struct {
 	// Meta counts meta particles handled and forwarded; Duplicates the
 	// extra copies that were dropped.
 	Meta, Duplicates atomic.Uint64
-	// Late counts particles older than what was already released, handled
-	// by the late policy; Invalid counts bad input.
-	Late, Invalid atomic.Uint64
+	// Late counts data particles older than their input's high-water mark
+	// minus the window; Behind those older than what was already released
+	// after an idle input stopped holding the watermark back. Both are
+	// handled by the late policy. Invalid counts bad input.
+	Late, Behind, Invalid atomic.Uint64
+	// FullBuffers counts the times an instance's sync buffer filled up and
+	// the instance stopped taking input.
+	FullBuffers atomic.Uint64
 	// Errors counts inputs the operation failed; Panics those it panicked
 	// on.
 	Errors, Panics atomic.Uint64

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"reflect"
 	"slices"
 	"sync"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/sensorstorm/sensorstorm/acker"
 	"github.com/sensorstorm/sensorstorm/operation"
+	"github.com/sensorstorm/sensorstorm/streamclock"
 	"github.com/sensorstorm/sensorstorm/syncbuffer"
 )
 
@@ -60,6 +62,9 @@ func New(cfg Config) (*Topology, error) {
 func (t *Topology) AddSource(name string, f SourceFactory, cfg SourceConfig) {
 	if cfg.Parallelism == 0 {
 		cfg.Parallelism = 1
+	}
+	if cfg.FutureBound == 0 {
+		cfg.FutureBound = syncbuffer.DefaultFutureBound
 	}
 	t.declare(name)
 	t.sources = append(t.sources, &sourceSpec{name: name, factory: f, cfg: cfg})
@@ -183,6 +188,8 @@ func findCycle(deps map[string][]string) string {
 // run is the state of one Run.
 type run struct {
 	cfg      Config
+	clock    streamclock.Clock
+	position atomic.Int64 // newest event time the sources have handed on
 	pool     *batchPool
 	acks     *ackService // nil without acking
 	drainCtx context.Context
@@ -191,6 +198,16 @@ type run struct {
 }
 
 func (r *run) wallNanos() int64 { return r.cfg.Wall.Now().UnixNano() }
+
+// advance moves the sources' position forward to t.
+func (r *run) advance(t int64) {
+	for {
+		p := r.position.Load()
+		if t <= p || r.position.CompareAndSwap(p, t) {
+			return
+		}
+	}
+}
 
 func (r *run) deadLetter(d DeadLetter) {
 	if r.cfg.DeadLetters != nil {
@@ -351,7 +368,14 @@ func (r *run) expireTrees(ctx context.Context) {
 
 // build makes the instances and wires their routers to the inboxes.
 func (t *Topology) build(drainCtx context.Context) (*run, error) {
-	r := &run{cfg: t.cfg, pool: newBatchPool(t.cfg.BatchSize), drainCtx: drainCtx}
+	r := &run{cfg: t.cfg, clock: t.cfg.Clock, pool: newBatchPool(t.cfg.BatchSize), drainCtx: drainCtx}
+	r.position.Store(math.MinInt64)
+	if r.clock == nil {
+		r.clock = streamclock.Live(t.cfg.Wall)
+		if t.cfg.Replay {
+			r.clock = streamclock.Func(r.position.Load)
+		}
+	}
 	var origin uint32
 	instances := map[string][]*router{}
 	sourcesByName := map[string]int{}
@@ -362,7 +386,11 @@ func (t *Topology) build(drainCtx context.Context) (*run, error) {
 			src := spec.factory(i)
 			s := &sourceInstance{name: spec.name, index: i, origin: origin, src: src, topo: r, stats: t.stats[spec.name], ctx: drainCtx}
 			s.ackr, _ = src.(Acknowledger)
-			s.router = router{pool: r.pool}
+			s.bound = int64(spec.cfg.FutureBound)
+			if t.cfg.Replay {
+				s.bound = -1
+			}
+			s.router = newRouter(r.pool)
 			if t.cfg.Acking.Enabled {
 				s.pending = newTokens(t.cfg.Acking.MaxPending)
 			}
@@ -383,9 +411,17 @@ func (t *Topology) build(drainCtx context.Context) (*run, error) {
 		for _, in := range spec.inputs {
 			inputs += t.parallelism(in.from)
 		}
+		bufCfg := spec.cfg.Buffer
+		if t.cfg.Replay {
+			// A recording's silences are data: they hold the watermark
+			// as they are, and the sources judge wild timestamps
+			// against the recording, so that the output is a function
+			// of the data.
+			bufCfg.IdleTimeout, bufCfg.FutureBound = -1, -1
+		}
 		for i := range spec.cfg.Parallelism {
 			origin++
-			buf, err := syncbuffer.New(spec.cfg.Buffer, inputs, envelopeKey, envelopeIsMeta)
+			buf, err := syncbuffer.New(bufCfg, inputs, envelopeKey, envelopeIsMeta)
 			if err != nil {
 				return nil, fmt.Errorf("topology: bolt %s: %w", spec.name, err)
 			}
@@ -395,7 +431,7 @@ func (t *Topology) build(drainCtx context.Context) (*run, error) {
 				topo: r, stats: t.stats[spec.name], edges: acker.NewEdgeIDs(),
 				heldInputs: map[operation.Anchor]*held{}, drainedInputs: make([]bool, inputs),
 			}
-			b.router = router{pool: r.pool}
+			b.router = newRouter(r.pool)
 			r.bolts = append(r.bolts, b)
 			byName[spec.name] = append(byName[spec.name], b)
 			instances[spec.name] = append(instances[spec.name], &b.router)
@@ -407,25 +443,24 @@ func (t *Topology) build(drainCtx context.Context) (*run, error) {
 		next := 0
 		for _, in := range spec.inputs {
 			for _, up := range instances[in.from] {
-				o := output{stream: in.stream, grouping: in.grouping}
+				var targets []target
 				for _, down := range byName[spec.name] {
 					ib := chanInbox{ch: down.inbox}
 					if t.cfg.Acking.Enabled {
 						// Only the acker's progress timeout needs the backlog.
 						ib.backlog, ib.wall = &down.backlog, r.wallNanos
 					}
-					o.targets = append(o.targets, target{inbox: ib, input: next})
+					targets = append(targets, target{inbox: ib, input: next})
 				}
-				up.outputs = append(up.outputs, o)
+				up.addOutput(in.stream, in.grouping, targets)
 				next++
 			}
 		}
 	}
 	for _, s := range r.sources {
 		s.edgesFn = acker.NewEdgeIDs().Next
-		if r.acks != nil {
-			s.router.beforeDeliver = s.startTrees
-		}
+		s.router.beforeDeliver = s.beforeDeliver
+		s.moveHorizon()
 	}
 	return r, nil
 }

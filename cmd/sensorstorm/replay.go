@@ -139,7 +139,7 @@ func replay(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	t, err := topology.New(topology.Config{
 		Logger:      logger,
 		DeadLetters: &deadLetterLog{logger: logger},
-		Clock:       topology.ClockConfig{Replay: true, Speed: float64(o.speed)},
+		Replay:      true,
 	})
 	if err != nil {
 		return fail(exitError, err)

@@ -52,7 +52,7 @@ func BenchmarkReplay(b *testing.B) {
 	for b.Loop() {
 		src, err := replay.New(replay.Config{Inputs: []replay.Input{{Path: path}}, Speed: replay.Max})
 		require.NoError(b, err)
-		topo, err := topology.New(topology.Config{Clock: topology.ClockConfig{Replay: true, Speed: float64(replay.Max)}})
+		topo, err := topology.New(topology.Config{Replay: true})
 		require.NoError(b, err)
 		topo.AddSource("replay", topology.Single(src), topology.SourceConfig{})
 		topo.AddBolt("sink", operation.Stateless(file.NewSink(io.Discard, particle.Nanosecond)), topology.BoltConfig{
@@ -100,7 +100,7 @@ func BenchmarkPacedAccuracy(b *testing.B) {
 	for b.Loop() {
 		src, err := replay.New(replay.Config{Inputs: []replay.Input{{Path: path}}, Speed: speed})
 		require.NoError(b, err)
-		topo, err := topology.New(topology.Config{Clock: topology.ClockConfig{Replay: true, Speed: speed}})
+		topo, err := topology.New(topology.Config{Replay: true})
 		require.NoError(b, err)
 		sink := &arrivals{}
 		topo.AddSource("replay", topology.Single(src), topology.SourceConfig{})

@@ -115,7 +115,7 @@ func TestSpeedChangesReachBolts(t *testing.T) {
 		}
 		return 0, true
 	}
-	topo, err := topology.New(topology.Config{Clock: topology.ClockConfig{Replay: true, Speed: 10}, Wall: w.Fake})
+	topo, err := topology.New(topology.Config{Replay: true, Wall: w.Fake})
 	require.NoError(t, err)
 	var ops []*speeds
 	var mu sync.Mutex

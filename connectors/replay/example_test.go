@@ -38,7 +38,7 @@ func Example() {
 		return
 	}
 	var out bytes.Buffer
-	topo, _ := topology.New(topology.Config{Clock: topology.ClockConfig{Replay: true, Speed: float64(replay.Max)}})
+	topo, _ := topology.New(topology.Config{Replay: true})
 	topo.AddSource("replay", topology.Single(src), topology.SourceConfig{})
 	topo.AddBolt("out", operation.Stateless(file.NewSink(&out, particle.Second)), topology.BoltConfig{
 		Buffer: syncbuffer.Config{FutureBound: -1},

@@ -22,7 +22,6 @@ import (
 	"github.com/sensorstorm/sensorstorm/connectors/file"
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
-	"github.com/sensorstorm/sensorstorm/streamclock"
 	"github.com/sensorstorm/sensorstorm/syncbuffer"
 	"github.com/sensorstorm/sensorstorm/topology"
 )
@@ -59,7 +58,7 @@ func main() {
 // build returns the topology: the recording, a ten-minute mean of the
 // temperature and humidity per node, and latest as the sink.
 func build(path string, latest *Latest) (*topology.Topology, error) {
-	topo, err := topology.New(topology.Config{Clock: topology.ClockConfig{Replay: true, Speed: streamclock.Unpaced}})
+	topo, err := topology.New(topology.Config{Replay: true})
 	if err != nil {
 		return nil, err
 	}

@@ -48,7 +48,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	topo, err := topology.New(topology.Config{Clock: topology.ClockConfig{Replay: true, Speed: float64(speed)}})
+	topo, err := topology.New(topology.Config{Replay: true})
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
