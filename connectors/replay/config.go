@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sensorstorm/sensorstorm/connectors/file"
+	"github.com/sensorstorm/sensorstorm/syncbuffer"
 )
 
 // Defaults of Config.
@@ -49,6 +50,13 @@ type Config struct {
 	// are older than those of an earlier one then arrive late downstream.
 	// Defaults to false.
 	Concat bool `yaml:"concat"`
+	// FutureBound is how far a record's event time may jump ahead of the
+	// newest one replayed before the record counts as a wild timestamp (a
+	// sensor with a broken clock): rejected as invalid, never waited for,
+	// never the stream's new high-water mark. A jump that the next record
+	// confirms is a gap in the recording, replayed as it is. Negative
+	// disables the check. Defaults to syncbuffer.DefaultFutureBound.
+	FutureBound time.Duration `yaml:"future_bound"`
 	// Wall is the wall clock that paces the replay. Defaults to
 	// SystemWall.
 	Wall Wall `yaml:"-"`
@@ -60,6 +68,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Wall == nil {
 		c.Wall = SystemWall{}
+	}
+	if c.FutureBound == 0 {
+		c.FutureBound = syncbuffer.DefaultFutureBound
 	}
 	for i := range c.Inputs {
 		if c.Inputs[i].Format == nil {

@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"slices"
@@ -211,6 +212,12 @@ type runner struct {
 	// the first pass's extent, for the shift of the next passes
 	first, lastT, gap int64
 	shift             int64
+
+	// high is the newest event time emitted; wild a record that jumped
+	// beyond it by more than the future bound, held until the next record
+	// tells a gap from a broken clock.
+	high int64
+	wild *particle.Particle
 }
 
 // pass replays the inputs once and returns how many particles it emitted.
@@ -249,6 +256,9 @@ func (r *runner) pass(ctx context.Context, pass int) (int, error) {
 		p, raw, err := m.next()
 		if err != nil {
 			if err == io.EOF {
+				if r.wild != nil {
+					r.rejectWild()
+				}
 				return n, r.flush()
 			}
 			if !isDecodeError(err) {
@@ -266,11 +276,49 @@ func (r *runner) pass(ctx context.Context, pass int) (int, error) {
 			r.extent(p.Time, n)
 		}
 		p.Time += shift
-		if err := r.emit(ctx, p); err != nil {
+		emitted, err := r.judge(ctx, p)
+		if err != nil {
 			return n, err
 		}
-		n++
+		n += emitted
 	}
+}
+
+// judge emits p unless its event time jumps ahead of the newest one
+// emitted by more than the future bound. Such a record is held: if the
+// next one jumps too, the recording has a gap and both are emitted;
+// otherwise the held one has a wild timestamp and is rejected. The
+// decision depends on the recording alone. judge returns how many
+// particles it emitted.
+func (r *runner) judge(ctx context.Context, p *particle.Particle) (int, error) {
+	jumps := r.cfg.FutureBound >= 0 && r.emitted && p.Time-r.high > int64(r.cfg.FutureBound)
+	switch {
+	case jumps && r.wild == nil:
+		held := p.Clone()
+		r.wild = &held
+		return 0, nil
+	case jumps:
+		held := r.wild
+		r.wild = nil
+		if err := r.emit(ctx, held); err != nil {
+			return 0, err
+		}
+		return 2, r.emit(ctx, p)
+	case r.wild != nil:
+		r.rejectWild()
+	}
+	return 1, r.emit(ctx, p)
+}
+
+// rejectWild rejects the held record as invalid.
+func (r *runner) rejectWild() {
+	p := r.wild
+	r.wild = nil
+	r.stats.invalid.Add(1)
+	raw, _ := particle.AppendLineProtocol(nil, p, particle.Nanosecond)
+	r.out.Reject(fmt.Errorf("%w: %s is %s ahead of the newest record replayed, %s (future bound %s)",
+		ErrWildTimestamp, p.EventTime().Format(time.RFC3339Nano), time.Duration(p.Time-r.high),
+		time.Unix(0, r.high).UTC().Format(time.RFC3339Nano), r.cfg.FutureBound), raw)
 }
 
 // isDecodeError reports whether err is a malformed record, after which
@@ -322,6 +370,7 @@ func (r *runner) emit(ctx context.Context, p *particle.Particle) error {
 		return err
 	}
 	r.unflushed = true
+	r.high = max(r.high, p.Time)
 	r.last.Store(p.Time)
 	if !r.emitted {
 		r.emitted = true
