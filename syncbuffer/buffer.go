@@ -55,6 +55,9 @@ type Buffer[T any] struct {
 	tree  *btree.BTreeG[entry]
 	slots []T
 	free  []uint32
+	// lastPeak is how many slots the previous cycle, from empty to empty,
+	// used.
+	lastPeak int
 	// head, when full, is an entry that precedes every entry in tree, so
 	// that a tree fed in order is rarely searched.
 	head    entry
@@ -266,18 +269,23 @@ func (b *Buffer[T]) store(item T) uint32 {
 	return uint32(len(b.slots) - 1)
 }
 
-// take empties slot and returns its item. Once the buffer is empty, the
-// slots are dropped, so that memory taken by a burst is given back.
+// take empties slot and returns its item. Each time the buffer empties
+// the slots start over; their memory is given back after two cycles (from
+// empty to empty) that used less than half of it, so that a buffer that
+// fills to the same size again and again keeps its slots, and one that saw
+// a burst does not keep its memory for good.
 func (b *Buffer[T]) take(slot uint32) T {
 	item := b.slots[slot]
 	var zero T
 	b.slots[slot] = zero
 	b.free = append(b.free, slot)
 	if len(b.free) == len(b.slots) {
+		peak := len(b.slots)
 		b.slots, b.free = b.slots[:0], b.free[:0]
-		if cap(b.slots) > keepSlots {
+		if cap(b.slots) > keepSlots && 2*max(peak, b.lastPeak) < cap(b.slots) {
 			b.slots, b.free = nil, nil
 		}
+		b.lastPeak = peak
 	}
 	return item
 }

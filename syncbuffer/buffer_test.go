@@ -433,7 +433,12 @@ func TestSlotsGivenBackWhenEmpty(t *testing.T) {
 	}
 	b.EndOfStream(0)
 	assert.Len(t, drain(b, 0), 2*keepSlots)
-	assert.Nil(t, b.slots)
+	for i := range 2 {
+		assert.NotNil(t, b.slots, "kept while the burst is one of the last two cycles")
+		b.Push(0, data(1<<40+int64(i), 0, 1), 0)
+		assert.Len(t, drain(b, 0), 1)
+	}
+	assert.Nil(t, b.slots, "given back after two small cycles")
 }
 
 func TestMin(t *testing.T) {

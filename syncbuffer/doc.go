@@ -65,8 +65,9 @@
 // The order lives in a github.com/google/btree B-tree of 32-byte,
 // pointer-free entries (key, arrival counter, slot); the items themselves sit
 // by value in a slot slice next to it. Per item held, a buffer takes about
-// 50 bytes beyond the item itself. The slots keep their peak size until the
-// buffer empties, then give it back. In the steady state a push and its
+// 50 bytes beyond the item itself. The slots keep their peak size while the
+// buffer keeps filling to it, and give a burst's memory back once the
+// buffer has emptied twice since. In the steady state a push and its
 // release allocate nothing, and an in-order stream with no window passes
 // through without touching the tree.
 //
