@@ -186,7 +186,8 @@ func (d *Decoder) reset(source string) {
 }
 
 // Line returns the number of the line on which the entry last decoded (a
-// particle or a *DecodeError) starts, or 0 before the first.
+// particle or a *DecodeError) starts, or 0 before the first. After a read
+// error, it is the line where the input broke off.
 func (d *Decoder) Line() int { return d.line }
 
 // Decode decodes the next line into *p.
@@ -204,8 +205,7 @@ func (d *Decoder) Decode(p *Particle) error {
 	d.feed.inEntry = false
 	if !d.lp.Next() {
 		if d.feed.err != nil {
-			d.err = d.feed.err
-			return d.err
+			return d.readFailed()
 		}
 		return io.EOF
 	}
@@ -214,13 +214,19 @@ func (d *Decoder) Decode(p *Particle) error {
 	err := d.decodeEntry(p)
 	if d.feed.err != nil {
 		// The entry was cut short by the read error, not malformed.
-		d.err = d.feed.err
-		return d.err
+		return d.readFailed()
 	}
 	if d.feed.stopped {
 		return d.restartAfterLineEnd(err)
 	}
 	return err
+}
+
+// readFailed makes the feeder's read error final.
+func (d *Decoder) readFailed() error {
+	d.err = d.feed.err
+	d.line = d.feed.line + d.cfg.StartLine - 1
+	return d.err
 }
 
 // restartAfterLineEnd handles a string field value that ran into the end
@@ -539,8 +545,11 @@ func (d *Decoder) value(v lineprotocol.Value) Value {
 type feeder struct {
 	r   io.Reader // nil when the input is all in buf
 	buf []byte
-	err error // first read error other than io.EOF
-	eof bool
+	err error // first read error other than io.EOF, once buf is served
+	// pending is a read error that came with data: it becomes err when
+	// that data is served, so that the lines before it decode.
+	pending error
+	eof     bool
 
 	pos       int // next byte to serve
 	line, col int // position of buf[pos]: one-based line, zero-based column
@@ -601,6 +610,9 @@ var errLineEnd = errors.New("particle: end of line in an entry")
 // fill reads more input into buf, keeping buf[keep:], and reports whether
 // there is data to serve.
 func (f *feeder) fill() bool {
+	if f.pending != nil {
+		f.err, f.pending = f.pending, nil
+	}
 	if f.r == nil || f.eof || f.err != nil {
 		return false
 	}
@@ -620,9 +632,12 @@ func (f *feeder) fill() bool {
 	for range maxEmptyReads {
 		n, err := f.r.Read(f.buf[len(f.buf):cap(f.buf)])
 		f.buf = f.buf[:len(f.buf)+n]
-		if err == io.EOF {
+		switch {
+		case err == io.EOF:
 			f.eof = true
-		} else if err != nil {
+		case err != nil && n > 0:
+			f.pending = err
+		case err != nil:
 			f.err = err
 		}
 		if n > 0 || err != nil {
@@ -648,7 +663,7 @@ func (f *feeder) entryRaw() []byte {
 		line := f.buf[f.entryStart:]
 		if i := bytes.IndexByte(line, '\n'); i >= 0 {
 			line = line[:i]
-		} else if len(line) < maxRaw && f.fill() {
+		} else if len(line) < maxRaw && f.pending == nil && f.fill() {
 			continue
 		}
 		return bytes.TrimRight(line[:min(len(line), maxRaw)], "\r")

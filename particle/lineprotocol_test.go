@@ -463,6 +463,33 @@ func TestDecodeReadError(t *testing.T) {
 	require.ErrorIs(t, d.Decode(&p), boom)
 	require.ErrorIs(t, d.Decode(&p), boom, "the read error sticks")
 	assert.Equal(t, int64(2), p.Time)
+	assert.Equal(t, 3, d.Line(), "the line where the input broke off")
+}
+
+// dataErrReader returns all its data with the error, in one Read, as a
+// gzip reader does at a truncated stream.
+type dataErrReader struct {
+	data []byte
+	err  error
+}
+
+func (r *dataErrReader) Read(p []byte) (int, error) {
+	n := copy(p, r.data)
+	r.data = r.data[n:]
+	return n, r.err
+}
+
+func TestDecodeLinesBeforeReadError(t *testing.T) {
+	boom := errors.New("boom")
+	d, err := particle.NewDecoder(&dataErrReader{data: []byte("m f=1 1\nm f=2 2\nm f="), err: boom}, "x", particle.DecoderConfig{})
+	require.NoError(t, err)
+	var p particle.Particle
+	require.NoError(t, d.Decode(&p))
+	assert.Equal(t, "m f=1 1", string(d.Raw()))
+	require.NoError(t, d.Decode(&p))
+	assert.Equal(t, int64(2), p.Time)
+	require.ErrorIs(t, d.Decode(&p), boom)
+	assert.Equal(t, 3, d.Line())
 }
 
 type emptyReader struct{}
