@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/sensorstorm/sensorstorm/acker"
@@ -113,6 +114,28 @@ func resolve(dir, path string) string {
 type Built struct {
 	*topology.Topology
 	sources []io.Closer
+
+	mu      sync.Mutex // guards replays: Run makes the sources
+	replays map[string][]*replay.Source
+}
+
+// ReplayStatus returns the progress of the source name if it replays
+// files, summed over its instances, and false otherwise. Its Read,
+// Skipped and Outside count records, which the topology's figures do not.
+func (b *Built) ReplayStatus(name string) (replay.Status, bool) {
+	b.mu.Lock()
+	srcs, ok := b.replays[name]
+	b.mu.Unlock()
+	var sum replay.Status
+	for _, src := range srcs {
+		st := src.Status()
+		sum.Read += st.Read
+		sum.Emitted += st.Emitted
+		sum.Invalid += st.Invalid
+		sum.Skipped += st.Skipped
+		sum.Outside += st.Outside
+	}
+	return sum, ok
 }
 
 // Run runs the topology until its sources end (recordings) or ctx is
@@ -142,7 +165,7 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: %w", err)
 	}
-	built := &Built{Topology: topo}
+	built := &Built{Topology: topo, replays: map[string][]*replay.Source{}}
 	// opened is what a failed build closes: MQTT sources (their spools)
 	// and sink files.
 	var opened []io.Closer
@@ -157,7 +180,7 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 		var factory topology.SourceFactory
 		switch {
 		case s.File != nil:
-			factory, err = fileSource(s, opts.Dir)
+			factory, err = fileSource(s, opts.Dir, built)
 		case s.MQTT != nil:
 			var srcs []*mqtt.Source
 			srcs, err = mqttSources(s, opts)
@@ -194,8 +217,9 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 	return built, nil
 }
 
-// fileSource returns the factory of a source replaying recordings.
-func fileSource(s *Source, dir string) (topology.SourceFactory, error) {
+// fileSource returns the factory of a source replaying recordings, which
+// keeps the sources it makes in built.
+func fileSource(s *Source, dir string, built *Built) (topology.SourceFactory, error) {
 	cfg := replay.Config{Speed: s.File.Speed, Concat: len(s.File.Paths) == 1}
 	for _, path := range s.File.Paths {
 		cfg.Inputs = append(cfg.Inputs, replay.Input{Path: resolve(dir, path), Format: s.File.Format})
@@ -205,6 +229,9 @@ func fileSource(s *Source, dir string) (topology.SourceFactory, error) {
 	}
 	return func(int) topology.Source {
 		src, _ := replay.New(cfg)
+		built.mu.Lock()
+		defer built.mu.Unlock()
+		built.replays[s.Name] = append(built.replays[s.Name], src)
 		return src
 	}, nil
 }

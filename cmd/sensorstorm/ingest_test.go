@@ -132,8 +132,8 @@ func TestIngestCrash(t *testing.T) {
 
 func TestIngestUsage(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	assert.Equal(t, exitUsage, run(t.Context(), []string{"ingest"}, &stdout, &stderr))
-	assert.Contains(t, stderr.String(), "usage: sensorstorm ingest")
+	assert.Equal(t, exitUsage, run(t.Context(), []string{"ingest", "--topic", "a"}, &stdout, &stderr))
+	assert.Contains(t, stderr.String(), "missing required flag --broker")
 	assert.Equal(t, exitUsage, run(t.Context(), []string{"ingest", "--broker", "tcp://x:1", "--topic", "a", "--mode", "bogus"}, &stdout, &stderr))
 	assert.Equal(t, exitUsage, run(t.Context(), []string{"bench"}, &stdout, &stderr))
 }

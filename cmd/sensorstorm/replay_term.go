@@ -30,11 +30,13 @@ type terminal struct {
 	bar *progressbar.ProgressBar
 }
 
-func newTerminal(stderr io.Writer, quiet bool) *terminal {
+// newTerminal returns the terminal interface on stderr; keys are off when
+// standard input is data (dataOnStdin).
+func newTerminal(stderr io.Writer, quiet, dataOnStdin bool) *terminal {
 	t := &terminal{stderr: stderr}
 	if f, ok := stderr.(*os.File); ok && !quiet && term.IsTerminal(int(f.Fd())) {
 		t.on = true
-		t.keys = term.IsTerminal(int(os.Stdin.Fd())) && keysSupported()
+		t.keys = !dataOnStdin && term.IsTerminal(int(os.Stdin.Fd())) && keysSupported()
 	}
 	return t
 }

@@ -79,6 +79,19 @@ func TestConcat(t *testing.T) {
 	assert.Equal(t, []string{"later.lp", "later.lp", "later.lp", "earlier.lp", "earlier.lp"}, r.files)
 }
 
+// TestReaderInput checks that an input read from an io.Reader, such as
+// standard input, replays like a file, and cannot loop.
+func TestReaderInput(t *testing.T) {
+	w := newFakeWall()
+	r := &recorder{wall: w}
+	in := replay.Input{Path: "-", Reader: strings.NewReader("m,file=stdin i=1i 5\nbad\nm,file=stdin i=2i 6\n")}
+	run(t, replay.Config{Inputs: []replay.Input{in}, Speed: replay.Max, Wall: w}, r)
+	assert.Equal(t, []int64{5, 6}, r.times)
+	assert.Equal(t, []string{"bad"}, r.raws)
+	_, err := replay.New(replay.Config{Inputs: []replay.Input{in}, Loop: true})
+	assert.ErrorIs(t, err, replay.ErrInvalidConfig)
+}
+
 // TestRange checks that From and To bound the replay to [From, To) and
 // that the records outside are read and counted.
 func TestRange(t *testing.T) {

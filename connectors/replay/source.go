@@ -298,7 +298,7 @@ func (r *runner) open() ([]*file.Reader, error) {
 	readers := make([]*file.Reader, 0, len(r.cfg.Inputs))
 	var total int64
 	for _, in := range r.cfg.Inputs {
-		rd, err := file.OpenReader(in.Path, *in.Format)
+		rd, err := openInput(in)
 		if err != nil {
 			for _, o := range readers {
 				o.Close()
@@ -311,6 +311,14 @@ func (r *runner) open() ([]*file.Reader, error) {
 	r.stats.bytesTotal.Store(total)
 	r.readers.Store(&readers)
 	return readers, nil
+}
+
+// openInput opens the reader of in.
+func openInput(in Input) (*file.Reader, error) {
+	if in.Reader != nil {
+		return file.NewReader(in.Reader, in.Path, *in.Format)
+	}
+	return file.OpenReader(in.Path, *in.Format)
 }
 
 // emit emits p once it is due.
