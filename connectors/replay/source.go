@@ -60,9 +60,11 @@ type pacing struct {
 	e0       int64
 }
 
-// due returns the wall time at which event time t is due.
+// due returns the wall time at which event time t is due. The difference
+// of event times is taken in floating point: in int64 it overflows for
+// times far apart (near math.MinInt64 and math.MaxInt64).
 func (p *pacing) due(t int64) time.Time {
-	return p.w0.Add(time.Duration(float64(t-p.e0) / float64(p.speed)))
+	return p.w0.Add(time.Duration(clampInt64((float64(t) - float64(p.e0)) / float64(p.speed))))
 }
 
 // position returns the event time that the schedule has reached at now;
@@ -75,7 +77,48 @@ func (p *pacing) position(now time.Time, last int64) int64 {
 	case p.paused:
 		return p.e0
 	}
-	return p.e0 + int64(float64(now.Sub(p.w0))*float64(p.speed))
+	return addSat(p.e0, clampInt64(float64(now.Sub(p.w0))*float64(p.speed)))
+}
+
+// clampInt64 converts f to int64, saturating at its limits: Go leaves
+// the conversion of a float64 out of range undefined.
+func clampInt64(f float64) int64 {
+	switch {
+	case f >= math.MaxInt64:
+		return math.MaxInt64
+	case f <= math.MinInt64:
+		return math.MinInt64
+	}
+	return int64(f)
+}
+
+// addSat returns a+b, saturating at the int64 limits.
+func addSat(a, b int64) int64 {
+	if c, ok := addChecked(a, b); ok {
+		return c
+	}
+	if b > 0 {
+		return math.MaxInt64
+	}
+	return math.MinInt64
+}
+
+// subSat returns a-b, saturating at the int64 limits.
+func subSat(a, b int64) int64 {
+	c := a - b
+	if (a^b)&(a^c) >= 0 {
+		return c
+	}
+	if b < 0 {
+		return math.MaxInt64
+	}
+	return math.MinInt64
+}
+
+// addChecked returns a+b and whether it did not overflow.
+func addChecked(a, b int64) (int64, bool) {
+	c := a + b
+	return c, (a^c)&(b^c) >= 0
 }
 
 type counters struct {
@@ -227,7 +270,13 @@ func (r *runner) pass(ctx context.Context, pass int) (int, error) {
 		}
 	}()
 	if pass == 1 {
-		r.shift = max(r.lastT-r.first+r.gap, int64(MinLoopShift))
+		r.shift = max(addSat(subSat(r.lastT, r.first), r.gap), int64(MinLoopShift))
+	}
+	// A loop ends where its event time would leave the int64 range (in
+	// year 2262), rather than wrap around to 1677; a shift that saturated
+	// would not move past the pass before.
+	if pass > 0 && (r.shift == math.MaxInt64 || int64(pass) > math.MaxInt64/r.shift) {
+		return 0, nil
 	}
 	shift := int64(pass) * r.shift
 	m := newMerger(inputs, r.cfg.Concat, &r.stats)
@@ -265,7 +314,11 @@ func (r *runner) pass(ctx context.Context, pass int) (int, error) {
 		if pass == 0 {
 			r.extent(p.Time, n)
 		}
-		p.Time += shift
+		t, ok := addChecked(p.Time, shift)
+		if !ok {
+			return 0, r.flush()
+		}
+		p.Time = t
 		if err := r.emit(ctx, p); err != nil {
 			return n, err
 		}
@@ -288,7 +341,7 @@ func (r *runner) extent(t int64, n int) {
 		return
 	}
 	if r.gap == 0 && t > r.lastT {
-		r.gap = t - r.lastT
+		r.gap = subSat(t, r.lastT)
 	}
 	r.lastT = max(r.lastT, t)
 }
