@@ -179,7 +179,7 @@ func TestMalformedLines(t *testing.T) {
 	assert.Equal(t, []string{"a.lp:2", "a.lp:4", "b.csv:3"}, msgs)
 	raws := slices.Clone(r.raws)
 	slices.Sort(raws)
-	assert.Equal(t, []string{"", "", "soon,2"}, raws, "delimited records come with their text")
+	assert.Equal(t, []string{"m v= 2000000000", "not line protocol", "soon,2"}, raws, "malformed records come with their text")
 	st := src.Status()
 	assert.Equal(t, uint64(7), st.Read)
 	assert.Equal(t, uint64(4), st.Emitted)

@@ -60,11 +60,15 @@ type pacing struct {
 	e0       int64
 }
 
-// due returns the wall time at which event time t is due. The difference
-// of event times is taken in floating point: in int64 it overflows for
-// times far apart (near math.MinInt64 and math.MaxInt64).
+// due returns the wall time at which event time t is due.
 func (p *pacing) due(t int64) time.Time {
-	return p.w0.Add(time.Duration(clampInt64((float64(t) - float64(p.e0)) / float64(p.speed))))
+	d := float64(t - p.e0)
+	if subSat(t, p.e0) != t-p.e0 {
+		// Times far apart (near math.MinInt64 and math.MaxInt64): their
+		// difference overflows int64, not float64.
+		d = float64(t) - float64(p.e0)
+	}
+	return p.w0.Add(time.Duration(clampInt64(d / float64(p.speed))))
 }
 
 // position returns the event time that the schedule has reached at now;
