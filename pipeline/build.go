@@ -23,7 +23,7 @@ import (
 // Options are what Build takes from its caller rather than from the file.
 type Options struct {
 	// Dir is the directory relative paths are resolved against. Defaults
-	// to the current directory.
+	// to the directory of the pipeline file.
 	Dir string
 	// Stdout receives the output of sinks writing to "-". Defaults to
 	// os.Stdout.
@@ -69,9 +69,12 @@ func (p *Pipeline) speed() replay.Speed {
 }
 
 // Check reports files that cannot be read (recordings, TLS certificates
-// and keys), with their place in the pipeline file; dir resolves relative
-// paths. It does not connect to MQTT brokers.
+// and keys) and sink files that cannot be created (their directory is
+// missing), with their place in the pipeline file; dir resolves relative
+// paths, and defaults to the directory of the pipeline file. It does not
+// connect to MQTT brokers. With Parse, it catches what Build would.
 func (p *Pipeline) Check(dir string) error {
+	dir = p.dir(dir)
 	var errs []error
 	check := func(paths []string, what string, at pos) {
 		for _, path := range paths {
@@ -93,15 +96,32 @@ func (p *Pipeline) Check(dir string) error {
 		}
 	}
 	for _, b := range p.Bolts {
-		if b.Sink != nil && b.Sink.MQTT != nil {
+		switch {
+		case b.Sink == nil:
+		case b.Sink.MQTT != nil:
 			check(tlsFiles(&b.Sink.MQTT.ConnConfig), fmt.Sprintf("bolt %q", b.Name), b.pos)
+		case b.Sink.File != "-":
+			out := filepath.Dir(resolve(dir, b.Sink.File))
+			if st, err := os.Stat(out); err != nil || !st.IsDir() {
+				errs = append(errs, &Error{File: p.File, Line: b.pos.line, Column: b.pos.col,
+					Err: fmt.Errorf("bolt %q: sink file %s: no directory %s", b.Name, b.Sink.File, out)})
+			}
 		}
 	}
 	return errors.Join(errs...)
 }
 
+// dir returns the directory relative paths resolve against: dir, or the
+// pipeline file's.
+func (p *Pipeline) dir(dir string) string {
+	if dir != "" {
+		return dir
+	}
+	return filepath.Dir(p.File)
+}
+
 func resolve(dir, path string) string {
-	if path == "-" || filepath.IsAbs(path) || dir == "" {
+	if path == "-" || filepath.IsAbs(path) {
 		return path
 	}
 	return filepath.Join(dir, path)
@@ -153,6 +173,7 @@ func (b *Built) Run(ctx context.Context) error {
 // Run. Sinks writing to files open them here; Run closes them. Nothing
 // connects to an MQTT broker before Run.
 func (p *Pipeline) Build(opts Options) (*Built, error) {
+	opts.Dir = p.dir(opts.Dir)
 	if err := p.Check(opts.Dir); err != nil {
 		return nil, err
 	}

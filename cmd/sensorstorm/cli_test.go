@@ -63,7 +63,7 @@ func TestFlagsAfterArguments(t *testing.T) {
 	assert.Equal(t, 3, *n)
 	assert.Equal(t, "WARN", c.log.level.String())
 
-	code, stdout, stderr := runCmd(t, "", "validate", "../../pipelines/library1-mean.yaml", "--dir", "../..", "--log-level", "warn")
+	code, stdout, stderr := runCmd(t, "", "validate", "../../pipelines/library1-mean.yaml", "--log-level", "warn")
 	assert.Equal(t, exitOK, code, stderr)
 	assert.Contains(t, stdout, ": ok")
 }
