@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -178,4 +179,26 @@ func TestReplayDeadLetterFile(t *testing.T) {
 		Payload: `env t="open`}, first)
 	assert.Equal(t, 3, second.Line)
 	assert.Equal(t, []byte("m v=\xff 3"), second.PayloadBase64)
+}
+
+// FuzzFlagValues feeds the command line's own value parsers: they never
+// panic, and an address they accept is complete and stays as it is.
+func FuzzFlagValues(f *testing.F) {
+	for _, s := range []string{"9090", ":9090", "0.0.0.0:9090", "[::1]:80", "5", "1m30s", "2024-01-01T00:00:00Z", "-1", "k=v", "=", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if addr, err := listenAddr(s); err == nil {
+			again, err := listenAddr(addr)
+			require.NoError(t, err, addr)
+			require.Equal(t, addr, again)
+		}
+		var d time.Duration
+		_ = (*durationFlag)(&d).Set(s)
+		_, _ = parseInstant(s)
+		var tags tagFlag
+		if tags.Set(s) == nil {
+			require.Equal(t, s, tags.String())
+		}
+	})
 }
