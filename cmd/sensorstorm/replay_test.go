@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -254,4 +255,19 @@ func TestReplayKeys(t *testing.T) {
 	applyKey('q', src, func() { quit++ })
 	applyKey(3, src, func() { quit++ })
 	assert.Equal(t, 2, quit)
+}
+
+// TestProgressFollowsEventTime checks that the bar's percent is the
+// event-time position within the replay's span, whatever the bytes read
+// ahead: 12% of the file read at the start is 0%.
+func TestProgressFollowsEventTime(t *testing.T) {
+	first := time.Date(2006, 11, 13, 18, 0, 0, 0, time.UTC)
+	st := replaysrc.Status{First: first, Last: first.Add(6 * time.Hour), BytesRead: 120, BytesTotal: 1000}
+	assert.True(t, spanKnown(st))
+	assert.Equal(t, int64(0), eventProgress(st))
+	st.Position = first.Add(90 * time.Minute)
+	assert.Equal(t, int64(250), eventProgress(st))
+	st.Position = first.Add(7 * time.Hour)
+	assert.Equal(t, int64(permille), eventProgress(st))
+	assert.False(t, spanKnown(replaysrc.Status{}))
 }

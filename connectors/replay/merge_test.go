@@ -262,3 +262,27 @@ func (m *memSampler) Emit(p particle.Particle, _ any) error {
 func (m *memSampler) EmitMeta(int64, particle.Meta) error { return nil }
 func (m *memSampler) Reject(error, []byte)                {}
 func (m *memSampler) Flush() error                        { return nil }
+
+// TestStatusSpan checks that Status gives the event-time span of the
+// replay, scanned from the ends of the files and bounded by From and To,
+// so that progress follows the replay, not the read-ahead.
+func TestStatusSpan(t *testing.T) {
+	dir := t.TempDir()
+	a := writeLP(t, dir, "a.lp", regular(100, t0, time.Second))
+	b := writeLP(t, dir, "b.lp", regular(100, t0+int64(30*time.Second), time.Second))
+	w := newFakeWall()
+	src := run(t, replay.Config{Inputs: inputs(a, b), Speed: replay.Max, Wall: w}, &recorder{wall: w})
+	st := src.Status()
+	assert.Equal(t, time.Unix(0, t0).UTC(), st.First)
+	assert.Equal(t, time.Unix(0, t0+int64(129*time.Second)).UTC(), st.Last)
+	assert.Equal(t, st.Last, st.Position)
+
+	from, to := time.Unix(0, t0+int64(10*time.Second)), time.Unix(0, t0+int64(20*time.Second))
+	src = run(t, replay.Config{Inputs: inputs(a), Speed: replay.Max, From: from, To: to, Wall: w}, &recorder{wall: w})
+	st = src.Status()
+	assert.Equal(t, from.UTC(), st.First)
+	assert.Equal(t, to.UTC(), st.Last)
+
+	src = run(t, replay.Config{Inputs: []replay.Input{{Path: "-", Reader: strings.NewReader("m v=1 1\n")}}, Speed: replay.Max, Wall: w}, &recorder{wall: w})
+	assert.True(t, src.Status().First.IsZero(), "standard input has no span before it is read")
+}

@@ -130,6 +130,10 @@ type counters struct {
 	pass                                     atomic.Int64
 	bytesTotal                               atomic.Int64
 	done                                     atomic.Bool
+	// first and last are the event times of the first pass's first and
+	// last records, when spanKnown; shift moves them to the current pass.
+	first, last, shift atomic.Int64
+	spanKnown          atomic.Bool
 }
 
 var (
@@ -283,6 +287,7 @@ func (r *runner) pass(ctx context.Context, pass int) (int, error) {
 		return 0, nil
 	}
 	shift := int64(pass) * r.shift
+	r.stats.shift.Store(shift)
 	m := newMerger(inputs, r.cfg.Concat, &r.stats)
 	from, to := int64(math.MinInt64), int64(math.MaxInt64)
 	if !r.cfg.From.IsZero() {
@@ -367,7 +372,40 @@ func (r *runner) open() ([]*file.Reader, error) {
 	}
 	r.stats.bytesTotal.Store(total)
 	r.readers.Store(&readers)
+	if !r.stats.spanKnown.Load() {
+		r.scanSpan()
+	}
 	return readers, nil
+}
+
+// scanSpan finds the event times of the first and last records of the
+// inputs, within [From, To), from the ends of the files: the span that
+// Status gives for progress. Inputs read from an io.Reader and gzip files
+// have no span that can be known before reading them through.
+func (r *runner) scanSpan() {
+	first, last := int64(math.MaxInt64), int64(math.MinInt64)
+	for _, in := range r.cfg.Inputs {
+		if in.Reader != nil {
+			return
+		}
+		f, l, err := file.TimeRange(in.Path, *in.Format)
+		if err != nil {
+			return
+		}
+		first, last = min(first, f), max(last, l)
+	}
+	if !r.cfg.From.IsZero() {
+		first = max(first, r.cfg.From.UnixNano())
+	}
+	if !r.cfg.To.IsZero() {
+		last = min(last, r.cfg.To.UnixNano())
+	}
+	if first > last {
+		return
+	}
+	r.stats.first.Store(first)
+	r.stats.last.Store(last)
+	r.stats.spanKnown.Store(true)
 }
 
 // openInput opens the reader of in.
@@ -502,6 +540,13 @@ type Status struct {
 	// Position is the event time of the last particle emitted, the zero
 	// time before the first.
 	Position time.Time `json:"position"`
+	// First and Last are the event times of the first and last records of
+	// the current pass, as scanned from the ends of the files (see
+	// file.TimeRange): Position moves from one to the other. They are the
+	// zero time when unknown: before the first pass, or for gzip files and
+	// standard input.
+	First time.Time `json:"first"`
+	Last  time.Time `json:"last"`
 	// Pass counts the passes of a looping replay from 0.
 	Pass int `json:"pass"`
 	// Read counts the records read: emitted, malformed, without values
@@ -541,6 +586,11 @@ func (s *Source) Status() Status {
 	}
 	if s.hasLast.Load() {
 		st.Position = time.Unix(0, s.last.Load()).UTC()
+	}
+	if s.stats.spanKnown.Load() {
+		shift := s.stats.shift.Load()
+		st.First = time.Unix(0, addSat(s.stats.first.Load(), shift)).UTC()
+		st.Last = time.Unix(0, addSat(s.stats.last.Load(), shift)).UTC()
 	}
 	if rs := s.readers.Load(); rs != nil {
 		for _, rd := range *rs {
