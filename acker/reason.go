@@ -31,10 +31,13 @@ var reasonNames = [...]string{
 	Shutdown: "shutdown",
 }
 
-// String returns the reason's lower-case name, or "Reason(n)" for an
-// unknown value.
+// String returns the reason's lower-case name, "unspecified" for the
+// zero Reason, or "Reason(n)" for an unknown value.
 func (r Reason) String() string {
-	if r != 0 && int(r) < len(reasonNames) {
+	if r == 0 {
+		return "unspecified"
+	}
+	if int(r) < len(reasonNames) {
 		return reasonNames[r]
 	}
 	return "Reason(" + strconv.Itoa(int(r)) + ")"

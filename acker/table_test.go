@@ -394,7 +394,7 @@ func TestConfig(t *testing.T) {
 
 func TestReasonString(t *testing.T) {
 	want := map[Reason]string{
-		0:        "Reason(0)",
+		0:        "unspecified",
 		Failed:   "failed",
 		Panic:    "panic",
 		Timeout:  "timeout",

@@ -92,7 +92,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.replayed, s.Replayed.Load(), name)
 		counter(c.dead, s.DeadLettered.Load(), name)
 		for r := range s.FailedBy {
-			counter(c.failed, s.FailedBy[r].Load(), name, acker.Reason(r).String())
+			n := s.FailedBy[r].Load()
+			// Index 0 is no reason: only a failure without one lands there.
+			if r == 0 && n == 0 {
+				continue
+			}
+			counter(c.failed, n, name, acker.Reason(r).String())
 		}
 		gauge(c.buffered, float64(s.Buffered.Load()), name)
 		// A watermark of zero was never set; MaxInt64 marks the end of

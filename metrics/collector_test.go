@@ -122,4 +122,8 @@ func TestScrapeOverHTTP(t *testing.T) {
 	} {
 		assert.Contains(t, string(body), want)
 	}
+	assert.NotContains(t, string(body), "Reason(", "every fail reason has a name")
+	for _, r := range []string{"failed", "panic", "timeout", "expired", "rejected", "shutdown"} {
+		assert.Contains(t, string(body), `sensorstorm_failed_total{component="src",reason="`+r+`"}`)
+	}
 }

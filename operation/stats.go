@@ -3,7 +3,9 @@ package operation
 import (
 	"context"
 	"math"
+	"math/big"
 	"slices"
+	"strconv"
 
 	"github.com/sensorstorm/sensorstorm/particle"
 )
@@ -11,8 +13,17 @@ import (
 // NewStats returns a window operation that computes, per window and group,
 // the aggregates of cfg for each field: mean, min, max, count, sum,
 // stddev and percentiles. Each window and group gives one particle,
-// stamped with the window's End, carrying the group's tags and one field
-// per field and aggregate (fields absent from the window are left out).
+// stamped with the window's End (the end of [Start, End): a ten-minute
+// window from 10:00 to 10:10 gives a particle at 10:10), carrying the
+// group's tags and one field per field and aggregate (fields absent from
+// the window are left out).
+//
+// stddev is the sample standard deviation, sqrt(sum((x - mean)^2) /
+// (n - 1)), left out of windows with fewer than two values. pNN is the
+// nearest-rank percentile: the value at rank ceil(NN/100 * n) of the
+// window's n values in ascending order, always one of the values (p50 of
+// 1, 2, 3, 4 is 2; p7 of 1..100 is 7; p100 is the maximum); median is p50.
+// The rank is computed exactly from NN as written, not in floating point.
 func NewStats(cfg StatsConfig) (Operation, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -165,6 +176,23 @@ func (f *fieldStats) result(a aggregate) (particle.Value, bool) {
 
 // percentile returns the nearest-rank percentile p of sorted values.
 func percentile(sorted []float64, p float64) float64 {
-	rank := int(math.Ceil(p / 100 * float64(len(sorted))))
-	return sorted[max(rank, 1)-1]
+	return sorted[nearestRank(p, len(sorted))-1]
+}
+
+// nearestRank returns ceil(p/100 * n), at least 1, computed exactly: in
+// floating point 7.0/100*100 is a little more than 7, which made p7 of
+// 1..100 the 8th value. p was parsed from decimal text (p7, p99.9), which
+// its shortest decimal form gives back.
+func nearestRank(p float64, n int) int {
+	r, ok := new(big.Rat).SetString(strconv.FormatFloat(p, 'f', -1, 64))
+	if !ok {
+		return n
+	}
+	r.Mul(r, big.NewRat(int64(n), 100))
+	q, m := new(big.Int).QuoRem(r.Num(), r.Denom(), new(big.Int))
+	rank := int(q.Int64())
+	if m.Sign() > 0 {
+		rank++
+	}
+	return min(max(rank, 1), n)
 }

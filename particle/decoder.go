@@ -2,6 +2,7 @@ package particle
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -72,6 +73,7 @@ const (
 	readSize       = 32 << 10 // bytes read from an io.Reader at once
 	maxPiece       = 256      // see feeder
 	maxEmptyReads  = 100      // reads returning nothing before io.ErrNoProgress
+	maxRaw         = 64 << 10 // bytes of a line Raw returns at most
 )
 
 // Decoder reads particles from InfluxDB line protocol, one line at a time.
@@ -86,8 +88,16 @@ const (
 // and a particle whose tags equal those of one decoded shortly before
 // shares that particle's Tags.
 //
-// Tags are sorted by key; fields keep their order in the line. Blank lines
-// and comment lines are skipped.
+// Tags are sorted by key; fields keep their order in the line. A key given
+// twice, among the tags or among the fields, makes the line malformed.
+// Blank lines and comment lines are skipped.
+//
+// A line is an entry: a malformed line is one error and decoding goes on
+// with the next line. Line protocol lets a string field value hold an
+// escaped newline (\n); a raw newline ends the line, so that a string
+// without its closing quote takes only its own line with it, not the
+// lines after it (the line is a *DecodeError wrapping
+// ErrUnterminatedString).
 //
 // A Decoder is not safe for concurrent use.
 type Decoder struct {
@@ -98,6 +108,9 @@ type Decoder struct {
 	seq    uint64
 	line   int
 	err    error
+	// lpLines is the number of input lines before the first that lp
+	// read: lp is replaced after a string ran into the end of its line.
+	lpLines int
 
 	tagSlab     []Tag   // free part of the current slab
 	fieldSlab   []Field // free part of the current slab
@@ -167,12 +180,14 @@ func (d *Decoder) reset(source string) {
 	d.source = source
 	d.line = 0
 	d.err = nil
+	d.lpLines = 0
 	// The line-protocol decoder cannot be reset, only replaced.
 	d.lp = *lineprotocol.NewDecoder(&d.feed)
 }
 
 // Line returns the number of the line on which the entry last decoded (a
-// particle or a *DecodeError) starts, or 0 before the first.
+// particle or a *DecodeError) starts, or 0 before the first. After a read
+// error, it is the line where the input broke off.
 func (d *Decoder) Line() int { return d.line }
 
 // Decode decodes the next line into *p.
@@ -187,10 +202,10 @@ func (d *Decoder) Decode(p *Particle) error {
 		return d.err
 	}
 	d.feed.keep = d.feed.pieceLineStart
+	d.feed.inEntry = false
 	if !d.lp.Next() {
 		if d.feed.err != nil {
-			d.err = d.feed.err
-			return d.err
+			return d.readFailed()
 		}
 		return io.EOF
 	}
@@ -199,10 +214,48 @@ func (d *Decoder) Decode(p *Particle) error {
 	err := d.decodeEntry(p)
 	if d.feed.err != nil {
 		// The entry was cut short by the read error, not malformed.
-		d.err = d.feed.err
-		return d.err
+		return d.readFailed()
+	}
+	if d.feed.stopped {
+		return d.restartAfterLineEnd(err)
 	}
 	return err
+}
+
+// readFailed makes the feeder's read error final.
+func (d *Decoder) readFailed() error {
+	d.err = d.feed.err
+	d.line = d.feed.line + d.cfg.StartLine - 1
+	return d.err
+}
+
+// restartAfterLineEnd handles a string field value that ran into the end
+// of its line: the feeder refused lp the next line, and lp, which takes
+// that for the end of the input, reported err, a missing closing quote. A
+// new lp goes on with the next line.
+func (d *Decoder) restartAfterLineEnd(err error) error {
+	var de *DecodeError
+	if errors.As(err, &de) {
+		de.Err = ErrUnterminatedString
+	} else {
+		de = &DecodeError{Source: d.source, Line: d.line, Err: ErrUnterminatedString}
+	}
+	d.feed.stopped = false
+	d.lpLines = d.feed.line - 1
+	d.lp = *lineprotocol.NewDecoder(&d.feed)
+	return de
+}
+
+// Raw returns the bytes of the line on which the entry last decoded
+// starts, without its line ending and cut at 64 KiB: the input of a
+// malformed line, for a dead letter. It is valid until the next Decode.
+// It may read ahead in the input, which does not change what Decode
+// returns.
+func (d *Decoder) Raw() []byte {
+	if d.line == 0 {
+		return nil
+	}
+	return d.feed.entryRaw()
 }
 
 func (d *Decoder) decodeEntry(p *Particle) error {
@@ -226,16 +279,6 @@ func (d *Decoder) decodeEntry(p *Particle) error {
 		}
 		tags = append(tags, Tag{Key: d.positional(&d.tagKeys, len(tags), k), Value: d.intern(v)})
 	}
-	if !slices.IsSortedFunc(tags, compareTags) {
-		slices.SortFunc(tags, compareTags)
-	}
-	for i := 1; i < len(tags); i++ {
-		if tags[i].Key == tags[i-1].Key {
-			return d.lineError(fmt.Errorf("%w %q", ErrDuplicateTag, tags[i].Key))
-		}
-	}
-	setHash, shared := d.tagSet(tags)
-
 	fields := room(&d.fieldSlab, fieldSlabLen)
 	for {
 		k, v, err := d.lp.NextField()
@@ -247,6 +290,22 @@ func (d *Decoder) decodeEntry(p *Particle) error {
 		}
 		fields = append(fields, Field{Key: d.positional(&d.fieldKeys, len(fields), k), Value: d.value(v)})
 	}
+
+	// Keys are checked once lp has read past the fields: lp would skip
+	// them at the next line, and skipping a string field must not read
+	// the following lines (see feeder.inEntry).
+	if !slices.IsSortedFunc(tags, compareTags) {
+		slices.SortFunc(tags, compareTags)
+	}
+	for i := 1; i < len(tags); i++ {
+		if tags[i].Key == tags[i-1].Key {
+			return d.lineError(fmt.Errorf("%w %q", ErrDuplicateTag, tags[i].Key))
+		}
+	}
+	if k, ok := duplicateField(fields); ok {
+		return d.lineError(fmt.Errorf("%w %q", ErrDuplicateField, k))
+	}
+	setHash, shared := d.tagSet(tags)
 
 	// The zero time.Time stands for "no timestamp": no int64 of
 	// nanoseconds reaches year 1.
@@ -282,6 +341,19 @@ func (d *Decoder) decodeEntry(p *Particle) error {
 
 func compareTags(a, b Tag) int { return strings.Compare(a.Key, b.Key) }
 
+// duplicateField returns a key that fields has twice. Lines have few
+// fields, and comparing every pair costs less than sorting a copy.
+func duplicateField(fields []Field) (string, bool) {
+	for i := 1; i < len(fields); i++ {
+		for j := range i {
+			if fields[i].Key == fields[j].Key {
+				return fields[i].Key, true
+			}
+		}
+	}
+	return "", false
+}
+
 // lineProtocolError converts an error of lineprotocol.Decoder. Its
 // *DecodeError counts lines from the start of the current input and
 // columns from the measurement, not from the start of the line. Its other
@@ -293,11 +365,12 @@ func (d *Decoder) lineProtocolError(err error) error {
 		line, col := d.feed.lastWord()
 		return &DecodeError{Source: d.source, Line: line + d.cfg.StartLine - 1, Column: col, Err: err}
 	}
+	line := int(lpErr.Line) + d.lpLines
 	col := lpErr.Column
-	if int(lpErr.Line) == d.feed.entryLine {
+	if line == d.feed.entryLine {
 		col += d.feed.entryIndent()
 	}
-	return &DecodeError{Source: d.source, Line: int(lpErr.Line) + d.cfg.StartLine - 1, Column: col, Err: lpErr.Err}
+	return &DecodeError{Source: d.source, Line: line + d.cfg.StartLine - 1, Column: col, Err: lpErr.Err}
 }
 
 func (d *Decoder) lineError(err error) error {
@@ -472,8 +545,11 @@ func (d *Decoder) value(v lineprotocol.Value) Value {
 type feeder struct {
 	r   io.Reader // nil when the input is all in buf
 	buf []byte
-	err error // first read error other than io.EOF
-	eof bool
+	err error // first read error other than io.EOF, once buf is served
+	// pending is a read error that came with data: it becomes err when
+	// that data is served, so that the lines before it decode.
+	pending error
+	eof     bool
 
 	pos       int // next byte to serve
 	line, col int // position of buf[pos]: one-based line, zero-based column
@@ -481,6 +557,14 @@ type feeder struct {
 
 	pieceLine, pieceLineStart int // line of the last piece served, and its start in buf
 	entryLine, entryStart     int // line of the current entry, and its start in buf
+
+	// inEntry is set while lp decodes an entry, lineEnd when the last
+	// piece served ended a line. lp asks for more in an entry after its
+	// line's end only to go on with a string field value: line protocol
+	// allows raw newlines in strings, which would let one missing quote
+	// take the lines after it. The feeder refuses instead, as if the
+	// input ended there, and sets stopped.
+	inEntry, lineEnd, stopped bool
 }
 
 func (f *feeder) reset(r io.Reader, buf []byte) {
@@ -491,6 +575,10 @@ func (f *feeder) reset(r io.Reader, buf []byte) {
 func (f *feeder) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
+	}
+	if f.inEntry && f.lineEnd {
+		f.stopped = true
+		return 0, errLineEnd
 	}
 	if f.pos == len(f.buf) && !f.fill() {
 		if f.err != nil {
@@ -505,7 +593,8 @@ func (f *feeder) Read(p []byte) (int, error) {
 	n := copy(p, piece)
 	f.pieceLine, f.pieceLineStart = f.line, f.pos-f.col
 	f.pos += n
-	if piece[n-1] == '\n' {
+	f.lineEnd = piece[n-1] == '\n'
+	if f.lineEnd {
 		f.line++
 		f.col = 0
 	} else {
@@ -514,9 +603,16 @@ func (f *feeder) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// errLineEnd is what the feeder tells lp when it refuses to go on past the
+// end of an entry's line. lp does not report it.
+var errLineEnd = errors.New("particle: end of line in an entry")
+
 // fill reads more input into buf, keeping buf[keep:], and reports whether
 // there is data to serve.
 func (f *feeder) fill() bool {
+	if f.pending != nil {
+		f.err, f.pending = f.pending, nil
+	}
 	if f.r == nil || f.eof || f.err != nil {
 		return false
 	}
@@ -536,9 +632,12 @@ func (f *feeder) fill() bool {
 	for range maxEmptyReads {
 		n, err := f.r.Read(f.buf[len(f.buf):cap(f.buf)])
 		f.buf = f.buf[:len(f.buf)+n]
-		if err == io.EOF {
+		switch {
+		case err == io.EOF:
 			f.eof = true
-		} else if err != nil {
+		case err != nil && n > 0:
+			f.pending = err
+		case err != nil:
 			f.err = err
 		}
 		if n > 0 || err != nil {
@@ -553,6 +652,22 @@ func (f *feeder) fill() bool {
 func (f *feeder) startEntry() {
 	f.entryLine, f.entryStart = f.pieceLine, f.pieceLineStart
 	f.keep = f.entryStart
+	f.inEntry = true
+}
+
+// entryRaw returns the current entry's line without its line ending, cut
+// at maxRaw bytes, reading more of the input if needed; buf keeps it, as
+// keep is entryStart until the next entry.
+func (f *feeder) entryRaw() []byte {
+	for {
+		line := f.buf[f.entryStart:]
+		if i := bytes.IndexByte(line, '\n'); i >= 0 {
+			line = line[:i]
+		} else if len(line) < maxRaw && f.pending == nil && f.fill() {
+			continue
+		}
+		return bytes.TrimRight(line[:min(len(line), maxRaw)], "\r")
+	}
 }
 
 // entryIndent returns the number of spaces before the current entry on its

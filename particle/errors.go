@@ -13,6 +13,12 @@ var (
 	ErrNoTime = errors.New("particle: line has no timestamp")
 	// ErrDuplicateTag reports a tag key given twice in one line.
 	ErrDuplicateTag = errors.New("particle: duplicate tag key")
+	// ErrDuplicateField reports a field key given twice in one line.
+	ErrDuplicateField = errors.New("particle: duplicate field key")
+	// ErrUnterminatedString reports a string field value without its
+	// closing quote on its line. A newline inside a string must be
+	// escaped as \n: a raw one ends the line.
+	ErrUnterminatedString = errors.New("particle: string field value not closed before the end of the line")
 	// ErrNoFields reports a particle without fields, which line protocol
 	// cannot express.
 	ErrNoFields = errors.New("particle: no fields")
@@ -38,7 +44,8 @@ type DecodeError struct {
 	// when the error concerns the whole line.
 	Column int
 	// Err is the cause: line protocol's syntax error, ErrValueOutOfRange,
-	// ErrNoTime or ErrDuplicateTag.
+	// ErrNoTime, ErrDuplicateTag, ErrDuplicateField or
+	// ErrUnterminatedString.
 	Err error
 }
 

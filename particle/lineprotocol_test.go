@@ -92,7 +92,8 @@ func normalize(out decoded) decoded {
 		switch {
 		case errors.Is(de.Err, particle.ErrValueOutOfRange):
 			n.Err = particle.ErrValueOutOfRange
-		case errors.Is(de.Err, particle.ErrNoTime), errors.Is(de.Err, particle.ErrDuplicateTag):
+		case errors.Is(de.Err, particle.ErrNoTime), errors.Is(de.Err, particle.ErrDuplicateTag),
+			errors.Is(de.Err, particle.ErrDuplicateField), errors.Is(de.Err, particle.ErrUnterminatedString):
 		default:
 			n.Err = errMessage(de.Err.Error())
 		}
@@ -153,11 +154,41 @@ func TestDecode(t *testing.T) {
 			},
 		},
 		{
-			name: "string spanning lines",
-			in:   "m s=\"a\nb\" 1\nm f=1 2\n",
+			name: "escaped newline in a string",
+			in:   "m s=\"a\\nb\" 1\nm f=1 2\n",
 			want: decoded{
 				particle.Particle{Time: 1, Seq: 1, Measurement: "m", Fields: fields("s", particle.String("a\nb"))},
 				particle.Particle{Time: 2, Seq: 2, Measurement: "m", Fields: fields("f", particle.Float(1))},
+			},
+		},
+		{
+			// A raw newline ends the line, also inside a string: the
+			// string's rest is a line of its own.
+			name: "raw newline in a string",
+			in:   "m s=\"a\nb\" 1\nm f=1 2\n",
+			want: decoded{
+				decodeErr(1, 5, particle.ErrUnterminatedString),
+				decodeErr(2, 5, errMessage(`want '=' after field key "1", found '\n'`)),
+				particle.Particle{Time: 2, Seq: 1, Measurement: "m", Fields: fields("f", particle.Float(1))},
+			},
+		},
+		{
+			name: "unterminated string takes only its line",
+			in:   "env t=1 1\n  env t=\"unterminated\nenv t=2 2\nenv s=\"ok\" 3\nenv s=\"x 4",
+			want: decoded{
+				particle.Particle{Time: 1, Seq: 1, Measurement: "env", Fields: fields("t", particle.Float(1))},
+				decodeErr(2, 9, particle.ErrUnterminatedString),
+				particle.Particle{Time: 2, Seq: 2, Measurement: "env", Fields: fields("t", particle.Float(2))},
+				particle.Particle{Time: 3, Seq: 3, Measurement: "env", Fields: fields("s", particle.String("ok"))},
+				decodeErr(5, 7, errMessage("expected closing quote for string field value, found end of input")),
+			},
+		},
+		{
+			name: "duplicate field",
+			in:   "m,t=1 a=1,b=2,a=3 1\nm f=1 2\n",
+			want: decoded{
+				decodeErr(1, 0, fmt.Errorf("%w %q", particle.ErrDuplicateField, "a")),
+				particle.Particle{Time: 2, Seq: 1, Measurement: "m", Fields: fields("f", particle.Float(1))},
 			},
 		},
 		{
@@ -234,19 +265,6 @@ func TestDecode(t *testing.T) {
 			want: decoded{decodeErr(1, 7, errMessage(`invalid timestamp: invalid syntax`))},
 		},
 		{
-			name: "timestamp error after string spanning lines",
-			in:   "m s=\"a\nbc\" 99999999999999999999\n",
-			want: decoded{decodeErr(2, 5, particle.ErrValueOutOfRange)},
-		},
-		{
-			name: "error after string spanning lines",
-			in:   "m s=\"a\nbc\",g=x 1\nm f=1 1\n",
-			want: decoded{
-				decodeErr(2, 7, errMessage(`field value has unrecognized type`)),
-				particle.Particle{Time: 1, Seq: 1, Measurement: "m", Fields: fields("f", particle.Float(1))},
-			},
-		},
-		{
 			name: "text after timestamp",
 			in:   "m f=1 1 x\n",
 			want: decoded{decodeErr(1, 9, errMessage(`unexpected text after timestamp ("x")`))},
@@ -273,7 +291,7 @@ func TestDecode(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := normalize(decodeString(t, tt.in, tt.cfg))
+			got := normalize(decodeVariants(t, []byte(tt.in), tt.cfg))
 			want := normalize(tt.want)
 			assert.Equal(t, want, got)
 		})
@@ -308,6 +326,22 @@ func TestDecodeContinuesAfterMalformedLine(t *testing.T) {
 	}, q)
 	assert.Equal(t, io.EOF, d.Decode(&q))
 	assert.Equal(t, io.EOF, d.Decode(&q))
+}
+
+func TestDecodeRaw(t *testing.T) {
+	long := "m s=\"" + strings.Repeat("x", 100<<10) + "\" 1"
+	in := "m f=1 1\r\n  m f=hot 2\r\nm s=\"open\nm f=3 3\n" + long + "\n"
+	want := []string{"m f=1 1", "  m f=hot 2", `m s="open`, "m f=3 3", long[:64<<10]}
+	for _, n := range []int{1, 7, 1 << 20} {
+		d, err := particle.NewDecoder(&chunkReader{data: []byte(in), n: n}, "test.lp", particle.DecoderConfig{})
+		require.NoError(t, err)
+		var got []string
+		var p particle.Particle
+		for d.Decode(&p) != io.EOF {
+			got = append(got, string(d.Raw()))
+		}
+		assert.Equal(t, want, got, "chunks of %d bytes", n)
+	}
 }
 
 func TestDecodeErrorMessage(t *testing.T) {
@@ -429,6 +463,33 @@ func TestDecodeReadError(t *testing.T) {
 	require.ErrorIs(t, d.Decode(&p), boom)
 	require.ErrorIs(t, d.Decode(&p), boom, "the read error sticks")
 	assert.Equal(t, int64(2), p.Time)
+	assert.Equal(t, 3, d.Line(), "the line where the input broke off")
+}
+
+// dataErrReader returns all its data with the error, in one Read, as a
+// gzip reader does at a truncated stream.
+type dataErrReader struct {
+	data []byte
+	err  error
+}
+
+func (r *dataErrReader) Read(p []byte) (int, error) {
+	n := copy(p, r.data)
+	r.data = r.data[n:]
+	return n, r.err
+}
+
+func TestDecodeLinesBeforeReadError(t *testing.T) {
+	boom := errors.New("boom")
+	d, err := particle.NewDecoder(&dataErrReader{data: []byte("m f=1 1\nm f=2 2\nm f="), err: boom}, "x", particle.DecoderConfig{})
+	require.NoError(t, err)
+	var p particle.Particle
+	require.NoError(t, d.Decode(&p))
+	assert.Equal(t, "m f=1 1", string(d.Raw()))
+	require.NoError(t, d.Decode(&p))
+	assert.Equal(t, int64(2), p.Time)
+	require.ErrorIs(t, d.Decode(&p), boom)
+	assert.Equal(t, 3, d.Line())
 }
 
 type emptyReader struct{}
@@ -761,7 +822,8 @@ func FuzzDecode(f *testing.F) {
 		"env,node=12,room=lib1 temperature=22.08,humidity=51.53,voltage=2.81,par=20i,tsr=28i 1163438041250000000\n",
 		"m,b=2,a=1 s=\"x\\\"y\",i=1i,u=2u,t=T,f=-1e3 -5\r\n# c\n\n  m f=1\n",
 		"my\\ m\\,x,t\\ k\\=1=v\\,a\\ l\\=ue f\\=k\\ ey=\"q\\\\\\\"\" 1",
-		"m s=\"a\nb\" 1\nm f=x 1\nm f=1 99999999999999999999\nm,a=1,a=2 f=1\n",
+		"m s=\"a\nb\" 1\nm f=x 1\nm f=1 99999999999999999999\nm,a=1,a=2 f=1\nm f=1,f=2\n",
+		"env t=\"unterminated\nenv t=1 1\n",
 		"m,t=1\nm\nm \n#\xff\nm f=1 1 x\n",
 	} {
 		f.Add([]byte(s))

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/sensorstorm/sensorstorm/acker"
@@ -22,7 +23,7 @@ import (
 // Options are what Build takes from its caller rather than from the file.
 type Options struct {
 	// Dir is the directory relative paths are resolved against. Defaults
-	// to the current directory.
+	// to the directory of the pipeline file.
 	Dir string
 	// Stdout receives the output of sinks writing to "-". Defaults to
 	// os.Stdout.
@@ -68,9 +69,12 @@ func (p *Pipeline) speed() replay.Speed {
 }
 
 // Check reports files that cannot be read (recordings, TLS certificates
-// and keys), with their place in the pipeline file; dir resolves relative
-// paths. It does not connect to MQTT brokers.
+// and keys) and sink files that cannot be created (their directory is
+// missing), with their place in the pipeline file; dir resolves relative
+// paths, and defaults to the directory of the pipeline file. It does not
+// connect to MQTT brokers. With Parse, it catches what Build would.
 func (p *Pipeline) Check(dir string) error {
+	dir = p.dir(dir)
 	var errs []error
 	check := func(paths []string, what string, at pos) {
 		for _, path := range paths {
@@ -92,15 +96,32 @@ func (p *Pipeline) Check(dir string) error {
 		}
 	}
 	for _, b := range p.Bolts {
-		if b.Sink != nil && b.Sink.MQTT != nil {
+		switch {
+		case b.Sink == nil:
+		case b.Sink.MQTT != nil:
 			check(tlsFiles(&b.Sink.MQTT.ConnConfig), fmt.Sprintf("bolt %q", b.Name), b.pos)
+		case b.Sink.File != "-":
+			out := filepath.Dir(resolve(dir, b.Sink.File))
+			if st, err := os.Stat(out); err != nil || !st.IsDir() {
+				errs = append(errs, &Error{File: p.File, Line: b.pos.line, Column: b.pos.col,
+					Err: fmt.Errorf("bolt %q: sink file %s: no directory %s", b.Name, b.Sink.File, out)})
+			}
 		}
 	}
 	return errors.Join(errs...)
 }
 
+// dir returns the directory relative paths resolve against: dir, or the
+// pipeline file's.
+func (p *Pipeline) dir(dir string) string {
+	if dir != "" {
+		return dir
+	}
+	return filepath.Dir(p.File)
+}
+
 func resolve(dir, path string) string {
-	if path == "-" || filepath.IsAbs(path) || dir == "" {
+	if path == "-" || filepath.IsAbs(path) {
 		return path
 	}
 	return filepath.Join(dir, path)
@@ -113,6 +134,28 @@ func resolve(dir, path string) string {
 type Built struct {
 	*topology.Topology
 	sources []io.Closer
+
+	mu      sync.Mutex // guards replays: Run makes the sources
+	replays map[string][]*replay.Source
+}
+
+// ReplayStatus returns the progress of the source name if it replays
+// files, summed over its instances, and false otherwise. Its Read,
+// Skipped and Outside count records, which the topology's figures do not.
+func (b *Built) ReplayStatus(name string) (replay.Status, bool) {
+	b.mu.Lock()
+	srcs, ok := b.replays[name]
+	b.mu.Unlock()
+	var sum replay.Status
+	for _, src := range srcs {
+		st := src.Status()
+		sum.Read += st.Read
+		sum.Emitted += st.Emitted
+		sum.Invalid += st.Invalid
+		sum.Skipped += st.Skipped
+		sum.Outside += st.Outside
+	}
+	return sum, ok
 }
 
 // Run runs the topology until its sources end (recordings) or ctx is
@@ -130,6 +173,7 @@ func (b *Built) Run(ctx context.Context) error {
 // Run. Sinks writing to files open them here; Run closes them. Nothing
 // connects to an MQTT broker before Run.
 func (p *Pipeline) Build(opts Options) (*Built, error) {
+	opts.Dir = p.dir(opts.Dir)
 	if err := p.Check(opts.Dir); err != nil {
 		return nil, err
 	}
@@ -142,7 +186,7 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: %w", err)
 	}
-	built := &Built{Topology: topo}
+	built := &Built{Topology: topo, replays: map[string][]*replay.Source{}}
 	// opened is what a failed build closes: MQTT sources (their spools)
 	// and sink files.
 	var opened []io.Closer
@@ -157,7 +201,7 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 		var factory topology.SourceFactory
 		switch {
 		case s.File != nil:
-			factory, err = fileSource(s, opts.Dir)
+			factory, err = fileSource(s, opts.Dir, built)
 		case s.MQTT != nil:
 			var srcs []*mqtt.Source
 			srcs, err = mqttSources(s, opts)
@@ -194,8 +238,9 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 	return built, nil
 }
 
-// fileSource returns the factory of a source replaying recordings.
-func fileSource(s *Source, dir string) (topology.SourceFactory, error) {
+// fileSource returns the factory of a source replaying recordings, which
+// keeps the sources it makes in built.
+func fileSource(s *Source, dir string, built *Built) (topology.SourceFactory, error) {
 	cfg := replay.Config{Speed: s.File.Speed, Concat: len(s.File.Paths) == 1}
 	for _, path := range s.File.Paths {
 		cfg.Inputs = append(cfg.Inputs, replay.Input{Path: resolve(dir, path), Format: s.File.Format})
@@ -205,6 +250,9 @@ func fileSource(s *Source, dir string) (topology.SourceFactory, error) {
 	}
 	return func(int) topology.Source {
 		src, _ := replay.New(cfg)
+		built.mu.Lock()
+		defer built.mu.Unlock()
+		built.replays[s.Name] = append(built.replays[s.Name], src)
 		return src
 	}, nil
 }

@@ -9,7 +9,7 @@
 //
 //	sources:
 //	  - name: wsn
-//	    file: {paths: [testdata/library1-r1.lp], speed: max}
+//	    file: {paths: [../testdata/library1-r1.lp], speed: max}
 //	bolts:
 //	  - name: mean10m
 //	    input: {from: wsn, grouping: fields, fields: [node]}
@@ -25,8 +25,29 @@
 //
 //	pipeline.yaml:12:7: bolt "mean10m": unknown op type "window-men" (known: ...)
 //
+// Parse also reports what would fail only when the pipeline runs: a cycle
+// among the bolts, broker URLs that name no MQTT broker (http://...), and
+// with [Pipeline.Check] files that cannot be read or created.
+//
 // [Pipeline.Build] turns a parsed pipeline into a [Built] topology ready to
-// Run. Relative paths are resolved against [Options.Dir].
+// Run. Relative paths (recordings, sink files, state directories, TLS
+// files) are resolved against the directory of the pipeline file, or
+// [Options.Dir] if set.
+//
+// # Environment variables
+//
+// ${NAME} in a value is replaced by the environment variable NAME, as in
+// broker: ${MQTT_BROKER}; $${ stands for a literal ${. A variable that is
+// not set is an error naming its place, not an empty value.
+//
+// # Window statistics
+//
+// A window-stats operation gives, per window and group, one particle
+// stamped with the window's end (a window [10:00, 10:10) gives a particle
+// at 10:10). stddev is the sample standard deviation (divided by n-1,
+// left out below two values); pNN is the nearest-rank percentile, the
+// value at rank ceil(NN/100 * n) of the sorted values (p50 of 1, 2, 3, 4
+// is 2), always one of them; median is p50.
 //
 // # MQTT
 //

@@ -1,11 +1,14 @@
 package pipeline
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -93,9 +96,38 @@ func (d *decoder) conn(n *yaml.Node, what, name, broker string, c *mqtt.ConnConf
 	if len(c.Brokers) == 0 {
 		d.fail(n, "%s: mqtt: no broker: set broker, a URL such as tcp://localhost:1883", what)
 	}
+	for _, b := range c.Brokers {
+		if err := checkBroker(b); err != nil {
+			d.fail(n, "%s: mqtt: broker %q: %v", what, b, err)
+		}
+	}
 	if c.ClientID == "" {
 		c.ClientID = mqtt.DefaultClientID("sensorstorm-" + name)
 	}
+}
+
+// brokerSchemes are the URL schemes of MQTT brokers.
+func brokerSchemes() []string { return []string{"tcp", "mqtt", "ssl", "tls", "mqtts", "ws", "wss"} }
+
+// checkBroker reports a broker URL that cannot name an MQTT broker: one
+// without a known scheme (http://), a host, or a numeric port.
+func checkBroker(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(brokerSchemes(), u.Scheme) {
+		return fmt.Errorf("want a URL such as tcp://localhost:1883 (schemes: %s)", strings.Join(brokerSchemes(), ", "))
+	}
+	if u.Hostname() == "" {
+		return errors.New("no host")
+	}
+	if p := u.Port(); p != "" {
+		if _, err := strconv.ParseUint(p, 10, 16); err != nil {
+			return fmt.Errorf("port %q is not a number from 0 to 65535", p)
+		}
+	}
+	return nil
 }
 
 // checkMQTT reports problems of MQTT components in the pipeline as a

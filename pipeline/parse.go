@@ -39,6 +39,7 @@ func Parse(data []byte, name string) (*Pipeline, error) {
 		return nil, &Error{File: name, Line: line, Err: fmt.Errorf("not YAML: %w", err)}
 	}
 	p := &Pipeline{File: name}
+	d.expand(&doc)
 	if len(doc.Content) == 0 {
 		d.fail(&doc, "empty pipeline: it needs sources and bolts")
 		return nil, d.err()
@@ -474,6 +475,111 @@ func (d *decoder) check(p *Pipeline) {
 			}
 		}
 	}
+	d.checkCycles(p)
+}
+
+// checkCycles reports a cycle among the bolts, which the engine refuses:
+// end of stream could never flow through it. It names the input that
+// closes the cycle.
+func (d *decoder) checkCycles(p *Pipeline) {
+	bolts := map[string]*Bolt{}
+	for i := range p.Bolts {
+		bolts[p.Bolts[i].Name] = &p.Bolts[i]
+	}
+	const (
+		unseen = iota
+		onPath
+		done
+	)
+	state := map[string]int{}
+	var path []string
+	var visit func(b *Bolt) bool
+	visit = func(b *Bolt) bool {
+		state[b.Name] = onPath
+		path = append(path, b.Name)
+		for _, in := range b.Inputs {
+			up := bolts[in.From]
+			if up == nil || in.From == b.Name {
+				continue // a source, an unknown name, or itself: reported above
+			}
+			switch state[in.From] {
+			case onPath:
+				cycle := append(slices.Clone(path[slices.Index(path, in.From):]), in.From)
+				slices.Reverse(cycle)
+				d.failAt(in.pos, "bolt %q: cycle %s: end of stream could never flow", b.Name, strings.Join(cycle, " -> "))
+				return true
+			case unseen:
+				if visit(up) {
+					return true
+				}
+			}
+		}
+		path = path[:len(path)-1]
+		state[b.Name] = done
+		return false
+	}
+	for i := range p.Bolts {
+		if state[p.Bolts[i].Name] == unseen && visit(&p.Bolts[i]) {
+			return
+		}
+	}
+}
+
+// expand replaces ${NAME} in the file's values by the environment
+// variable NAME, and $${ by a literal ${. A variable that is not set is an
+// error at its value: a pipeline should not silently run with an empty
+// broker URL or path.
+func (d *decoder) expand(n *yaml.Node) {
+	if n.Kind == yaml.ScalarNode && strings.Contains(n.Value, "${") {
+		n.Value = d.expandValue(n, n.Value)
+	}
+	for _, c := range n.Content {
+		d.expand(c)
+	}
+}
+
+func (d *decoder) expandValue(n *yaml.Node, s string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		if i > 0 && s[i-1] == '$' {
+			b.WriteString(s[:i-1] + "${")
+			s = s[i+2:]
+			continue
+		}
+		b.WriteString(s[:i])
+		end := strings.IndexByte(s[i:], '}')
+		if end < 0 {
+			d.fail(n, "unterminated ${ in %q: write ${NAME}, or $${ for a literal ${", n.Value)
+			return n.Value
+		}
+		name := s[i+2 : i+end]
+		v, ok := os.LookupEnv(name)
+		switch {
+		case !validEnvName(name):
+			d.fail(n, "bad variable name %q in %q: write ${NAME} with letters, digits and _", name, n.Value)
+		case !ok:
+			d.fail(n, "environment variable %s is not set", name)
+		}
+		b.WriteString(v)
+		s = s[i+end+1:]
+	}
+}
+
+func validEnvName(s string) bool {
+	if s == "" || s[0] >= '0' && s[0] <= '9' {
+		return false
+	}
+	for _, c := range s {
+		if c != '_' && (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
 }
 
 func keys(m map[string]bool) []string {

@@ -98,7 +98,7 @@ func TestShippedPipelinesRun(t *testing.T) {
 			p, err := pipeline.Load("../pipelines/" + name)
 			require.NoError(t, err)
 			var out bytes.Buffer
-			topo, err := p.Build(pipeline.Options{Dir: "..", Stdout: &out})
+			topo, err := p.Build(pipeline.Options{Stdout: &out})
 			require.NoError(t, err)
 			require.NoError(t, topo.Run(context.Background()))
 			lines := strings.Count(out.String(), "\n")
@@ -117,6 +117,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(goodMQTT))
 	f.Add([]byte("sources: []\nbolts: {}"))
 	f.Add([]byte("bolts:\n  - name: x\n    op: {type: dedup, within: -1s}\n"))
+	f.Add([]byte("sources:\n  - name: s\n    file: {paths: [${HOME}/x.lp, $${y}, ${]}\nbolts:\n  - name: a\n    inputs: [{from: s}, {from: b}]\n    op: {type: dedup, by: [n], within: 1m}\n  - name: b\n    input: a\n    sink: {file: '-'}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := pipeline.Parse(data, "fuzz.yaml")
 		if err != nil {

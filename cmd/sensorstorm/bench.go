@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -35,26 +34,36 @@ const benchTimeout = 2 * time.Minute
 // messages per client) never drops any. It measures --runs times,
 // alternating the two, and prints each run and the medians: a machine's
 // other work makes single runs vary.
+const benchUsage = `usage: sensorstorm bench --broker URL [flags]
+
+Measures, on the broker given, a bare paho subscriber and the ingest
+pipeline receiving the same messages, and prints both rates and their ratio.
+`
+
 func bench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	c := newCLILevel("bench", benchUsage, slog.LevelWarn, stderr)
+	fs := c.fs
 	broker := fs.String("broker", "", "broker URL, e.g. tcp://localhost:1883 (required)")
 	n := fs.Int("n", 20000, "messages per measurement")
 	runs := fs.Int("runs", 3, "measurements of each, alternating bare and ingest")
 	ahead := fs.Int("ahead", 500, "messages the publisher may be ahead of the subscriber's acknowledgements")
-	window := fs.Duration("window", time.Second, "window of the ingest pipeline")
+	var window time.Duration
+	durationVar(fs, &window, "window", time.Second, "window of the ingest pipeline, a `DURATION` such as 1s")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the last ingest measurement to this file")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: sensorstorm bench --broker URL [flags]")
-		fs.PrintDefaults()
+	rest, code, ok := c.parse(args, stdout)
+	if !ok {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	switch {
+	case len(rest) > 0:
+		return c.usageError("no arguments expected, got %q", rest)
+	case *broker == "":
+		return c.usageError("missing required flag --broker")
+	case *n < 1 || *ahead < 1 || *runs < 1:
+		return c.usageError("-n, --ahead and --runs must be at least 1")
 	}
-	if *broker == "" || fs.NArg() > 0 || *n < 1 || *ahead < 1 || *runs < 1 {
-		fs.Usage()
-		return exitUsage
-	}
+	logger, logs := c.log.logger(stderr)
+	defer logs.Summarize(ctx)
 	prefix := fmt.Sprintf("sensorstorm-bench-%d-%d", os.Getpid(), time.Now().UnixNano())
 	var bareRates, ingestRates, ratios []float64
 	for r := range *runs {
@@ -69,7 +78,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			profile = *cpuProfile
 		}
 		ing, err := profiled(profile, func() (time.Duration, error) {
-			return benchIngest(ctx, *broker, topic+"/ingest", *n, *ahead, *window)
+			return benchIngest(ctx, logger, *broker, topic+"/ingest", *n, *ahead, window)
 		})
 		if err != nil {
 			fmt.Fprintln(stderr, "sensorstorm: bench:", err)
@@ -82,7 +91,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			r+1, *runs, bareRate, bare.Round(time.Millisecond), ingestRate, ing.Round(time.Millisecond), ingestRate/bareRate)
 	}
 	fmt.Fprintf(stdout, "bare paho subscriber:  %.0f msgs/s (median of %d runs of %d messages; QoS 1, persistent session)\n", median(bareRates), *runs, *n)
-	fmt.Fprintf(stdout, "sensorstorm ingest:    %.0f msgs/s (median; spool mode, QoS 1, %v window)\n", median(ingestRates), *window)
+	fmt.Fprintf(stdout, "sensorstorm ingest:    %.0f msgs/s (median; spool mode, QoS 1, %v window)\n", median(ingestRates), window)
 	fmt.Fprintf(stdout, "ratio: %.2f (median of %d; min %.2f, max %.2f)\n", median(ratios), *runs, slices.Min(ratios), slices.Max(ratios))
 	return exitOK
 }
@@ -201,7 +210,7 @@ func benchBare(ctx context.Context, url, topic string, n, ahead int) (time.Durat
 	return (<-end).Sub(start), nil
 }
 
-func benchIngest(ctx context.Context, url, topic string, n, ahead int, window time.Duration) (time.Duration, error) {
+func benchIngest(ctx context.Context, logger *slog.Logger, url, topic string, n, ahead int, window time.Duration) (time.Duration, error) {
 	dir, err := os.MkdirTemp("", "sensorstorm-bench")
 	if err != nil {
 		return 0, err
@@ -218,7 +227,7 @@ func benchIngest(ctx context.Context, url, topic string, n, ahead int, window ti
 	}
 	defer forgetSession(url, id)
 	t, err := topology.New(topology.Config{
-		Logger:       slog.New(slog.DiscardHandler),
+		Logger:       logger,
 		Acking:       topology.AckingConfig{Enabled: true, MaxPending: ingestMaxPending},
 		DrainTimeout: window + 10*time.Second,
 	})

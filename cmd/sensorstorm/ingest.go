@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt"
@@ -33,13 +32,22 @@ func (s *stringsFlag) Set(v string) error { *s = append(*s, v); return nil }
 
 // ingestFlags are the flags of ingest.
 type ingestFlags struct {
-	src     mqtt.Config
-	window  time.Duration
-	late    syncbuffer.LatePolicy
-	out     string
-	publish string
-	record  string
+	src        mqtt.Config
+	window     time.Duration
+	late       syncbuffer.LatePolicy
+	out        string
+	publish    string
+	record     string
+	deadLetter string
 }
+
+const ingestUsage = `usage: sensorstorm ingest --broker URL --topic FILTER [--topic FILTER ...] [flags]
+
+Subscribes to MQTT topics, aligns the readings in a synchronization buffer
+and appends them as line protocol to --out. SIGINT or SIGTERM drains and
+stops; the last line on stderr is
+  summary: read=N emitted=N late=N invalid=N skipped=N outside=N duplicates=N
+`
 
 func (f *ingestFlags) register(fs *flag.FlagSet) {
 	c := &f.src
@@ -65,8 +73,8 @@ func (f *ingestFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.TLS.CertFile, "tls-cert", "", "PEM file of the client certificate")
 	fs.StringVar(&c.TLS.KeyFile, "tls-key", "", "PEM file of the client key")
 	fs.BoolVar(&c.TLS.InsecureSkipVerify, "tls-insecure", false, "accept any broker certificate (tests only)")
-	fs.DurationVar(&c.KeepAlive, "keepalive", mqtt.DefaultKeepAlive, "keepalive interval")
-	fs.DurationVar(&f.window, "window", time.Second, "bounded out-of-orderness: how long particles wait for late ones")
+	durationVar(fs, &c.KeepAlive, "keepalive", mqtt.DefaultKeepAlive, "keepalive interval")
+	durationVar(fs, &f.window, "window", time.Second, "bounded out-of-orderness: how long particles wait for late ones, a `DURATION` such as 2s")
 	// After a crash, messages the broker sends again can be older than
 	// what the spool's replay already released: dropping them as late
 	// would lose them.
@@ -75,29 +83,29 @@ func (f *ingestFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.out, "out", "-", "append line protocol to this file (created when missing); - is stdout")
 	fs.StringVar(&f.publish, "publish", "", "also publish results to this topic template, e.g. results/{sensor}")
 	fs.StringVar(&f.record, "record", "", "also record everything that came in to DIR/ingest-<start time>.lp, for sensorstorm replay")
+	registerDeadLetter(fs, &f.deadLetter)
 }
 
 func ingest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("ingest", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	c := newCLI("ingest", ingestUsage, stderr)
 	var f ingestFlags
-	f.register(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: sensorstorm ingest --broker URL --topic FILTER [--topic FILTER ...] [flags]")
-		fs.PrintDefaults()
+	f.register(c.fs)
+	rest, code, ok := c.parse(args, stdout)
+	if !ok {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if len(rest) > 0 {
+		return c.usageError("no arguments expected, got %q", rest)
 	}
-	if fs.NArg() > 0 || len(f.src.Brokers) == 0 || len(f.src.Topics) == 0 {
-		fs.Usage()
-		return exitUsage
+	if name := c.missing("broker", "topic"); name != "" {
+		return c.usageError("missing required flag --%s", name)
 	}
 	if f.src.Password == "" {
 		f.src.Password = os.Getenv("SENSORSTORM_MQTT_PASSWORD")
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	logger, logs := c.log.logger(stderr)
 	code, err := runIngest(ctx, &f, stdout, stderr, logger)
+	logs.Summarize(ctx)
 	if err != nil {
 		fmt.Fprintln(stderr, "sensorstorm:", err)
 	}
@@ -114,7 +122,10 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 	if err != nil {
 		return exitError, err
 	}
-	dead := &deadLetterCount{deadLetterLog: deadLetterLog{logger: logger}}
+	dead, err := openDeadLetters(f.deadLetter, logger)
+	if err != nil {
+		return exitError, err
+	}
 	t, err := topology.New(topology.Config{
 		Logger:      logger,
 		DeadLetters: dead,
@@ -155,24 +166,20 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 
 	start := time.Now()
 	runErr := t.Run(ctx)
-	closeErr := src.Close()
-	st, o := src.Stats(), t.Stats("out")
-	fmt.Fprintf(stderr, "summary: received=%d emitted=%d written=%d invalid=%d late=%d duplicates-replayed=%d redelivered=%d acked=%d failed=%d dead-letters=%d reconnects=%d elapsed=%s\n",
-		st.Received.Load(), st.Emitted.Load(), out.written, st.Invalid.Load(), o.Late.Load(), st.Replayed.Load(), st.Redelivered.Load(),
-		st.Acked.Load(), st.Failed.Load(), dead.n.Load(), max(int64(st.Connects.Load())-1, 0), time.Since(start).Round(time.Millisecond))
-	if err := errors.Join(runErr, closeErr); err != nil && !errors.Is(err, context.Canceled) {
-		return exitError, err
+	closeErr := errors.Join(src.Close(), dead.Close())
+	st := src.Stats()
+	fmt.Fprintf(stderr, "ingest: messages=%d written=%d replayed=%d redelivered=%d acked=%d failed=%d reconnects=%d elapsed=%s\n",
+		st.Received.Load(), out.written, st.Replayed.Load(), st.Redelivered.Load(), st.Acked.Load(), st.Failed.Load(),
+		max(int64(st.Connects.Load())-1, 0), time.Since(start).Round(time.Millisecond))
+	code := exitOK
+	err = errors.Join(runErr, closeErr)
+	if errors.Is(err, context.Canceled) {
+		err = nil
 	}
-	return exitOK, nil
-}
-
-// deadLetterCount logs and counts dead letters.
-type deadLetterCount struct {
-	deadLetterLog
-	n atomic.Int64
-}
-
-func (d *deadLetterCount) DeadLetter(ctx context.Context, l topology.DeadLetter) {
-	d.n.Add(1)
-	d.deadLetterLog.DeadLetter(ctx, l)
+	if err != nil {
+		code = exitError
+	}
+	sum := summary{Read: st.Emitted.Load() + st.Invalid.Load(), Invalid: st.Invalid.Load()}
+	sum.addBolt(st.Emitted.Load(), t.Stats("out"))
+	return sum.write(stderr, code), err
 }

@@ -118,7 +118,15 @@ func TestIngestCrash(t *testing.T) {
 	waitUntil(t, 60*time.Second, "every message in the output", func() bool { return len(readOutput(t, out)) >= n })
 	require.NoError(t, second.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, second.Wait(), "exit status after SIGTERM: %s", stderr.String())
-	assert.Regexp(t, `(?m)^summary: received=\d+ emitted=\d+ `, stderr.String())
+	assert.Regexp(t, `(?m)^ingest: messages=\d+ written=\d+ `, stderr.String())
+	sum := regexp.MustCompile(`(?m)^summary: read=(\d+) emitted=(\d+) late=(\d+) invalid=(\d+) skipped=(\d+) outside=(\d+) duplicates=(\d+)$`).
+		FindStringSubmatch(stderr.String())
+	require.NotNil(t, sum, stderr.String())
+	counts := make([]int, len(sum)-1)
+	for i := range counts {
+		counts[i], _ = strconv.Atoi(sum[i+1])
+	}
+	assert.Equal(t, counts[0], counts[1]+counts[2]+counts[3]+counts[4]+counts[5]+counts[6], "the summary adds up: %s", sum[0])
 
 	seen := readOutput(t, out)
 	dups := 0
@@ -132,8 +140,8 @@ func TestIngestCrash(t *testing.T) {
 
 func TestIngestUsage(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	assert.Equal(t, exitUsage, run(t.Context(), []string{"ingest"}, &stdout, &stderr))
-	assert.Contains(t, stderr.String(), "usage: sensorstorm ingest")
+	assert.Equal(t, exitUsage, run(t.Context(), []string{"ingest", "--topic", "a"}, &stdout, &stderr))
+	assert.Contains(t, stderr.String(), "missing required flag --broker")
 	assert.Equal(t, exitUsage, run(t.Context(), []string{"ingest", "--broker", "tcp://x:1", "--topic", "a", "--mode", "bogus"}, &stdout, &stderr))
 	assert.Equal(t, exitUsage, run(t.Context(), []string{"bench"}, &stdout, &stderr))
 }

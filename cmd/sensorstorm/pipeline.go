@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,40 +20,61 @@ import (
 	"github.com/sensorstorm/sensorstorm/topology"
 )
 
+const runUsage = `usage: sensorstorm run [flags] PIPELINE.yaml
+
+Runs a pipeline file until its sources end (recordings) or until SIGINT or
+SIGTERM (MQTT feeds), then writes what each component did and, last on
+stderr, a summary of the records the sources read:
+  summary: read=N emitted=N late=N invalid=N skipped=N outside=N duplicates=N
+where read = emitted + late + invalid + skipped + outside + duplicates,
+late, invalid and duplicates counted at the first bolt reading each source.
+It exits 1 if every record read was invalid.
+`
+
 // runPipeline runs a pipeline file until its sources end or ctx is
 // cancelled, serving Prometheus metrics on --metrics-addr.
 func runPipeline(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics on this address (for example :9090) at /metrics")
-	dir := fs.String("dir", "", "resolve the pipeline's relative paths against this directory (default: the current one)")
-	var level slog.Level
-	fs.TextVar(&level, "log-level", slog.LevelInfo, "log level: debug, info, warn or error")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: sensorstorm run [flags] PIPELINE.yaml")
-		fs.PrintDefaults()
+	c := newCLI("run", runUsage, stderr)
+	metricsAddr := c.fs.String("metrics-addr", "", "serve Prometheus metrics at /metrics on `ADDR`, such as localhost:9090"+addrUsage)
+	dir := c.fs.String("dir", "", "resolve the pipeline's relative paths against this `DIR` (default: the pipeline file's directory)")
+	var deadLetter string
+	registerDeadLetter(c.fs, &deadLetter)
+	rest, code, ok := c.parse(args, stdout)
+	if !ok {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if len(rest) != 1 {
+		return c.usageError("want one pipeline file, got %d arguments", len(rest))
 	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return exitUsage
+	if *metricsAddr != "" {
+		addr, err := listenAddr(*metricsAddr)
+		if err != nil {
+			return c.usageError("--metrics-addr: %v", err)
+		}
+		*metricsAddr = addr
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	p, err := pipeline.Load(fs.Arg(0))
+	logger, logs := c.log.logger(stderr)
+	defer logs.Summarize(ctx)
+	p, err := pipeline.Load(rest[0])
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitError
 	}
-	topo, err := p.Build(pipeline.Options{Dir: *dir, Stdout: stdout, Logger: logger, DeadLetters: &deadLetterLog{logger: logger}})
+	dead, err := openDeadLetters(deadLetter, logger)
 	if err != nil {
+		fmt.Fprintln(stderr, "sensorstorm:", err)
+		return exitError
+	}
+	topo, err := p.Build(pipeline.Options{Dir: *dir, Stdout: stdout, Logger: logger, DeadLetters: dead})
+	if err != nil {
+		dead.Close()
 		fmt.Fprintln(stderr, err)
 		return exitError
 	}
 	if *metricsAddr != "" {
 		stop, err := serveMetrics(*metricsAddr, topo.Topology, logger)
 		if err != nil {
+			dead.Close()
 			fmt.Fprintln(stderr, "sensorstorm:", err)
 			return exitError
 		}
@@ -64,18 +85,71 @@ func runPipeline(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		logger.Info("reading MQTT feeds until interrupted: SIGINT or SIGTERM drains and stops")
 	}
 	start := time.Now()
-	runErr := topo.Run(ctx)
+	runErr := errors.Join(topo.Run(ctx), dead.Close())
 	for _, name := range topo.Components() {
 		s := topo.Stats(name)
-		logger.Info("component done", "component", name, "in", s.In.Load(), "out", s.Out.Load(), "late", s.Late.Load(),
+		logger.Info("component done", "component", name, "in", dataIn(s), "out", s.Out.Load(), "late", s.Late.Load(),
 			"invalid", s.Invalid.Load(), "errors", s.Errors.Load(), "acked", s.Acked.Load(), "failed", s.Failed.Load())
 	}
 	logger.Info("pipeline finished", "elapsed", time.Since(start).Round(time.Millisecond))
+	code = exitOK
 	if runErr != nil && !errors.Is(runErr, context.Canceled) {
 		fmt.Fprintln(stderr, "sensorstorm:", runErr)
-		return exitError
+		code = exitError
 	}
-	return exitOK
+	return pipelineSummary(p, topo).write(stderr, code)
+}
+
+// pipelineSummary counts what the sources of p read and what the first
+// bolt reading each source did with it.
+func pipelineSummary(p *pipeline.Pipeline, topo *pipeline.Built) summary {
+	var sum summary
+	first := map[string]bool{}
+	emitted := map[string]uint64{}
+	for _, src := range p.Sources {
+		s := topo.Stats(src.Name)
+		out, invalid := s.Out.Load(), s.Invalid.Load()
+		sum.Read += out + invalid
+		sum.Invalid += invalid
+		if st, ok := topo.ReplayStatus(src.Name); ok {
+			sum.Read += st.Skipped + st.Outside
+			sum.Skipped += st.Skipped
+			sum.Outside += st.Outside
+		}
+		if b, ok := firstReader(p, src.Name); ok {
+			first[b] = true
+			emitted[b] += out
+		} else {
+			sum.Emitted += out
+		}
+	}
+	for _, b := range p.Bolts {
+		if !first[b.Name] {
+			continue
+		}
+		s := topo.Stats(b.Name)
+		sum.addBolt(emitted[b.Name], s)
+		if b.Op == "dedup" {
+			// A dedup operation emits each particle it keeps.
+			d := s.Processed.Load() - min(s.Processed.Load(), s.Out.Load())
+			sum.Duplicates += d
+			sum.Emitted -= min(sum.Emitted, d)
+		}
+	}
+	return sum
+}
+
+// firstReader returns the first bolt of p, in file order, reading the
+// default stream of the source name.
+func firstReader(p *pipeline.Pipeline, name string) (string, bool) {
+	for _, b := range p.Bolts {
+		for _, in := range b.Inputs {
+			if in.From == name && in.Stream == "" {
+				return b.Name, true
+			}
+		}
+	}
+	return "", false
 }
 
 // serveMetrics serves /metrics on addr until the returned stop is called.
@@ -105,26 +179,26 @@ func serveMetrics(addr string, topo *topology.Topology, logger *slog.Logger) (st
 	}, nil
 }
 
-// validatePipeline checks a pipeline file without running it: its syntax,
-// its components and operations, and that its input files (recordings,
-// TLS certificates) can be read. It does not connect to MQTT brokers.
+const validateUsage = `usage: sensorstorm validate [flags] PIPELINE.yaml
+
+Checks a pipeline file without running it: its syntax, its components and
+operations, the graph (no cycles), broker URLs, and that its input files
+(recordings, TLS certificates) can be read. It does not connect to MQTT
+brokers. Errors name the file, line and column.
+`
+
+// validatePipeline checks a pipeline file without running it.
 func validatePipeline(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	dir := fs.String("dir", "", "resolve the pipeline's relative paths against this directory (default: the current one)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: sensorstorm validate [-dir DIR] PIPELINE.yaml")
-		fs.PrintDefaults()
-		fmt.Fprintln(stderr, "known op types:", pipeline.OpTypes())
+	c := newCLI("validate", validateUsage, stderr)
+	dir := c.fs.String("dir", "", "resolve the pipeline's relative paths against this `DIR` (default: the pipeline file's directory)")
+	rest, code, ok := c.parse(args, stdout)
+	if !ok {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if len(rest) != 1 {
+		return c.usageError("want one pipeline file, got %d arguments; known op types: %s", len(rest), strings.Join(pipeline.OpTypes(), ", "))
 	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return exitUsage
-	}
-	p, err := pipeline.Load(fs.Arg(0))
+	p, err := pipeline.Load(rest[0])
 	if err == nil {
 		err = p.Check(*dir)
 	}

@@ -18,7 +18,7 @@ func TestValidatePipeline(t *testing.T) {
 	require.NotEmpty(t, shipped)
 	for _, p := range shipped {
 		// Paths in the shipped pipelines are relative to the repository root.
-		require.Equal(t, exitOK, run(context.Background(), []string{"validate", "-dir", "../..", p}, &stdout, &stderr), stderr.String())
+		require.Equal(t, exitOK, run(context.Background(), []string{"validate", p}, &stdout, &stderr), stderr.String())
 		assert.Contains(t, stdout.String(), p+": ok")
 	}
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
@@ -30,9 +30,10 @@ func TestValidatePipeline(t *testing.T) {
 
 func TestRunPipelineServesMetrics(t *testing.T) {
 	var stdout, stderr strings.Builder
-	code := run(context.Background(), []string{"run", "--metrics-addr", "127.0.0.1:0", "-dir", "../..", "../../pipelines/library1-mean.yaml"}, &stdout, &stderr)
+	code := run(context.Background(), []string{"run", "--metrics-addr", "127.0.0.1:0", "../../pipelines/library1-mean.yaml"}, &stdout, &stderr)
 	require.Equal(t, exitOK, code, stderr.String())
 	assert.Equal(t, 779, strings.Count(stdout.String(), "\n"), "19 motes, 41 ten-minute windows, less the missing readings")
 	assert.Contains(t, stderr.String(), "serving metrics")
-	assert.Contains(t, stderr.String(), `component=out in=`)
+	assert.Contains(t, stderr.String(), `component=out in=779 out=0`, "meta particles are not counted")
+	assert.Equal(t, "summary: read=7563 emitted=7563 late=0 invalid=0 skipped=0 outside=0 duplicates=0", lastLine(stderr.String()))
 }

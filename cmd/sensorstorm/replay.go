@@ -3,13 +3,13 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/sensorstorm/sensorstorm/connectors/file"
@@ -21,83 +21,89 @@ import (
 
 // replayOptions are the parsed flags of replay.
 type replayOptions struct {
-	speed    replaysrc.Speed
-	window   time.Duration
-	late     syncbuffer.LatePolicy
-	lateOut  string
-	from, to instantFlag
-	loop     bool
-	concat   bool
-	out      string
-	control  string
-	quiet    bool
-	format   formatFlags
-	files    []string
+	speed      replaysrc.Speed
+	window     time.Duration
+	late       syncbuffer.LatePolicy
+	lateOut    string
+	from, to   instantFlag
+	loop       bool
+	concat     bool
+	out        string
+	control    string
+	deadLetter string
+	quiet      bool
+	format     formatFlags
+	files      []string
 }
 
-func replayFlags(stderr io.Writer) (*flag.FlagSet, *replayOptions) {
+const replayUsage = `usage: sensorstorm replay [flags] FILE...
+
+Replays recordings (line protocol, plain or gzip, or delimited text) merged
+by event time, paced at --speed, and writes the particles as line protocol
+in event-time order. FILE - is standard input. It ends with this line on
+stderr, where read = emitted + late + invalid + skipped + outside + duplicates:
+  summary: read=N emitted=N late=N invalid=N skipped=N outside=N duplicates=N
+and exits 1 if every record read was invalid. On a terminal it shows
+progress, and keys change the replay:
+  + faster (x2), - slower (/2), space pause/resume, m max, 1 real time, q quit
+`
+
+func replayFlags(stderr io.Writer) (*cli, *replayOptions) {
 	o := &replayOptions{}
-	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	c := newCLILevel("replay", replayUsage, slog.LevelWarn, stderr)
+	fs := c.fs
 	fs.TextVar(&o.speed, "speed", replaysrc.DefaultSpeed, "replay `FACTOR` of the recorded pace, from 0.01 to 10000, or max for unpaced")
-	fs.DurationVar(&o.window, "window", 0, "bounded out-of-orderness: how long particles wait for late ones")
-	fs.TextVar(&o.late, "late", syncbuffer.LateDrop, "late particles: drop, side or pass")
-	fs.StringVar(&o.lateOut, "late-out", "", "with -late side, append late particles to this `FILE` (- is stdout)")
+	durationVar(fs, &o.window, "window", 0, "bounded out-of-orderness: how long particles wait for late ones, a `DURATION` such as 2s")
+	fs.TextVar(&o.late, "late", syncbuffer.LateDrop, "late particles: drop, side (needs --late-out) or pass")
+	fs.StringVar(&o.lateOut, "late-out", "", "with --late side, append late particles to this `FILE` (- is stdout)")
 	fs.Var(&o.from, "from", "replay records from this event `TIME` on: RFC 3339 or epoch nanoseconds")
 	fs.Var(&o.to, "to", "replay records before this event `TIME`: RFC 3339 or epoch nanoseconds")
 	fs.BoolVar(&o.loop, "loop", false, "replay again from the start until interrupted, moving event time forward by the span\n"+
 		"of the recording plus its first gap at each pass")
 	fs.BoolVar(&o.concat, "concat", false, "read the files one after the other instead of merging them by event time")
 	fs.StringVar(&o.out, "out", "-", "append output to this `FILE`; - is stdout")
-	fs.StringVar(&o.control, "control", "", "serve HTTP control on `ADDR` (such as localhost:8089): POST /speed?factor=F|max,\n"+
-		"POST /pause, POST /resume, GET /status")
+	fs.StringVar(&o.control, "control", "", "serve HTTP control on `ADDR`, such as localhost:8089: POST /speed?factor=F|max,\n"+
+		"POST /pause, POST /resume, GET /status"+addrUsage)
+	registerDeadLetter(fs, &o.deadLetter)
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar and no keys, even on a terminal")
 	o.format.register(fs)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: sensorstorm replay [flags] FILE...
-
-Replays recordings (line protocol, plain or gzip, or delimited text) merged
-by event time, paced at -speed, and writes the particles as line protocol
-in event-time order. It ends with this line on stderr:
-  summary: read=N emitted=N late=N invalid=N
-On a terminal it shows progress, and keys change the replay:
-  + faster (x2), - slower (/2), space pause/resume, m max, 1 real time, q quit
-
-Flags:
-`)
-		fs.PrintDefaults()
-	}
-	return fs, o
+	return c, o
 }
 
-// parseReplay parses args, which may mix flags and files.
-func parseReplay(args []string, stderr io.Writer) (*replayOptions, error) {
-	fs, o := replayFlags(stderr)
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		o.files = append(o.files, fs.Arg(0))
-		args = fs.Args()[1:]
+// parseReplay parses args, which may mix flags and files. If it returns
+// false, replay returns code.
+func parseReplay(args []string, stdout, stderr io.Writer) (*cli, *replayOptions, int, bool) {
+	c, o := replayFlags(stderr)
+	files, code, ok := c.parse(args, stdout)
+	if !ok {
+		return nil, nil, code, false
 	}
-	o.format.recordSet(fs)
-	if len(o.files) == 0 {
-		fs.Usage()
-		return nil, errors.New("no files to replay")
+	o.files = files
+	o.format.recordSet(c.fs)
+	switch {
+	case len(o.files) == 0:
+		return nil, nil, c.usageError("no files to replay"), false
+	case o.late == syncbuffer.LateSide && o.lateOut == "":
+		return nil, nil, c.usageError("--late side needs --late-out FILE"), false
+	case o.late != syncbuffer.LateSide && o.lateOut != "":
+		return nil, nil, c.usageError("--late-out needs --late side"), false
+	case o.loop && slices.Contains(o.files, "-"):
+		return nil, nil, c.usageError("--loop cannot replay standard input again"), false
 	}
-	return o, nil
+	if o.control != "" {
+		addr, err := listenAddr(o.control)
+		if err != nil {
+			return nil, nil, c.usageError("--control: %v", err), false
+		}
+		o.control = addr
+	}
+	return c, o, exitOK, true
 }
 
-func replay(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	o, err := parseReplay(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
-	if err != nil {
-		return exitUsage
+func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	c, o, code, ok := parseReplay(args, stdout, stderr)
+	if !ok {
+		return code
 	}
 	// fail reports err and returns code.
 	fail := func(code int, err error) int {
@@ -108,15 +114,22 @@ func replay(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for _, path := range o.files {
 		f, err := o.format.formatFor(path)
 		if err != nil {
-			return fail(exitUsage, err)
+			return c.usageError("%v", err)
 		}
-		cfg.Inputs = append(cfg.Inputs, replaysrc.Input{Path: path, Format: &f})
+		in := replaysrc.Input{Path: path, Format: &f}
+		if path == "-" {
+			in.Reader = stdin
+		}
+		cfg.Inputs = append(cfg.Inputs, in)
 	}
 	src, err := replaysrc.New(cfg)
 	if err != nil {
-		return fail(exitUsage, err)
+		return c.usageError("%v", err)
 	}
 	for _, path := range o.files {
+		if path == "-" {
+			continue
+		}
 		if _, err := os.Stat(path); err != nil {
 			return fail(exitError, err)
 		}
@@ -126,7 +139,7 @@ func replay(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(exitError, err)
 	}
 	var lateW io.Writer
-	if o.late == syncbuffer.LateSide && o.lateOut != "" {
+	if o.late == syncbuffer.LateSide {
 		if lateW, err = openOutput(o.lateOut, stdout); err != nil {
 			return fail(exitError, err)
 		}
@@ -134,11 +147,15 @@ func replay(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	term := newTerminal(stderr, o.quiet)
-	logger := slog.New(slog.NewTextHandler(term.logWriter(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	term := newTerminal(stderr, o.quiet, slices.Contains(o.files, "-"))
+	logger, logs := c.log.logger(term.logWriter())
+	dead, err := openDeadLetters(o.deadLetter, logger)
+	if err != nil {
+		return fail(exitError, err)
+	}
 	t, err := topology.New(topology.Config{
 		Logger:      logger,
-		DeadLetters: &deadLetterLog{logger: logger},
+		DeadLetters: dead,
 		Replay:      true,
 	})
 	if err != nil {
@@ -164,21 +181,19 @@ func replay(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	elapsed := time.Since(start)
 	stopUI()
 	stopControl()
+	runErr = errors.Join(runErr, dead.Close())
+	logs.Summarize(ctx)
 
 	st := src.Status()
-	dst := t.Stats("out")
-	fmt.Fprintf(stderr, "replay: elapsed=%s skipped=%d outside=%d passes=%d\n",
-		elapsed.Round(time.Millisecond), st.Skipped, st.Outside, st.Pass+1)
+	fmt.Fprintf(stderr, "replay: elapsed=%s passes=%d\n", elapsed.Round(time.Millisecond), st.Pass+1)
+	code = exitOK
 	if runErr != nil && !errors.Is(runErr, context.Canceled) {
 		fmt.Fprintln(stderr, "sensorstorm:", runErr)
+		code = exitError
 	}
-	fmt.Fprintf(stderr, "summary: read=%d emitted=%d late=%d invalid=%d\n",
-		st.Read, dst.Processed.Load()-lateProcessed(o.late, dst), dst.Late.Load(),
-		t.Stats("replay").Invalid.Load()+dst.Invalid.Load())
-	if runErr != nil && !errors.Is(runErr, context.Canceled) {
-		return exitError
-	}
-	return exitOK
+	sum := summary{Read: st.Read, Invalid: st.Invalid, Skipped: st.Skipped, Outside: st.Outside}
+	sum.addBolt(st.Emitted, t.Stats("out"))
+	return sum.write(stderr, code)
 }
 
 // serveControl serves the HTTP control endpoint on addr, if not empty,
@@ -207,15 +222,6 @@ func serveControl(addr string, src *replaysrc.Source, stderr io.Writer) (func(),
 	}, nil
 }
 
-// lateProcessed is how many of the processed particles were late ones
-// passed through, which the summary counts as late, not emitted.
-func lateProcessed(p syncbuffer.LatePolicy, s *topology.ComponentStats) uint64 {
-	if p == syncbuffer.LatePass {
-		return s.Late.Load()
-	}
-	return 0
-}
-
 // openOutput opens path for appending, creating it if missing; "-" is
 // stdout, which is not closed.
 func openOutput(path string, stdout io.Writer) (io.Writer, error) {
@@ -230,10 +236,3 @@ func openOutput(path string, stdout io.Writer) (io.Writer, error) {
 }
 
 type nopCloser struct{ io.Writer }
-
-// deadLetterLog logs dead letters: the command's dead-letter sink.
-type deadLetterLog struct{ logger *slog.Logger }
-
-func (d *deadLetterLog) DeadLetter(ctx context.Context, l topology.DeadLetter) {
-	d.logger.WarnContext(ctx, "dead letter", "component", l.Component, "reason", l.Reason, "err", l.Err)
-}

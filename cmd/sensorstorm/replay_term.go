@@ -30,11 +30,13 @@ type terminal struct {
 	bar *progressbar.ProgressBar
 }
 
-func newTerminal(stderr io.Writer, quiet bool) *terminal {
+// newTerminal returns the terminal interface on stderr; keys are off when
+// standard input is data (dataOnStdin).
+func newTerminal(stderr io.Writer, quiet, dataOnStdin bool) *terminal {
 	t := &terminal{stderr: stderr}
 	if f, ok := stderr.(*os.File); ok && !quiet && term.IsTerminal(int(f.Fd())) {
 		t.on = true
-		t.keys = term.IsTerminal(int(os.Stdin.Fd())) && keysSupported()
+		t.keys = !dataOnStdin && term.IsTerminal(int(os.Stdin.Fd())) && keysSupported()
 	}
 	return t
 }
@@ -69,16 +71,6 @@ func (t *terminal) start(ctx context.Context, src *replaysrc.Source, quit func()
 	if t.keys {
 		stopKeys = t.readKeys(src, quit)
 	}
-	t.mu.Lock()
-	t.bar = progressbar.NewOptions64(-1,
-		progressbar.OptionSetWriter(t.stderr),
-		progressbar.OptionSetWidth(24),
-		progressbar.OptionShowBytes(true),
-		progressbar.OptionSetPredictTime(true),
-		progressbar.OptionSetSpinnerChangeInterval(0),
-		progressbar.OptionClearOnFinish(),
-	)
-	t.mu.Unlock()
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -110,17 +102,64 @@ func (t *terminal) start(ctx context.Context, src *replaysrc.Source, quit func()
 		stopKeys()
 		t.mu.Lock()
 		defer t.mu.Unlock()
-		_ = t.bar.Finish()
-		t.bar = nil
+		if t.bar != nil {
+			_ = t.bar.Finish()
+			t.bar = nil
+		}
 	}
 }
 
+// permille is the bar's maximum when it shows the event-time position.
+const permille = 1000
+
+// newBar returns the progress bar for a replay with status st: it follows
+// the event-time position from the first record to the last when that
+// span is known, so that percent and ETA follow the replay's pace; else
+// the bytes read, which run ahead of the replay by the read-ahead.
+func (t *terminal) newBar(st replaysrc.Status) *progressbar.ProgressBar {
+	opts := []progressbar.Option{
+		progressbar.OptionSetWriter(t.stderr),
+		progressbar.OptionSetWidth(24),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionSetSpinnerChangeInterval(0),
+		progressbar.OptionClearOnFinish(),
+	}
+	if spanKnown(st) {
+		return progressbar.NewOptions64(permille, opts...)
+	}
+	return progressbar.NewOptions64(-1, append(opts, progressbar.OptionShowBytes(true))...)
+}
+
+// spanKnown tells whether st has the event-time span of the replay.
+func spanKnown(st replaysrc.Status) bool {
+	return !st.First.IsZero() && st.Last.After(st.First)
+}
+
+// eventProgress returns how far st's position is from the first record
+// to the last, in thousandths.
+func eventProgress(st replaysrc.Status) int64 {
+	if st.Position.IsZero() {
+		return 0
+	}
+	f := float64(st.Position.Sub(st.First)) / float64(st.Last.Sub(st.First))
+	return int64(max(0, min(1, f)) * permille)
+}
+
 // update draws the bar: the event-time position, the speed, the rate, and
-// the percent and ETA of the bytes read.
+// the percent and ETA of the event-time position (or of the bytes read).
+// The bar starts with the first particle, once the files were opened and
+// their span scanned.
 func (t *terminal) update(st replaysrc.Status, rate float64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if st.BytesTotal > 0 && t.bar.GetMax64() != st.BytesTotal {
+	if t.bar == nil {
+		if st.Position.IsZero() {
+			return
+		}
+		t.bar = t.newBar(st)
+	}
+	byEventTime := t.bar.GetMax64() == permille && spanKnown(st)
+	if !byEventTime && st.BytesTotal > 0 && t.bar.GetMax64() != st.BytesTotal {
 		t.bar.ChangeMax64(st.BytesTotal)
 	}
 	pos := "-"
@@ -132,6 +171,10 @@ func (t *terminal) update(st replaysrc.Status, rate float64) {
 		speed = "paused"
 	}
 	t.bar.Describe(fmt.Sprintf("%s  %s  %s/s", pos, speed, humanRate(rate)))
+	if byEventTime {
+		_ = t.bar.Set64(eventProgress(st))
+		return
+	}
 	_ = t.bar.Set64(st.BytesRead)
 }
 

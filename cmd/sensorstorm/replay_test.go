@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -62,17 +63,17 @@ func TestReplayDatasets(t *testing.T) {
 		written int
 	}{
 		{"airquality", []string{"--format", "uci-airquality", aq},
-			"summary: read=9357 emitted=9326 late=0 invalid=0", 0},
+			"summary: read=9357 emitted=9326 late=0 invalid=0 skipped=31 outside=0 duplicates=0", 0},
 		{"occupancy merged", []string{"--format", "uci-occupancy", occ("datatraining.txt"), occ("datatest.txt"), occ("datatest2.txt")},
-			"summary: read=20560 emitted=20560 late=0 invalid=0", 0},
+			"summary: read=20560 emitted=20560 late=0 invalid=0 skipped=0 outside=0 duplicates=0", 0},
 		{"occupancy concatenated", []string{"--format", "uci-occupancy", "--concat", occ("datatraining.txt"), occ("datatest.txt"), occ("datatest2.txt")},
-			"summary: read=20560 emitted=17895 late=2665 invalid=0", 0},
+			"summary: read=20560 emitted=17895 late=2665 invalid=0 skipped=0 outside=0 duplicates=0", 0},
 		{"occupancy concatenated, late passed", []string{"--format", "uci-occupancy", "--concat", "--late", "pass", occ("datatraining.txt"), occ("datatest.txt"), occ("datatest2.txt")},
-			"summary: read=20560 emitted=17895 late=2665 invalid=0", 20560},
+			"summary: read=20560 emitted=17895 late=2665 invalid=0 skipped=0 outside=0 duplicates=0", 20560},
 		{"ulb", []string{"--format", "ulb-wsn", ulb("R3.txt"), ulb("R1.txt"), ulb("R2.txt")},
-			"summary: read=29702 emitted=29702 late=0 invalid=0", 0},
+			"summary: read=29702 emitted=29702 late=0 invalid=0 skipped=0 outside=0 duplicates=0", 0},
 		{"ulb R1 as line protocol", []string{filepath.Join("..", "..", "testdata", "library1-r1.lp")},
-			"summary: read=7563 emitted=7563 late=0 invalid=0", 0},
+			"summary: read=7563 emitted=7563 late=0 invalid=0 skipped=0 outside=0 duplicates=0", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := runReplay(t, append([]string{"--speed", "max"}, tc.args...)...)
@@ -140,7 +141,7 @@ func TestReplayMalformed(t *testing.T) {
 	assert.Equal(t, "m v=1 1\nm v=3 3\n", stdout)
 	assert.Contains(t, stderr, path+":2:")
 	assert.Contains(t, stderr, path+":4:")
-	assert.Equal(t, "summary: read=4 emitted=2 late=0 invalid=2", lastLine(stderr))
+	assert.Equal(t, "summary: read=4 emitted=2 late=0 invalid=2 skipped=0 outside=0 duplicates=0", lastLine(stderr))
 }
 
 // TestReplayOptions covers flags after files, the time range, CSV with
@@ -167,7 +168,7 @@ func TestReplayOptions(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, string(late))
 	assert.Contains(t, stderr, "skipped=1 outside=2")
-	assert.Equal(t, "summary: read=4 emitted=1 late=0 invalid=0", lastLine(stderr))
+	assert.Equal(t, "summary: read=4 emitted=1 late=0 invalid=0 skipped=1 outside=2 duplicates=0", lastLine(stderr))
 }
 
 // TestReplayLateSide checks that with -late side the late particles go to
@@ -190,28 +191,38 @@ func TestReplayLateSide(t *testing.T) {
 	late, err := os.ReadFile(lateOut)
 	require.NoError(t, err)
 	assert.Equal(t, "m old=1 5\n", string(late))
-	assert.Equal(t, "summary: read=1002 emitted=1001 late=1 invalid=0", lastLine(stderr))
+	assert.Equal(t, "summary: read=1002 emitted=1001 late=1 invalid=0 skipped=0 outside=0 duplicates=0", lastLine(stderr))
 }
 
 func TestReplayUsage(t *testing.T) {
-	for _, args := range [][]string{
-		{},
-		{"--speed", "fast", "x.lp"},
-		{"--speed", "20000", "x.lp"},
-		{"--format", "parquet", "x.lp"},
-		{"--from", "yesterday", "x.lp"},
-		{"--measurement", "m", "x.lp"},
-		{"--late", "never", "x.lp"},
+	for _, tc := range []struct {
+		args []string
+		want string // in stderr
+	}{
+		{nil, "no files to replay"},
+		{[]string{"--speed", "fast", "x.lp"}, "-speed"},
+		{[]string{"--speed", "20000", "x.lp"}, "-speed"},
+		{[]string{"--format", "parquet", "x.lp"}, "parquet"},
+		{[]string{"--from", "yesterday", "x.lp"}, "RFC 3339"},
+		{[]string{"--measurement", "m", "x.lp"}, "delimited"},
+		{[]string{"--late", "never", "x.lp"}, "-late"},
+		{[]string{"--late", "side", "x.lp"}, "--late side needs --late-out FILE"},
+		{[]string{"--late-out", "l.lp", "x.lp"}, "--late-out needs --late side"},
+		{[]string{"--window", "5", "x.lp"}, `invalid value "5" for flag -window: a duration needs a unit: 5s, 5ms or 5m`},
+		{[]string{"--window", "soon", "x.lp"}, "want a duration such as 500ms, 2s, 1m30s or 1h"},
+		{[]string{"--control", "localhost", "x.lp"}, "--control: want HOST:PORT"},
+		{[]string{"--loop", "-"}, "--loop cannot replay standard input again"},
+		{[]string{"--log-format", "xml", "x.lp"}, "want text or json"},
 	} {
-		code, _, _ := runReplay(t, args...)
-		assert.Equal(t, exitUsage, code, "%q", args)
+		code, stdout, stderr := runReplay(t, tc.args...)
+		assert.Equal(t, exitUsage, code, "%q", tc.args)
+		assert.Empty(t, stdout, "%q", tc.args)
+		assert.Contains(t, stderr, tc.want, "%q", tc.args)
+		assert.Contains(t, stderr, `Run "sensorstorm help replay" for usage.`, "%q", tc.args)
 	}
 	code, _, stderr := runReplay(t, "--speed", "max", filepath.Join(t.TempDir(), "missing.lp"))
 	assert.Equal(t, exitError, code)
 	assert.Contains(t, stderr, "missing.lp")
-	code, stdout, _ := runReplay(t, "-h")
-	assert.Equal(t, exitOK, code)
-	assert.Empty(t, stdout)
 }
 
 // TestReplayControlEndpoint checks that -control serves while the replay
@@ -220,7 +231,7 @@ func TestReplayControlEndpoint(t *testing.T) {
 	code, _, stderr := runReplay(t, "--speed", "max", "--control", "127.0.0.1:0", filepath.Join("..", "..", "testdata", "library1-r1.lp"))
 	require.Equal(t, exitOK, code, stderr)
 	assert.Contains(t, stderr, "replay: control on http://127.0.0.1:")
-	assert.Equal(t, "summary: read=7563 emitted=7563 late=0 invalid=0", lastLine(stderr))
+	assert.Equal(t, "summary: read=7563 emitted=7563 late=0 invalid=0 skipped=0 outside=0 duplicates=0", lastLine(stderr))
 }
 
 func TestReplayKeys(t *testing.T) {
@@ -244,4 +255,19 @@ func TestReplayKeys(t *testing.T) {
 	applyKey('q', src, func() { quit++ })
 	applyKey(3, src, func() { quit++ })
 	assert.Equal(t, 2, quit)
+}
+
+// TestProgressFollowsEventTime checks that the bar's percent is the
+// event-time position within the replay's span, whatever the bytes read
+// ahead: 12% of the file read at the start is 0%.
+func TestProgressFollowsEventTime(t *testing.T) {
+	first := time.Date(2006, 11, 13, 18, 0, 0, 0, time.UTC)
+	st := replaysrc.Status{First: first, Last: first.Add(6 * time.Hour), BytesRead: 120, BytesTotal: 1000}
+	assert.True(t, spanKnown(st))
+	assert.Equal(t, int64(0), eventProgress(st))
+	st.Position = first.Add(90 * time.Minute)
+	assert.Equal(t, int64(250), eventProgress(st))
+	st.Position = first.Add(7 * time.Hour)
+	assert.Equal(t, int64(permille), eventProgress(st))
+	assert.False(t, spanKnown(replaysrc.Status{}))
 }

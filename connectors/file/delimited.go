@@ -55,6 +55,7 @@ type delimitedDecoder struct {
 	sawHeader   bool
 	resolved    bool
 	need        int // fields a record must have
+	width       int // fields a record may have: the header's, or the first record's
 	timeCols    []int
 	tags        []boundColumn
 	values      []boundColumn
@@ -151,7 +152,7 @@ func (d *delimitedDecoder) decode(p *particle.Particle) error {
 			return io.EOF
 		}
 		if err != nil {
-			return fmt.Errorf("file: read %s: %w", d.source, err)
+			return readError(d.source, d.lineNo+1, err)
 		}
 		d.lineBuf = line
 		if err := d.split(line); err != nil {
@@ -295,6 +296,10 @@ func (d *delimitedDecoder) resolve(n int) error {
 	if names != nil && len(names) == n-1 {
 		offset = 1 // R's row names: the header leaves the first column out
 	}
+	d.width = n
+	if names != nil {
+		d.width = len(names) + offset
+	}
 	bind := func(c Column) (boundColumn, error) {
 		idx := c.Index
 		if c.Name != "" {
@@ -362,10 +367,21 @@ func (d *delimitedDecoder) resolve(n int) error {
 	return nil
 }
 
+// widthFrom names what set the record width.
+func (d *delimitedDecoder) widthFrom() string {
+	if d.header != nil {
+		return "header"
+	}
+	return "first record"
+}
+
 // record turns the fields of the current line into *p.
 func (d *delimitedDecoder) record(p *particle.Particle) error {
 	if len(d.fields) < d.need {
 		return d.errAt(0, fmt.Errorf("%w: %d, the mapping needs %d", ErrTooFewFields, len(d.fields), d.need))
+	}
+	if len(d.fields) > d.width {
+		return d.errAt(d.cols[d.width], fmt.Errorf("%w: %d, the %s has %d", ErrTooManyFields, len(d.fields), d.widthFrom(), d.width))
 	}
 	t, err := d.time()
 	if err != nil {

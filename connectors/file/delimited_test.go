@@ -113,6 +113,23 @@ func TestDelimited(t *testing.T) {
 				`particle: decode in.csv:6:6: file: misplaced quote: text after the closing quote`,
 			},
 		},
+		{
+			name:  "a record with more columns than the header is malformed",
+			cfg:   file.DelimitedConfig{Header: true, Measurement: "m"},
+			input: "time,a,b\n1,2,3\n2,4,5,6\n3,7,8,\n4,9,10\n",
+			want:  []string{`m a=2,b=3 1`, `m a=9,b=10 4`},
+			errs: []string{
+				`particle: decode in.csv:3:7: file: too many fields: 4, the header has 3`,
+				`particle: decode in.csv:4:7: file: too many fields: 4, the header has 3`,
+			},
+		},
+		{
+			name:  "without a header, the first record sets the width",
+			cfg:   file.DelimitedConfig{Measurement: "m"},
+			input: "1,2\n2,3,4\n3,5\n",
+			want:  []string{`m c1=2 1`, `m c1=5 3`},
+			errs:  []string{`particle: decode in.csv:2:5: file: too many fields: 3, the first record has 2`},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lines, errs, skipped := readAll(t, tc.input, delimited(tc.cfg))

@@ -12,6 +12,10 @@ var (
 	// ErrTooFewFields reports a delimited record without the columns that
 	// the mapping names.
 	ErrTooFewFields = errors.New("file: too few fields")
+	// ErrTooManyFields reports a delimited record with more columns than
+	// the header, or than the first record of a file without a header:
+	// a shifted or broken row, not one to trim silently.
+	ErrTooManyFields = errors.New("file: too many fields")
 	// ErrBadTime reports a timestamp that does not parse.
 	ErrBadTime = errors.New("file: bad timestamp")
 	// ErrBadValue reports a field value that does not parse as its type.

@@ -76,15 +76,16 @@ func NewReader(r io.Reader, source string, f Format) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	rd.dec = lpDecoder{d}
+	rd.dec = lpDecoder{d: d, source: source}
 	return rd, nil
 }
 
 // Read reads the next record into *p. It returns io.EOF at the end of the
 // input; a *particle.DecodeError naming the source, line and (where known)
 // column of a malformed record, after which Read may be called again and
-// goes on with the next record; any other error is final. *p is only
-// written when the error is nil.
+// goes on with the next record; any other error is final and names the
+// source and the line where the input broke off (a truncated gzip file,
+// for example). *p is only written when the error is nil.
 //
 // Decoded particles are independent of the Reader and stay valid, but
 // they may share memory with each other and must be treated as read-only.
@@ -98,9 +99,9 @@ func (r *Reader) Source() string { return r.source }
 // returned last.
 func (r *Reader) Line() int { return r.dec.line() }
 
-// Raw returns the text of the malformed delimited record that Read
-// reported last, or nil for line protocol. It is valid until the next
-// Read.
+// Raw returns the text of the line that Read returned last, without its
+// line ending: the input of a malformed record, for a dead letter. A
+// line-protocol line is cut at 64 KiB. It is valid until the next Read.
 func (r *Reader) Raw() []byte { return r.dec.raw() }
 
 // Skipped returns how many records were left out because every one of
@@ -132,7 +133,10 @@ func (r *Reader) Close() error {
 }
 
 // lpDecoder reads line protocol.
-type lpDecoder struct{ d *particle.Decoder }
+type lpDecoder struct {
+	d      *particle.Decoder
+	source string
+}
 
 func (l lpDecoder) decode(p *particle.Particle) error {
 	err := l.d.Decode(p)
@@ -143,11 +147,17 @@ func (l lpDecoder) decode(p *particle.Particle) error {
 	if errors.As(err, &de) {
 		return err
 	}
-	return fmt.Errorf("file: read: %w", err)
+	return readError(l.source, l.d.Line(), err)
+}
+
+// readError reports a read error of the input named source, which broke
+// off at line.
+func readError(source string, line int, err error) error {
+	return fmt.Errorf("file: read %s: line %d: %w", source, line, err)
 }
 
 func (l lpDecoder) line() int   { return l.d.Line() }
-func (l lpDecoder) raw() []byte { return nil }
+func (l lpDecoder) raw() []byte { return l.d.Raw() }
 func (l lpDecoder) skips() int  { return 0 }
 
 // countingReader counts the bytes read through it.

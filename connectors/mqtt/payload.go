@@ -337,6 +337,11 @@ func parseTime(v any, format string) (int64, error) {
 		if err != nil {
 			return 0, err
 		}
+		// UnixNano is undefined outside int64 nanoseconds: year 3000
+		// would come out negative.
+		if t.Before(time.Unix(0, math.MinInt64)) || t.After(time.Unix(0, math.MaxInt64)) {
+			return 0, fmt.Errorf("%w: %s is outside 1677-09-21 to 2262-04-11", particle.ErrValueOutOfRange, s)
+		}
 		return t.UnixNano(), nil
 	}
 	n, ok := v.(json.Number)

@@ -3,6 +3,7 @@ package replay
 import (
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/sensorstorm/sensorstorm/connectors/file"
@@ -24,6 +25,10 @@ type Input struct {
 	Path string `yaml:"path"`
 	// Format is the file's format. Defaults to file.Detect(Path).
 	Format *file.Format `yaml:"format"`
+	// Reader, if not nil, is read instead of the file, such as standard
+	// input; Path then only names it in errors. It can be read once: a
+	// Config with a Reader cannot Loop. Defaults to nil.
+	Reader io.Reader `yaml:"-"`
 }
 
 // Config configures a Source.
@@ -96,6 +101,9 @@ func (c *Config) Validate() error {
 		if in.Path == "" {
 			errs = append(errs, fmt.Errorf("%w: input without a path", ErrInvalidConfig))
 			continue
+		}
+		if in.Reader != nil && c.Loop {
+			errs = append(errs, fmt.Errorf("%w: %s is read once and cannot loop", ErrInvalidConfig, in.Path))
 		}
 		if in.Format != nil {
 			if err := in.Format.Validate(); err != nil {

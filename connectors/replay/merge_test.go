@@ -79,6 +79,19 @@ func TestConcat(t *testing.T) {
 	assert.Equal(t, []string{"later.lp", "later.lp", "later.lp", "earlier.lp", "earlier.lp"}, r.files)
 }
 
+// TestReaderInput checks that an input read from an io.Reader, such as
+// standard input, replays like a file, and cannot loop.
+func TestReaderInput(t *testing.T) {
+	w := newFakeWall()
+	r := &recorder{wall: w}
+	in := replay.Input{Path: "-", Reader: strings.NewReader("m,file=stdin i=1i 5\nbad\nm,file=stdin i=2i 6\n")}
+	run(t, replay.Config{Inputs: []replay.Input{in}, Speed: replay.Max, Wall: w}, r)
+	assert.Equal(t, []int64{5, 6}, r.times)
+	assert.Equal(t, []string{"bad"}, r.raws)
+	_, err := replay.New(replay.Config{Inputs: []replay.Input{in}, Loop: true})
+	assert.ErrorIs(t, err, replay.ErrInvalidConfig)
+}
+
 // TestRange checks that From and To bound the replay to [From, To) and
 // that the records outside are read and counted.
 func TestRange(t *testing.T) {
@@ -166,7 +179,7 @@ func TestMalformedLines(t *testing.T) {
 	assert.Equal(t, []string{"a.lp:2", "a.lp:4", "b.csv:3"}, msgs)
 	raws := slices.Clone(r.raws)
 	slices.Sort(raws)
-	assert.Equal(t, []string{"", "", "soon,2"}, raws, "delimited records come with their text")
+	assert.Equal(t, []string{"m v= 2000000000", "not line protocol", "soon,2"}, raws, "malformed records come with their text")
 	st := src.Status()
 	assert.Equal(t, uint64(7), st.Read)
 	assert.Equal(t, uint64(4), st.Emitted)
@@ -249,3 +262,27 @@ func (m *memSampler) Emit(p particle.Particle, _ any) error {
 func (m *memSampler) EmitMeta(int64, particle.Meta) error { return nil }
 func (m *memSampler) Reject(error, []byte)                {}
 func (m *memSampler) Flush() error                        { return nil }
+
+// TestStatusSpan checks that Status gives the event-time span of the
+// replay, scanned from the ends of the files and bounded by From and To,
+// so that progress follows the replay, not the read-ahead.
+func TestStatusSpan(t *testing.T) {
+	dir := t.TempDir()
+	a := writeLP(t, dir, "a.lp", regular(100, t0, time.Second))
+	b := writeLP(t, dir, "b.lp", regular(100, t0+int64(30*time.Second), time.Second))
+	w := newFakeWall()
+	src := run(t, replay.Config{Inputs: inputs(a, b), Speed: replay.Max, Wall: w}, &recorder{wall: w})
+	st := src.Status()
+	assert.Equal(t, time.Unix(0, t0).UTC(), st.First)
+	assert.Equal(t, time.Unix(0, t0+int64(129*time.Second)).UTC(), st.Last)
+	assert.Equal(t, st.Last, st.Position)
+
+	from, to := time.Unix(0, t0+int64(10*time.Second)), time.Unix(0, t0+int64(20*time.Second))
+	src = run(t, replay.Config{Inputs: inputs(a), Speed: replay.Max, From: from, To: to, Wall: w}, &recorder{wall: w})
+	st = src.Status()
+	assert.Equal(t, from.UTC(), st.First)
+	assert.Equal(t, to.UTC(), st.Last)
+
+	src = run(t, replay.Config{Inputs: []replay.Input{{Path: "-", Reader: strings.NewReader("m v=1 1\n")}}, Speed: replay.Max, Wall: w}, &recorder{wall: w})
+	assert.True(t, src.Status().First.IsZero(), "standard input has no span before it is read")
+}

@@ -2,6 +2,7 @@ package replay_test
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -205,4 +206,31 @@ func TestSpeedValidation(t *testing.T) {
 	}
 	assert.Equal(t, "max", replay.Max.String())
 	assert.Equal(t, "2.5x", replay.Speed(2.5).String())
+}
+
+// TestPacingExtremeTimes replays event times near both ends of int64,
+// whose differences overflow int64: emissions keep their order and their
+// spacing, and a loop ends before its event time would wrap around.
+func TestPacingExtremeTimes(t *testing.T) {
+	times := []int64{math.MinInt64 + 1, -1, math.MaxInt64 - int64(time.Hour)}
+	path := writeLP(t, t.TempDir(), "extreme.lp", times)
+	w := newFakeWall()
+	w0 := w.Now()
+	rec := &recorder{wall: w}
+	run(t, replay.Config{Inputs: []replay.Input{{Path: path}}, Speed: 10000, Wall: w}, rec)
+	require.Equal(t, times, rec.times)
+	span := 2 * (float64(math.MaxInt64) / 10000)
+	assert.InDelta(t, span, float64(rec.at[2].Sub(w0)), span*1e-6, "the last one is due about 21 days later")
+	assert.True(t, rec.at[1].After(rec.at[0]))
+
+	w = newFakeWall()
+	rec = &recorder{wall: w}
+	run(t, replay.Config{Inputs: []replay.Input{{Path: path}}, Speed: replay.Max, Loop: true, Wall: w}, rec)
+	assert.Equal(t, times, rec.times, "a second pass would pass the int64 range")
+
+	late := writeLP(t, t.TempDir(), "late.lp", []int64{math.MaxInt64 - 3*int64(time.Second), math.MaxInt64 - 2*int64(time.Second)})
+	rec = &recorder{wall: w}
+	run(t, replay.Config{Inputs: []replay.Input{{Path: late}}, Speed: replay.Max, Loop: true, Wall: w}, rec)
+	assert.Equal(t, []int64{math.MaxInt64 - 3*int64(time.Second), math.MaxInt64 - 2*int64(time.Second),
+		math.MaxInt64 - 1*int64(time.Second), math.MaxInt64}, rec.times, "the third pass stops where time would wrap")
 }

@@ -39,7 +39,7 @@ type badRecord struct {
 	// err is a *particle.DecodeError for a malformed record, io.EOF at the
 	// end of the input, or the read error that ends it.
 	err error
-	// raw is the text of a malformed delimited record.
+	// raw is the text of a malformed record.
 	raw []byte
 }
 

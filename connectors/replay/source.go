@@ -63,7 +63,13 @@ type pacing struct {
 
 // due returns the wall time at which event time t is due.
 func (p *pacing) due(t int64) time.Time {
-	return p.w0.Add(time.Duration(float64(t-p.e0) / float64(p.speed)))
+	d := float64(t - p.e0)
+	if subSat(t, p.e0) != t-p.e0 {
+		// Times far apart (near math.MinInt64 and math.MaxInt64): their
+		// difference overflows int64, not float64.
+		d = float64(t) - float64(p.e0)
+	}
+	return p.w0.Add(time.Duration(clampInt64(d / float64(p.speed))))
 }
 
 // position returns the event time that the schedule has reached at now;
@@ -76,7 +82,48 @@ func (p *pacing) position(now time.Time, last int64) int64 {
 	case p.paused:
 		return p.e0
 	}
-	return p.e0 + int64(float64(now.Sub(p.w0))*float64(p.speed))
+	return addSat(p.e0, clampInt64(float64(now.Sub(p.w0))*float64(p.speed)))
+}
+
+// clampInt64 converts f to int64, saturating at its limits: Go leaves
+// the conversion of a float64 out of range undefined.
+func clampInt64(f float64) int64 {
+	switch {
+	case f >= math.MaxInt64:
+		return math.MaxInt64
+	case f <= math.MinInt64:
+		return math.MinInt64
+	}
+	return int64(f)
+}
+
+// addSat returns a+b, saturating at the int64 limits.
+func addSat(a, b int64) int64 {
+	if c, ok := addChecked(a, b); ok {
+		return c
+	}
+	if b > 0 {
+		return math.MaxInt64
+	}
+	return math.MinInt64
+}
+
+// subSat returns a-b, saturating at the int64 limits.
+func subSat(a, b int64) int64 {
+	c := a - b
+	if (a^b)&(a^c) >= 0 {
+		return c
+	}
+	if b < 0 {
+		return math.MaxInt64
+	}
+	return math.MinInt64
+}
+
+// addChecked returns a+b and whether it did not overflow.
+func addChecked(a, b int64) (int64, bool) {
+	c := a + b
+	return c, (a^c)&(b^c) >= 0
 }
 
 type counters struct {
@@ -84,6 +131,10 @@ type counters struct {
 	pass                                     atomic.Int64
 	bytesTotal                               atomic.Int64
 	done                                     atomic.Bool
+	// first and last are the event times of the first pass's first and
+	// last records, when spanKnown; shift moves them to the current pass.
+	first, last, shift atomic.Int64
+	spanKnown          atomic.Bool
 }
 
 var (
@@ -234,9 +285,16 @@ func (r *runner) pass(ctx context.Context, pass int) (int, error) {
 		}
 	}()
 	if pass == 1 {
-		r.shift = max(r.lastT-r.first+r.gap, int64(MinLoopShift))
+		r.shift = max(addSat(subSat(r.lastT, r.first), r.gap), int64(MinLoopShift))
+	}
+	// A loop ends where its event time would leave the int64 range (in
+	// year 2262), rather than wrap around to 1677; a shift that saturated
+	// would not move past the pass before.
+	if pass > 0 && (r.shift == math.MaxInt64 || int64(pass) > math.MaxInt64/r.shift) {
+		return 0, nil
 	}
 	shift := int64(pass) * r.shift
+	r.stats.shift.Store(shift)
 	m := newMerger(inputs, r.cfg.Concat, &r.stats)
 	from, to := int64(math.MinInt64), int64(math.MaxInt64)
 	if !r.cfg.From.IsZero() {
@@ -275,7 +333,11 @@ func (r *runner) pass(ctx context.Context, pass int) (int, error) {
 		if pass == 0 {
 			r.extent(p.Time, n)
 		}
-		p.Time += shift
+		t, ok := addChecked(p.Time, shift)
+		if !ok {
+			return 0, r.flush()
+		}
+		p.Time = t
 		emitted, err := r.judge(ctx, p)
 		if err != nil {
 			return n, err
@@ -336,7 +398,7 @@ func (r *runner) extent(t int64, n int) {
 		return
 	}
 	if r.gap == 0 && t > r.lastT {
-		r.gap = t - r.lastT
+		r.gap = subSat(t, r.lastT)
 	}
 	r.lastT = max(r.lastT, t)
 }
@@ -346,7 +408,7 @@ func (r *runner) open() ([]*file.Reader, error) {
 	readers := make([]*file.Reader, 0, len(r.cfg.Inputs))
 	var total int64
 	for _, in := range r.cfg.Inputs {
-		rd, err := file.OpenReader(in.Path, *in.Format)
+		rd, err := openInput(in)
 		if err != nil {
 			for _, o := range readers {
 				o.Close()
@@ -358,7 +420,48 @@ func (r *runner) open() ([]*file.Reader, error) {
 	}
 	r.stats.bytesTotal.Store(total)
 	r.readers.Store(&readers)
+	if !r.stats.spanKnown.Load() {
+		r.scanSpan()
+	}
 	return readers, nil
+}
+
+// scanSpan finds the event times of the first and last records of the
+// inputs, within [From, To), from the ends of the files: the span that
+// Status gives for progress. Inputs read from an io.Reader and gzip files
+// have no span that can be known before reading them through.
+func (r *runner) scanSpan() {
+	first, last := int64(math.MaxInt64), int64(math.MinInt64)
+	for _, in := range r.cfg.Inputs {
+		if in.Reader != nil {
+			return
+		}
+		f, l, err := file.TimeRange(in.Path, *in.Format)
+		if err != nil {
+			return
+		}
+		first, last = min(first, f), max(last, l)
+	}
+	if !r.cfg.From.IsZero() {
+		first = max(first, r.cfg.From.UnixNano())
+	}
+	if !r.cfg.To.IsZero() {
+		last = min(last, r.cfg.To.UnixNano())
+	}
+	if first > last {
+		return
+	}
+	r.stats.first.Store(first)
+	r.stats.last.Store(last)
+	r.stats.spanKnown.Store(true)
+}
+
+// openInput opens the reader of in.
+func openInput(in Input) (*file.Reader, error) {
+	if in.Reader != nil {
+		return file.NewReader(in.Reader, in.Path, *in.Format)
+	}
+	return file.OpenReader(in.Path, *in.Format)
 }
 
 // emit emits p once it is due.
@@ -486,6 +589,13 @@ type Status struct {
 	// Position is the event time of the last particle emitted, the zero
 	// time before the first.
 	Position time.Time `json:"position"`
+	// First and Last are the event times of the first and last records of
+	// the current pass, as scanned from the ends of the files (see
+	// file.TimeRange): Position moves from one to the other. They are the
+	// zero time when unknown: before the first pass, or for gzip files and
+	// standard input.
+	First time.Time `json:"first"`
+	Last  time.Time `json:"last"`
 	// Pass counts the passes of a looping replay from 0.
 	Pass int `json:"pass"`
 	// Read counts the records read: emitted, malformed, without values
@@ -525,6 +635,11 @@ func (s *Source) Status() Status {
 	}
 	if s.hasLast.Load() {
 		st.Position = time.Unix(0, s.last.Load()).UTC()
+	}
+	if s.stats.spanKnown.Load() {
+		shift := s.stats.shift.Load()
+		st.First = time.Unix(0, addSat(s.stats.first.Load(), shift)).UTC()
+		st.Last = time.Unix(0, addSat(s.stats.last.Load(), shift)).UTC()
 	}
 	if rs := s.readers.Load(); rs != nil {
 		for _, rd := range *rs {

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/sensorstorm/sensorstorm/topology"
+)
+
+// summary is what a command read and what became of it: the last line
+// replay, ingest and run write on stderr. Every record read is counted
+// once, so that
+//
+//	read = emitted + late + invalid + skipped + outside + duplicates
+//
+// Meta particles are not records and are not counted.
+type summary struct {
+	// Read counts the records read: lines, rows, JSON objects.
+	Read uint64
+	// Emitted counts the particles that went through the pipeline's
+	// first bolts in event-time order.
+	Emitted uint64
+	// Late counts particles handled by a late policy (dropped, sent to
+	// the late stream or passed through out of order).
+	Late uint64
+	// Invalid counts malformed records and particles a bolt rejected
+	// (timestamps too far ahead of the stream clock).
+	Invalid uint64
+	// Skipped counts records without a value (every one missing);
+	// Outside records outside the replay's --from/--to range.
+	Skipped, Outside uint64
+	// Duplicates counts particles a dedup operation dropped.
+	Duplicates uint64
+}
+
+// String returns the summary line, without a newline.
+func (s summary) String() string {
+	return fmt.Sprintf("summary: read=%d emitted=%d late=%d invalid=%d skipped=%d outside=%d duplicates=%d",
+		s.Read, s.Emitted, s.Late, s.Invalid, s.Skipped, s.Outside, s.Duplicates)
+}
+
+// valid tells whether any record read was valid, or nothing was read.
+// Input that is all invalid (a wrong --format, a gzip file without .gz)
+// makes a command fail rather than end quietly.
+func (s summary) valid() bool {
+	return s.Invalid == 0 || s.Read > s.Invalid
+}
+
+// write writes the summary line to w and returns code, or exitError if
+// the input was all invalid, which it then says.
+func (s summary) write(w io.Writer, code int) int {
+	fmt.Fprintln(w, s)
+	if !s.valid() {
+		fmt.Fprintf(w, "sensorstorm: no valid input: all %d records read were invalid (wrong --format? a gzip file not named .gz?)\n", s.Read)
+		return exitError
+	}
+	return code
+}
+
+// addBolt counts what a bolt that sources feed did with the particles
+// the sources emitted: emitted is what they emitted into it, of which the
+// bolt found some late or invalid.
+func (s *summary) addBolt(emitted uint64, b *topology.ComponentStats) {
+	late, invalid := b.Late.Load(), b.Invalid.Load()
+	s.Late += late
+	s.Invalid += invalid
+	s.Emitted += emitted - min(emitted, late+invalid)
+}
+
+// dataIn is how many data particles a bolt received: In counts meta
+// particles too, each copy of them.
+func dataIn(s *topology.ComponentStats) uint64 {
+	return s.In.Load() - s.Meta.Load() - s.Duplicates.Load()
+}
