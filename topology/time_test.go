@@ -140,9 +140,10 @@ func TestFullBufferAppliesBackpressure(t *testing.T) {
 	for i := range 2000 {
 		flood = append(flood, particle.Particle{Time: start.Add(time.Duration(i) * time.Millisecond).UnixNano(), Measurement: "m"})
 	}
-	release := make(chan struct{})
+	release, started := make(chan struct{}), make(chan struct{})
 	topo := newTopology(t, topology.Config{Wall: wall, BatchSize: 16, InboxSize: 1})
 	topo.AddSource("flood", topology.Single(topology.SourceFunc(func(_ context.Context, out topology.SourceEmitter) error {
+		<-started
 		for _, p := range flood {
 			if err := out.Emit(p, nil); err != nil {
 				return err
@@ -160,6 +161,8 @@ func TestFullBufferAppliesBackpressure(t *testing.T) {
 	go func() { done <- topo.Run(context.Background()) }()
 
 	st := topo.Stats("b")
+	require.Eventually(t, func() bool { return st.In.Load() == 1 }, 10*time.Second, time.Millisecond, "the silent input's reading")
+	close(started)
 	require.Eventually(t, func() bool { return st.FullBuffers.Load() == 1 }, 10*time.Second, time.Millisecond)
 	assert.Less(t, st.Buffered.Load(), int64(capacity+2*16), "at most a batch beyond the capacity")
 	assert.Less(t, st.In.Load(), uint64(len(flood)), "the flood waits")

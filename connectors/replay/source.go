@@ -353,7 +353,8 @@ func (r *runner) pass(ctx context.Context, pass int) (int, error) {
 // decision depends on the recording alone. judge returns how many
 // particles it emitted.
 func (r *runner) judge(ctx context.Context, p *particle.Particle) (int, error) {
-	jumps := r.cfg.FutureBound >= 0 && r.emitted && p.Time-r.high > int64(r.cfg.FutureBound)
+	// The difference of two int64 may not fit one: compare it unsigned.
+	jumps := r.cfg.FutureBound >= 0 && r.emitted && p.Time > r.high && uint64(p.Time)-uint64(r.high) > uint64(r.cfg.FutureBound)
 	switch {
 	case jumps && r.wild == nil:
 		held := p.Clone()
@@ -473,7 +474,9 @@ func (r *runner) emit(ctx context.Context, p *particle.Particle) error {
 		return err
 	}
 	r.unflushed = true
-	r.high = max(r.high, p.Time)
+	if !r.emitted || p.Time > r.high {
+		r.high = p.Time
+	}
 	r.last.Store(p.Time)
 	if !r.emitted {
 		r.emitted = true
