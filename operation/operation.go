@@ -2,6 +2,7 @@ package operation
 
 import (
 	"context"
+	"time"
 
 	"github.com/sensorstorm/sensorstorm/particle"
 )
@@ -89,6 +90,13 @@ type WatermarkHandler interface {
 // the instance's goroutine.
 type OutputHolder interface {
 	OutputHold(watermark int64) int64
+}
+
+// Spanner is implemented by operations that hold their inputs for a span
+// of event time before they emit, such as windows. The engine's timeouts
+// for a tree outlast the longest span (see topology.AckingConfig).
+type Spanner interface {
+	Span() time.Duration
 }
 
 // TickHandler is implemented by operations that act on the passing of

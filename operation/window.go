@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"time"
 
 	"github.com/sensorstorm/sensorstorm/metaparticle"
 	"github.com/sensorstorm/sensorstorm/particle"
@@ -66,8 +67,9 @@ func (f batchAggregator) Result(ctx context.Context, w Window, key string, acc [
 // Every particle that joins a window is held (see [Emitter.Hold]) until the
 // last window it belongs to has emitted its results, which are anchored to
 // it: its source tree stays open until then. A particle whose windows were
-// all closed already (a late particle passed through) is dropped and
-// acknowledged. Time windows close in OnWatermark, in order of their end,
+// all closed already (a particle replayed after a failure downstream, or a
+// late one passed through) is rejected with [ErrWindowClosed]: the engine
+// dead-letters it, so that a lost result is never acknowledged silently. Time windows close in OnWatermark, in order of their end,
 // then of their creation; count windows close when full; at the end of the
 // stream every open window closes.
 func Aggregate[A any](b Batcher, key KeyFunc, agg Aggregator[A]) *Windowed[A] {
@@ -112,6 +114,7 @@ type pane[A any] struct {
 }
 
 var (
+	_ Spanner          = (*Windowed[int])(nil)
 	_ Operation        = (*Windowed[int])(nil)
 	_ WatermarkHandler = (*Windowed[int])(nil)
 	_ OutputHolder     = (*Windowed[int])(nil)
@@ -136,6 +139,7 @@ func (o *Windowed[A]) Process(ctx context.Context, in particle.Particle, out Emi
 	var (
 		a    Anchor
 		held bool
+		open bool
 		errs []error
 	)
 	o.b.starts(in.Time, func(start int64) {
@@ -143,6 +147,7 @@ func (o *Windowed[A]) Process(ctx context.Context, in particle.Particle, out Emi
 		if end-1 <= o.wm {
 			return // closed already
 		}
+		open = true
 		id := paneID{start: start, key: k}
 		p := o.panes[id]
 		if p == nil {
@@ -159,7 +164,10 @@ func (o *Windowed[A]) Process(ctx context.Context, in particle.Particle, out Emi
 		}
 		o.attach(p, a)
 	})
-	if len(errs) > 0 && held {
+	switch {
+	case !open:
+		return ErrWindowClosed
+	case len(errs) > 0 && held:
 		// The input joined some windows: it stays held for them, and the
 		// error is reported without failing it twice.
 		return nil
@@ -185,7 +193,7 @@ func (o *Windowed[A]) attach(p *pane[A], a Anchor) {
 func (o *Windowed[A]) addSession(_ context.Context, k string, in *particle.Particle, out Emitter) error {
 	gap := o.b.size
 	if in.Time+gap-1 <= o.wm {
-		return nil // its session closed already
+		return ErrWindowClosed
 	}
 	p := o.open[k]
 	if p == nil || in.Time >= p.w.End {
@@ -241,6 +249,10 @@ func (o *Windowed[A]) OnWatermark(ctx context.Context, wm int64, out Emitter) er
 	})
 	return errors.Join(errs...)
 }
+
+// Span implements Spanner: the window's size, or a session's gap. Count
+// windows have no span in time.
+func (o *Windowed[A]) Span() time.Duration { return time.Duration(o.b.size) }
 
 // OutputHold implements OutputHolder: the earliest result time of the
 // windows still open, and of the time windows that a later particle may

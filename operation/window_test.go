@@ -123,14 +123,18 @@ func TestStatsConfigErrors(t *testing.T) {
 
 // A late particle passed through to a window that already closed is
 // dropped and acknowledged, not emitted as a second result.
-func TestWindowDropsLateParticles(t *testing.T) {
+// A particle whose windows have closed (replayed, or late and passed
+// through) is rejected, never acknowledged silently.
+func TestWindowRejectsParticlesOfClosedWindows(t *testing.T) {
 	ctx := context.Background()
 	op := mustStats(t, operation.StatsConfig{Size: 10 * time.Second, Aggregates: []string{"count"}})
 	c := &operation.Collector{}
 	require.NoError(t, op.Process(ctx, reading(1, "a", 1), c))
 	require.NoError(t, op.(operation.WatermarkHandler).OnWatermark(ctx, 12e9, c))
 	require.Len(t, c.Emitted, 1)
-	require.NoError(t, op.Process(ctx, reading(2, "a", 1), c))
+	err := op.Process(ctx, reading(2, "a", 1), c)
+	require.ErrorIs(t, err, operation.ErrWindowClosed)
+	require.ErrorIs(t, err, operation.ErrRejected)
 	require.NoError(t, op.(operation.Flusher).Flush(ctx, c))
 	assert.Len(t, c.Emitted, 1)
 	assert.Len(t, c.Acked, 1)

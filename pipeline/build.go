@@ -9,9 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"time"
 
-	"github.com/sensorstorm/sensorstorm/acker"
 	"github.com/sensorstorm/sensorstorm/connectors/file"
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt"
 	"github.com/sensorstorm/sensorstorm/connectors/replay"
@@ -38,10 +36,6 @@ type Options struct {
 // setDefaults fills in what depends on the whole pipeline: see the
 // package documentation.
 func (p *Pipeline) setDefaults() {
-	longest := time.Duration(0)
-	for _, b := range p.Bolts {
-		longest = max(longest, b.span)
-	}
 	if p.Live() {
 		// MQTT sources learn from acking when a message can no longer be
 		// lost.
@@ -51,9 +45,6 @@ func (p *Pipeline) setDefaults() {
 		if p.Acking.MaxPending == 0 {
 			p.Acking.MaxPending = DefaultMQTTMaxPending
 		}
-	}
-	if p.Acking.Enabled && p.Acking.HardTimeout == 0 && longest > 0 {
-		p.Acking.HardTimeout = max(acker.DefaultHardTimeout, 2*longest+time.Minute)
 	}
 }
 

@@ -51,11 +51,19 @@ type ackService struct {
 	trees []tree // by root slot
 	stale atomic.Uint64
 	// now is a coarse wall clock, set at every housekeeping tick, for
-	// scheduling retries; trees are stamped with the exact time, read once
-	// per batch of updates.
+	// scheduling retries.
 	now  atomic.Int64
 	wall func() int64
+	// paused is the time so far that bolt instances had work waiting.
+	// Trees are stamped and timed out on the work clock, the wall clock
+	// less that time, read once per batch of updates: time spent queued
+	// under backpressure counts towards neither timeout.
+	paused atomic.Int64
 }
+
+// workNow returns the work clock. A stale paused gives a later time, which
+// only makes a tree look younger.
+func (a *ackService) workNow() int64 { return a.wall() - a.paused.Load() }
 
 func newAckService(cfg AckingConfig, capacity int, wall func() int64) (*ackService, error) {
 	t, err := acker.NewTable(cfg.table(capacity))
@@ -80,7 +88,7 @@ type newTree struct {
 // reuse. The callers hold a pending token per tree.
 func (a *ackService) startAll(ts []newTree, roots []acker.RootID, results []outcome) ([]acker.RootID, []outcome) {
 	results = results[:0]
-	now := a.wall()
+	now := a.workNow()
 	a.mu.Lock()
 	for i := range ts {
 		t := &ts[i]
@@ -110,7 +118,7 @@ func (a *ackService) apply(ops []ackOp, results []outcome) []outcome {
 		return results
 	}
 	results = results[:0]
-	now := a.wall()
+	now := a.workNow()
 	a.mu.Lock()
 	for i := range ops {
 		op := &ops[i]
@@ -137,13 +145,15 @@ func (a *ackService) apply(ops []ackOp, results []outcome) []outcome {
 }
 
 // expire fails trees that timed out. paused is the total time the topology
-// had work queued for longer than a housekeeping interval: trees waiting in
-// queues do not time out for it.
+// had work waiting (it never decreases): trees waiting in queues do not
+// time out for it, by either timeout.
 func (a *ackService) expire(now int64, paused time.Duration) {
 	a.now.Store(now)
+	a.paused.Store(int64(paused))
+	work := now - int64(paused)
 	var results []outcome
 	a.mu.Lock()
-	a.table.Expire(now, now-int64(paused), func(root acker.RootID, r acker.Reason) {
+	a.table.Expire(work, work, func(root acker.RootID, r acker.Reason) {
 		results = a.finishLocked(results, root, false, r, nil)
 	})
 	a.mu.Unlock()

@@ -259,6 +259,12 @@ func TestAckingLostParticlesAreReplayedThenDeadLettered(t *testing.T) {
 // the progress timeout, yet none times out and none is replayed, and the
 // pending trees never exceed max pending.
 func TestAckingOverloadCausesNoReplayStorm(t *testing.T) {
+	for _, hard := range []time.Duration{time.Hour, 2 * time.Second} {
+		t.Run(fmt.Sprintf("hard timeout %v", hard), func(t *testing.T) { overload(t, hard) })
+	}
+}
+
+func overload(t *testing.T, hard time.Duration) {
 	wall := streamclock.NewFake(time.Unix(1000, 0))
 	// Background time only keeps tickers going; the slow bolt moves it.
 	stop := advance(wall, 100*time.Microsecond)
@@ -268,7 +274,7 @@ func TestAckingOverloadCausesNoReplayStorm(t *testing.T) {
 	cfg.Acking.MaxPending = 500
 	cfg.Acking.ProgressTimeout = time.Second
 	cfg.InboxSize = 64
-	cfg.Acking.HardTimeout = time.Hour
+	cfg.Acking.HardTimeout = hard
 	topo := newTopology(t, cfg)
 	var maxPending atomic.Int64
 	topo.AddSource("src", topology.Single(src), topology.SourceConfig{})

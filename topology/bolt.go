@@ -69,7 +69,10 @@ type boltInstance struct {
 	// nextTick is the stream time of the next engine tick.
 	nextTick int64
 	// full tells that the buffer is full and the inbox is not read.
-	full      bool
+	full bool
+	// gaveUp is set once a destination failed for good: the instance
+	// stops, acknowledging and failing nothing more.
+	gaveUp    error
 	sentDrain bool
 	buffered  int64 // this instance's share of stats.Buffered
 	backlog   backlog
@@ -115,13 +118,19 @@ func (b *boltInstance) run(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+		if b.gaveUp != nil {
+			return b.gaveUp
+		}
 	}
 	b.release(ctx, b.now())
 	b.stats.Buffered.Add(-b.buffered)
 	b.buffered = 0
 	b.watermark(ctx, math.MaxInt64)
 	if f, ok := b.op.(operation.Flusher); ok {
-		b.call(func() error { return f.Flush(ctx, b) })
+		b.attempt(ctx, func() error { return f.Flush(ctx, b) })
+	}
+	if b.gaveUp != nil {
+		return b.gaveUp
 	}
 	b.failHeld(errors.New("topology: end of stream with held input"))
 	b.flushAcks()
@@ -192,11 +201,14 @@ func (b *boltInstance) settle(ctx context.Context) {
 }
 
 // settleBacklog accounts the time the instance had work waiting: busy, or
-// anything in its inbox or buffer.
+// anything in its inbox. Particles in its sync buffer wait for the
+// watermark, not for the instance: they do not count, so that the progress
+// timeout still finds a lost tree while data flows through a window (the
+// timeouts outlast the buffers' windows; see Config).
 func (b *boltInstance) settleBacklog(busy bool) {
 	now := b.topo.wallNanos()
 	b.backlog.close(now)
-	if busy || len(b.inbox) > 0 || b.buf.Len() > 0 {
+	if busy || len(b.inbox) > 0 {
 		b.backlog.mark(now)
 	}
 }
@@ -206,7 +218,7 @@ func (b *boltInstance) housekeep(ctx context.Context) {
 	b.release(ctx, now)
 	b.tick(ctx, now)
 	if h, ok := b.op.(operation.TickHandler); ok {
-		if err := b.call(func() error { return h.OnTick(ctx, now, b) }); err != nil {
+		if err := b.attempt(ctx, func() error { return h.OnTick(ctx, now, b) }); err != nil && b.gaveUp == nil {
 			b.stats.Errors.Add(1)
 			b.topo.cfg.Logger.Warn("tick handler failed", "component", b.name, "instance", b.index, "err", err)
 		}
@@ -261,7 +273,7 @@ func (b *boltInstance) watermark(ctx context.Context, wm int64) {
 	b.lastWM = wm
 	b.stats.Watermark.Store(wm)
 	if h, ok := b.op.(operation.WatermarkHandler); ok {
-		b.call(func() error { return h.OnWatermark(ctx, wm, b) })
+		b.attempt(ctx, func() error { return h.OnWatermark(ctx, wm, b) })
 	}
 	promise := wm
 	if h, ok := b.op.(operation.OutputHolder); ok && wm != math.MaxInt64 {
@@ -271,20 +283,38 @@ func (b *boltInstance) watermark(ctx context.Context, wm int64) {
 }
 
 func (b *boltInstance) process(ctx context.Context, env *envelope) {
+	if b.gaveUp != nil {
+		return
+	}
 	b.cur, b.curXor, b.curHeld, b.curDone = env, 0, nil, false
-	err := b.call(func() error { return b.op.Process(ctx, env.p, b) })
+	err := b.attempt(ctx, func() error { return b.op.Process(ctx, env.p, b) })
 	b.stats.Processed.Add(1)
 	switch {
+	case b.gaveUp != nil:
+		// Neither acknowledged nor failed: the next run replays it.
 	case b.curDone, b.curHeld != nil && err == nil:
 	case err != nil:
 		if b.curHeld != nil {
 			b.take(b.curAnchor)
 		}
-		b.failInput(ctx, env, err)
+		if errors.Is(err, operation.ErrRejected) {
+			b.reject(env, err)
+		} else {
+			b.failInput(ctx, env, err)
+		}
 	default:
 		b.ackInput(env, b.curXor)
 	}
 	b.cur, b.curHeld = nil, nil
+}
+
+// reject dead-letters an input the operation rejected as bad data, and
+// acknowledges it: retrying bad data would only fail again.
+func (b *boltInstance) reject(env *envelope, err error) {
+	b.stats.Invalid.Add(1)
+	p := env.p
+	b.topo.deadLetter(DeadLetter{Component: b.name, Instance: b.index, Reason: "rejected", Err: err, Particle: &p})
+	b.ackInput(env, b.curXor)
 }
 
 // call runs an operation callback, turning a panic into a *PanicError.

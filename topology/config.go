@@ -21,6 +21,7 @@ const (
 	DefaultMaxAttempts          = 3
 	DefaultRetryInitialInterval = 100 * time.Millisecond
 	DefaultRetryMaxInterval     = 10 * time.Second
+	DefaultGiveUpAfter          = 5 * time.Minute
 )
 
 // Config configures a Topology. The zero Config is valid: every field has a
@@ -53,6 +54,8 @@ type Config struct {
 	TickInterval time.Duration `yaml:"tick_interval"`
 	// Acking configures guaranteed processing.
 	Acking AckingConfig `yaml:"acking"`
+	// Destination configures the retries of a failing destination.
+	Destination DestinationConfig `yaml:"destination"`
 
 	// Clock is the run's stream clock, read by every instance. Defaults to
 	// the wall clock for a live run and, with Replay, to the sources'
@@ -68,6 +71,19 @@ type Config struct {
 	DeadLetters DeadLetterSink `yaml:"-"`
 }
 
+// DestinationConfig configures how a bolt instance retries a call of its
+// operation that failed with operation.ErrDestination: the same call again,
+// after an exponential backoff, taking no other input meanwhile.
+type DestinationConfig struct {
+	// InitialInterval and MaxInterval bound the backoff between attempts.
+	// Default to DefaultRetryInitialInterval and DefaultRetryMaxInterval.
+	InitialInterval time.Duration `yaml:"initial_interval"`
+	MaxInterval     time.Duration `yaml:"max_interval"`
+	// GiveUpAfter is how long a destination may fail before the run stops
+	// with ErrGaveUp. Defaults to DefaultGiveUpAfter.
+	GiveUpAfter time.Duration `yaml:"give_up_after"`
+}
+
 // AckingConfig configures the XOR acker and the retry of failed trees.
 type AckingConfig struct {
 	// Enabled turns tracking of data particles on.
@@ -78,12 +94,17 @@ type AckingConfig struct {
 	// source waits for trees that only the hard timeout ends. Defaults to
 	// DefaultMaxPending.
 	MaxPending int `yaml:"max_pending"`
-	// ProgressTimeout fails a tree that made no progress for this long
-	// while the topology was not busy with other work. Defaults to the
-	// acker's default.
+	// ProgressTimeout fails a tree that made no progress for this long.
+	// Both timeouts count only time during which no bolt instance had work
+	// waiting (busy, or batches in its inbox), so that trees queued under
+	// backpressure never time out. Defaults to twice the longest time a
+	// particle may wait in a sync buffer (its window, plus the idle timeout
+	// live), at least the acker's default.
 	ProgressTimeout time.Duration `yaml:"progress_timeout"`
 	// HardTimeout fails a tree older than this, progress or not. Defaults
-	// to the acker's default.
+	// to twice the longest time a bolt holds its inputs (buffer wait plus
+	// an operation's operation.Spanner span, a window's size) plus a
+	// minute, at least the acker's default.
 	HardTimeout time.Duration `yaml:"hard_timeout"`
 	// MaxAttempts is how often a particle is emitted before a failure is
 	// final and it goes to the dead-letter sink. Defaults to
@@ -114,6 +135,16 @@ func (c *Config) setDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	d := &c.Destination
+	if d.InitialInterval == 0 {
+		d.InitialInterval = DefaultRetryInitialInterval
+	}
+	if d.MaxInterval == 0 {
+		d.MaxInterval = DefaultRetryMaxInterval
+	}
+	if d.GiveUpAfter == 0 {
+		d.GiveUpAfter = DefaultGiveUpAfter
 	}
 	a := &c.Acking
 	if a.MaxPending == 0 {

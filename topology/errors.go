@@ -13,6 +13,10 @@ var (
 	ErrDrainTimeout = errors.New("topology: drain timed out")
 	// ErrInvalidTopology wraps every problem found in the graph.
 	ErrInvalidTopology = errors.New("topology: invalid topology")
+	// ErrGaveUp is returned by Run when a destination failed for longer
+	// than Config.Destination.GiveUpAfter: the run stopped at once, and
+	// what it had not finished was neither acknowledged nor dead-lettered.
+	ErrGaveUp = errors.New("topology: gave up on a failing destination")
 	// ErrStopped is returned by emits after the topology stopped.
 	ErrStopped = errors.New("topology: stopped")
 )

@@ -25,8 +25,9 @@ type ComponentStats struct {
 	// the instance stopped taking input.
 	FullBuffers atomic.Uint64
 	// Errors counts inputs the operation failed; Panics those it panicked
-	// on.
-	Errors, Panics atomic.Uint64
+	// on; DestinationRetries the calls retried because their destination
+	// failed.
+	Errors, Panics, DestinationRetries atomic.Uint64
 	// Acked, Failed, Replayed and DeadLettered count a source's trees:
 	// completed, failed (each attempt), emitted again, and given up.
 	Acked, Failed, Replayed, DeadLettered atomic.Uint64

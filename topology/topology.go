@@ -248,8 +248,13 @@ func (t *Topology) Run(ctx context.Context) error {
 		mu.Lock()
 		errs = append(errs, err)
 		mu.Unlock()
-		// Any failure stops the sources: the rest drains in order.
+		// Any failure stops the sources: the rest drains in order. A
+		// destination given up on stops everything at once, so that
+		// nothing more is acknowledged.
 		stopSources()
+		if errors.Is(err, ErrGaveUp) {
+			abort()
+		}
 	}
 	for _, b := range r.bolts {
 		wg.Go(func() { fail(b.run(drainCtx)) })
@@ -320,9 +325,9 @@ func (r *run) closeOperations() []error {
 const linger = 5 * time.Millisecond
 
 // dropAborted removes the cancellations caused by an abort: ErrDrainTimeout
-// says it once.
+// or ErrGaveUp says it once.
 func dropAborted(errs []error) []error {
-	if !slicesContains(errs, ErrDrainTimeout) {
+	if !slicesContains(errs, ErrDrainTimeout) && !slicesContains(errs, ErrGaveUp) {
 		return errs
 	}
 	var out []error
@@ -398,13 +403,6 @@ func (t *Topology) build(drainCtx context.Context) (*run, error) {
 			instances[spec.name] = append(instances[spec.name], &s.router)
 		}
 	}
-	if t.cfg.Acking.Enabled {
-		acks, err := newAckService(t.cfg.Acking, len(r.sources)*t.cfg.Acking.MaxPending, r.wallNanos)
-		if err != nil {
-			return nil, fmt.Errorf("topology: %w", err)
-		}
-		r.acks = acks
-	}
 	byName := map[string][]*boltInstance{}
 	for _, spec := range t.bolts {
 		inputs := 0
@@ -457,12 +455,50 @@ func (t *Topology) build(drainCtx context.Context) (*run, error) {
 			}
 		}
 	}
+	if t.cfg.Acking.Enabled {
+		acks, err := newAckService(t.timeouts(r.bolts), len(r.sources)*t.cfg.Acking.MaxPending, r.wallNanos)
+		if err != nil {
+			return nil, fmt.Errorf("topology: %w", err)
+		}
+		r.acks = acks
+	}
 	for _, s := range r.sources {
 		s.edgesFn = acker.NewEdgeIDs().Next
 		s.router.beforeDeliver = s.beforeDeliver
 		s.moveHorizon()
 	}
 	return r, nil
+}
+
+// timeouts returns the acking configuration with the timeouts left at zero
+// derived from what holds trees open. A particle waits in a sync buffer for
+// up to its window (and, live, an idle input's timeout) without progress:
+// the progress timeout outlasts that twice. A window holds its inputs for
+// its span: the hard timeout outlasts the longest hold twice, plus a
+// minute. Both count only time without work waiting (see ackService).
+func (t *Topology) timeouts(bolts []*boltInstance) AckingConfig {
+	a := t.cfg.Acking
+	var buffered, held time.Duration
+	for _, b := range bolts {
+		cfg := b.buf.Config()
+		wait := cfg.Window
+		if cfg.IdleTimeout > 0 {
+			wait += cfg.IdleTimeout
+		}
+		buffered = max(buffered, wait)
+		var span time.Duration
+		if s, ok := b.op.(operation.Spanner); ok {
+			span = s.Span()
+		}
+		held = max(held, wait+span)
+	}
+	if a.ProgressTimeout == 0 {
+		a.ProgressTimeout = max(acker.DefaultProgressTimeout, 2*buffered)
+	}
+	if a.HardTimeout == 0 {
+		a.HardTimeout = max(acker.DefaultHardTimeout, 2*held+time.Minute)
+	}
+	return a
 }
 
 func (t *Topology) parallelism(name string) int {
