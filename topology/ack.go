@@ -2,6 +2,7 @@ package topology
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,7 +71,7 @@ func newAckService(cfg AckingConfig, capacity int, wall func() int64) (*ackServi
 	if err != nil {
 		return nil, err
 	}
-	a := &ackService{cfg: cfg, table: t, trees: make([]tree, capacity), wall: wall}
+	a := &ackService{cfg: cfg, table: t, wall: wall}
 	a.now.Store(wall())
 	return a, nil
 }
@@ -101,6 +102,11 @@ func (a *ackService) startAll(ts []newTree, roots []acker.RootID, results []outc
 		case done:
 			results = append(results, outcome{src: t.src, msgID: t.msgID, attempt: t.attempt, done: true})
 		default:
+			if slot := int(root.Slot()); slot >= len(a.trees) {
+				// The side table grows with the acker's slots, which grow
+				// with what is pending, not with the capacity.
+				a.trees = slices.Grow(a.trees, slot+1-len(a.trees))[:slot+1]
+			}
 			a.trees[root.Slot()] = t.tree
 		}
 		roots = append(roots, root)
