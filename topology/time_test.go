@@ -171,3 +171,57 @@ func TestFullBufferAppliesBackpressure(t *testing.T) {
 	require.NoError(t, <-done)
 	assert.Len(t, got.all(), len(flood)+1)
 }
+
+// A window's result crosses three stages as soon as the data has passed
+// its end by the first stage's window, well within the sum of the stages'
+// windows, without waiting for the end of the stream or an idle timeout:
+// every instance forwards its progress (also one that has had no data for
+// a while), and the later stages' windows do not delay results that come
+// in order, since their upstream promises them.
+func TestResultsFlowWithoutEndOfStream(t *testing.T) {
+	const (
+		w1, w2, w3 = 2 * time.Second, 3 * time.Second, time.Second
+		size       = 10 * time.Second
+	)
+	cut := size + w1 + 200*time.Millisecond
+	release := make(chan struct{})
+	topo := newTopology(t, topology.Config{Replay: true})
+	topo.AddSource("src", topology.Single(topology.SourceFunc(func(ctx context.Context, out topology.SourceEmitter) error {
+		for at := time.Duration(0); at <= cut; at += 100 * time.Millisecond {
+			key := "a"
+			if at < 2*time.Second && at%(200*time.Millisecond) == 0 {
+				key = "b" // then quiet: its instance has nothing more to say
+			}
+			p := particle.Particle{Time: int64(at), Measurement: "m", Tags: []particle.Tag{{Key: "k", Value: key}},
+				Fields: []particle.Field{{Key: "v", Value: particle.Int(1)}}}
+			if err := out.Emit(p, nil); err != nil {
+				return err
+			}
+		}
+		if err := out.Flush(); err != nil {
+			return err
+		}
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil
+	})), topology.SourceConfig{})
+	perKey := func() operation.Operation { return operation.Aggregate(operation.Tumbling(size), operation.ByTags("k"), sumAgg{}) }
+	topo.AddBolt("windows", perKey, topology.BoltConfig{Parallelism: 2, Buffer: syncbuffer.Config{Window: w1}}).Input("src", topology.Fields("k"))
+	pass := operation.Func(func(_ context.Context, in particle.Particle, out operation.Emitter) error { out.Emit(in); return nil })
+	topo.AddBolt("pass", operation.Stateless(pass), topology.BoltConfig{Buffer: syncbuffer.Config{Window: w2}}).Input("windows", topology.Global())
+	var got recorder
+	topo.AddBolt("sink", got.factory(), topology.BoltConfig{Buffer: syncbuffer.Config{Window: w3}}).Input("pass", topology.Global())
+	done := make(chan error)
+	go func() { done <- topo.Run(context.Background()) }()
+
+	require.Eventually(t, func() bool { return len(got.all()) == 2 }, 10*time.Second, time.Millisecond,
+		"the results of the first window, before the end of the stream")
+	for _, p := range got.all() {
+		assert.Equal(t, int64(size), p.Time)
+	}
+	close(release)
+	require.NoError(t, <-done)
+	assert.Len(t, got.all(), 3, "and key a's second window at the end")
+}
