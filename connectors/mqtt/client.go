@@ -2,83 +2,268 @@ package mqtt
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
+	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	paho "github.com/eclipse/paho.mqtt.golang"
+	"github.com/eclipse/paho.mqtt.golang/packets"
 )
+
+// takeoverWarnAfter is how many connections in a row lost soon after being
+// made are logged as a likely session takeover: one or two are what a
+// broker restart or a network glitch gives.
+const takeoverWarnAfter = 3
 
 // connCounters counts connection events.
 type connCounters struct {
 	connects, lost *atomic.Uint64
 }
 
-// clientOptions returns paho options for c: persistent or clean session,
-// reconnection with capped backoff (paho starts at 1s and doubles), the
-// first connection retried too, and connection events logged, counted and
-// passed to c's callbacks. onConnect runs first on every connection, so
-// that a connection is counted once the source has subscribed.
-func (c *ConnConfig) clientOptions(counters connCounters, onConnect func(paho.Client)) (*paho.ClientOptions, error) {
+// conn keeps one paho client connected. Its supervisor makes the first
+// connection and every reconnection itself, paho's own retries being off:
+// each failed attempt is logged with the broker's reason, waits follow an
+// exponential backoff (ReconnectWait doubling up to
+// MaxReconnectInterval), and a refusal that retrying cannot fix ends it
+// with a *ConnectError. It also tells connections lost soon after being
+// made, the sign of two clients sharing a client id.
+type conn struct {
+	cfg       *ConnConfig
+	client    paho.Client
+	counters  connCounters
+	onConnect func(paho.Client) // runs in the supervisor on every connection, before it counts
+
+	// lost receives the error of each connection loss; size one: paho
+	// reports a loss once, and the supervisor takes it before it connects
+	// again.
+	lost chan error
+
+	mu sync.Mutex
+	up chan struct{} // closed while connected; replaced when the connection is lost
+
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the supervisor returned
+	err    error         // why the supervisor returned; read after done
+}
+
+// newConn returns a conn for c; opts are completed with the connection
+// settings of c. Start runs its supervisor.
+func newConn(c *ConnConfig, counters connCounters, opts *paho.ClientOptions, onConnect func(paho.Client)) (*conn, error) {
 	tlsCfg, err := c.TLS.tlsConfig()
 	if err != nil {
 		return nil, err
 	}
-	o := paho.NewClientOptions()
+	cn := &conn{cfg: c, counters: counters, onConnect: onConnect, lost: make(chan error, 1), up: make(chan struct{}), done: make(chan struct{})}
 	for _, b := range c.Brokers {
-		o.AddBroker(b)
+		opts.AddBroker(b)
 	}
-	o.SetClientID(c.ClientID)
-	o.SetUsername(c.Username)
-	o.SetPassword(c.Password)
+	opts.SetClientID(c.ClientID)
+	opts.SetUsername(c.Username)
+	opts.SetPassword(c.Password)
 	if tlsCfg != nil {
-		o.SetTLSConfig(tlsCfg)
+		opts.SetTLSConfig(tlsCfg)
 	}
-	o.SetKeepAlive(c.KeepAlive)
-	o.SetPingTimeout(c.PingTimeout)
-	o.SetConnectTimeout(c.ConnectTimeout)
-	o.SetAutoReconnect(true)
-	o.SetMaxReconnectInterval(c.MaxReconnectInterval)
-	o.SetConnectRetry(true)
-	o.SetConnectRetryInterval(min(c.MaxReconnectInterval, DefaultMaxReconnectInterval))
-	o.SetOnConnectHandler(func(cl paho.Client) {
-		if onConnect != nil {
-			onConnect(cl)
+	// MQTT 3.1.1 only: paho would otherwise retry a refused connection
+	// with MQTT 3.1 and report that refusal instead.
+	opts.SetProtocolVersion(4)
+	opts.SetKeepAlive(c.KeepAlive)
+	opts.SetPingTimeout(c.PingTimeout)
+	opts.SetConnectTimeout(c.ConnectTimeout)
+	opts.SetDialer(&net.Dialer{Timeout: c.ConnectTimeout})
+	opts.SetAutoReconnect(false)
+	opts.SetConnectRetry(false)
+	opts.SetConnectionLostHandler(func(_ paho.Client, err error) {
+		cn.counters.lost.Add(1)
+		select {
+		case cn.lost <- err:
+		default:
 		}
-		counters.connects.Add(1)
-		c.Logger.Info("mqtt: connected", "client_id", c.ClientID, "brokers", c.Brokers)
-		if c.OnConnect != nil {
-			c.OnConnect()
-		}
-	})
-	o.SetConnectionLostHandler(func(_ paho.Client, err error) {
-		counters.lost.Add(1)
-		c.Logger.Warn("mqtt: connection lost", "client_id", c.ClientID, "err", err)
 		if c.OnConnectionLost != nil {
 			c.OnConnectionLost(err)
 		}
 	})
-	o.SetReconnectingHandler(func(paho.Client, *paho.ClientOptions) {
-		c.Logger.Info("mqtt: reconnecting", "client_id", c.ClientID)
-	})
-	return o, nil
+	cn.client = paho.NewClient(opts)
+	return cn, nil
 }
 
-// connect starts connecting and waits until the first connection is up or
-// ctx ends; paho keeps retrying meanwhile.
-func connect(ctx context.Context, cl paho.Client) error {
-	tok := cl.Connect()
+// start runs the supervisor until stop.
+func (c *conn) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	go func() {
+		defer close(c.done)
+		c.err = c.supervise(ctx)
+	}()
+}
+
+// stop ends the supervisor, waiting for a connection attempt in progress
+// (at most ConnectTimeout), and disconnects, giving work in flight
+// DefaultDisconnectQuiesce to finish. It returns why the supervisor had
+// ended by itself, if it had.
+func (c *conn) stop() error {
+	c.cancel()
+	<-c.done
+	c.client.Disconnect(uint(DefaultDisconnectQuiesce / time.Millisecond))
+	return c.err
+}
+
+// failed returns a channel closed when the supervisor gave up, after which
+// err says why.
+func (c *conn) failed() <-chan struct{} { return c.done }
+
+// ready waits until the client is connected and returns it, or returns
+// the supervisor's error or ctx's.
+func (c *conn) ready(ctx context.Context) (paho.Client, error) {
+	c.mu.Lock()
+	up := c.up
+	c.mu.Unlock()
 	select {
-	case <-tok.Done():
-		if err := tok.Error(); err != nil {
-			return fmt.Errorf("mqtt: connect: %w", err)
+	case <-up:
+		return c.client, nil
+	case <-c.done:
+		if c.err != nil {
+			return nil, c.err
 		}
-		return nil
+		return nil, errClosed
 	case <-ctx.Done():
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
 }
 
-// disconnect disconnects cl, giving work in flight DefaultDisconnectQuiesce
-// to finish.
-func disconnect(cl paho.Client) { cl.Disconnect(uint(DefaultDisconnectQuiesce / time.Millisecond)) }
+// errClosed is returned by ready once the client was stopped.
+var errClosed = errors.New("mqtt: client closed")
+
+func (c *conn) setUp(up bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if up {
+		close(c.up)
+	} else {
+		c.up = make(chan struct{})
+	}
+}
+
+// supervise connects, and reconnects whenever the connection is lost,
+// until ctx ends (it then returns nil) or a connection attempt is refused
+// for good.
+func (c *conn) supervise(ctx context.Context) error {
+	log := c.cfg.Logger.With("client_id", c.cfg.ClientID)
+	b := &backoff.ExponentialBackOff{InitialInterval: c.cfg.ReconnectWait, Multiplier: 2, MaxInterval: c.cfg.MaxReconnectInterval}
+	short := 0 // connections in a row lost soon after being made
+	for attempt := 1; ; attempt++ {
+		err := c.connectOnce(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			if permanent(err) {
+				err = &ConnectError{Brokers: c.cfg.Brokers, ClientID: c.cfg.ClientID, Err: err}
+				log.Error("mqtt: connection refused, not retrying", "err", err)
+				return err
+			}
+			wait := b.NextBackOff()
+			log.Warn("mqtt: connection attempt failed", "brokers", c.cfg.Brokers, "attempt", attempt, "err", err, "retry_in", wait)
+			if !sleep(ctx, wait) {
+				return nil
+			}
+			continue
+		}
+		attempt = 0
+		if c.onConnect != nil {
+			c.onConnect(c.client)
+		}
+		c.counters.connects.Add(1)
+		c.setUp(true)
+		log.Info("mqtt: connected", "brokers", c.cfg.Brokers)
+		if c.cfg.OnConnect != nil {
+			go c.cfg.OnConnect()
+		}
+		since := time.Now()
+		select {
+		case err = <-c.lost:
+		case <-ctx.Done():
+			return nil
+		}
+		c.setUp(false)
+		lived := time.Since(since)
+		if lived >= c.cfg.takeoverWindow() {
+			// A connection that held says nothing about the next one.
+			short = 0
+			b.Reset()
+			log.Warn("mqtt: connection lost", "err", err, "after", lived.Round(time.Millisecond))
+			continue
+		}
+		short++
+		if short < takeoverWarnAfter {
+			log.Warn("mqtt: connection lost", "err", err, "after", lived.Round(time.Millisecond))
+		} else {
+			log.Error("mqtt: connection lost again soon after connecting: another client is probably using the same client id, and the broker hands the session to whichever connected last; give each process its own client id",
+				"err", err, "after", lived.Round(time.Millisecond), "times_in_a_row", short)
+		}
+		if c.cfg.MaxTakeovers > 0 && short >= c.cfg.MaxTakeovers {
+			return &ConnectError{Brokers: c.cfg.Brokers, ClientID: c.cfg.ClientID,
+				Err: fmt.Errorf("%w: connection lost %d times in a row within %v of connecting", ErrTakeover, short, c.cfg.takeoverWindow())}
+		}
+		if !sleep(ctx, b.NextBackOff()) {
+			return nil
+		}
+	}
+}
+
+// connectOnce makes one connection attempt, trying each broker in turn.
+// When ctx ends it still waits for the attempt, which ConnectTimeout
+// bounds, so that no paho goroutine outlives the supervisor.
+func (c *conn) connectOnce(ctx context.Context) error {
+	tok := c.client.Connect()
+	select {
+	case <-tok.Done():
+	case <-ctx.Done():
+		<-tok.Done()
+	}
+	return tok.Error()
+}
+
+// sleep waits for d or until ctx ends; it reports false if ctx ended.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// permanent reports whether a failed connection attempt would fail again
+// the same way: the broker refused the client (bad credentials, not
+// authorized, client id rejected, protocol version), or TLS found the
+// broker's certificate untrusted or the broker rejected the client's.
+// An unreachable or unavailable broker is worth retrying.
+func permanent(err error) bool {
+	for _, refused := range []error{
+		packets.ErrorRefusedBadProtocolVersion, packets.ErrorRefusedIDRejected,
+		packets.ErrorRefusedBadUsernameOrPassword, packets.ErrorRefusedNotAuthorised,
+	} {
+		if errors.Is(err, refused) {
+			return true
+		}
+	}
+	var verify *tls.CertificateVerificationError
+	if errors.As(err, &verify) {
+		return true
+	}
+	var alert tls.AlertError
+	if errors.As(err, &alert) {
+		switch alert {
+		case 42, 43, 44, 45, 46, 48, 116: // bad, unsupported, revoked, expired, unknown certificate; unknown CA; certificate required
+			return true
+		}
+	}
+	return false
+}

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/spool"
+	"github.com/sensorstorm/sensorstorm/topology"
 )
 
 // Defaults for Config, SinkConfig and their parts.
@@ -21,9 +23,12 @@ const (
 	DefaultKeepAlive            = 30 * time.Second
 	DefaultPingTimeout          = 10 * time.Second
 	DefaultConnectTimeout       = 10 * time.Second
+	DefaultReconnectWait        = time.Second
 	DefaultMaxReconnectInterval = 30 * time.Second
 	DefaultMaxBuffered          = 4096
 	DefaultMaxBatch             = 4096
+	DefaultMaxPayload           = 1 << 20
+	DefaultMaxBufferedBytes     = 64 << 20
 	DefaultJSONTimeField        = "time"
 	DefaultJSONTimeFormat       = "rfc3339"
 	DefaultSinkMaxInflight      = 256
@@ -169,10 +174,25 @@ type ConnConfig struct {
 	// ConnectTimeout bounds one connection attempt. Defaults to
 	// DefaultConnectTimeout.
 	ConnectTimeout time.Duration `yaml:"connect_timeout"`
-	// MaxReconnectInterval caps the exponential backoff between
-	// reconnection attempts, which starts at 1s. The first connection is
-	// retried the same way. Defaults to DefaultMaxReconnectInterval.
+	// ReconnectWait is the wait after a failed connection attempt; it
+	// doubles after each further failure, up to MaxReconnectInterval. The
+	// first connection is retried the same way, and a lost connection is
+	// retried at once. Every failed attempt is logged with the broker's
+	// reason. A refusal that retrying cannot fix (bad credentials, not
+	// authorized, client id rejected, an untrusted broker certificate)
+	// is not retried: the Source's Run returns a *ConnectError. Defaults
+	// to DefaultReconnectWait.
+	ReconnectWait time.Duration `yaml:"reconnect_wait"`
+	// MaxReconnectInterval caps the wait between connection attempts.
+	// Defaults to DefaultMaxReconnectInterval.
 	MaxReconnectInterval time.Duration `yaml:"max_reconnect_interval"`
+	// MaxTakeovers stops the client with a *ConnectError wrapping
+	// ErrTakeover once this many connections in a row were lost less
+	// than twice MaxReconnectInterval after being made: what a broker
+	// does to two clients with the same client id, handing the session
+	// to whichever connected last. From the third such loss on, each is
+	// logged as an error naming the client id. Defaults to 0: never stop.
+	MaxTakeovers int `yaml:"max_takeovers"`
 
 	// Logger receives connection events. Defaults to discarding them.
 	Logger *slog.Logger `yaml:"-"`
@@ -217,7 +237,12 @@ type Config struct {
 	// Mode says when a message is acknowledged to the broker. Defaults to
 	// DefaultMode (spool).
 	Mode Mode `yaml:"mode"`
-	// StateDir holds the spool. Required in ModeSpool; unused otherwise.
+	// StateDir holds the spool, and records the topic filters the
+	// persistent session is subscribed to: a run whose Topics no longer
+	// has a filter unsubscribes from it. Required in ModeSpool; optional
+	// otherwise, when messages of filters no longer configured are still
+	// acknowledged and dropped (Stats.Unwanted) but the broker keeps
+	// sending them.
 	StateDir string `yaml:"state_dir"`
 	// Spool configures the spool.
 	Spool spool.Config `yaml:"spool"`
@@ -229,6 +254,18 @@ type Config struct {
 	// broker stops sending (QoS 1 and 2) or drops (QoS 0, counted).
 	// Defaults to DefaultMaxBuffered.
 	MaxBuffered int `yaml:"max_buffered"`
+	// MaxBufferedBytes bounds the same messages by their payload bytes.
+	// Add what the broker sends unacknowledged, up to its in-flight
+	// window times its largest message. Defaults to
+	// DefaultMaxBufferedBytes.
+	MaxBufferedBytes int `yaml:"max_buffered_bytes"`
+	// MaxPayload is the largest payload decoded, in bytes. A larger
+	// message is bad input: acknowledged, counted as invalid, and
+	// rejected to the dead-letter sink with an error wrapping
+	// ErrPayloadTooLarge and its first 256 bytes. Set the broker's
+	// message_size_limit too, so that it does not send such messages at
+	// all. Defaults to DefaultMaxPayload (1 MiB).
+	MaxPayload int `yaml:"max_payload"`
 	// Payload says how payloads are decoded.
 	Payload PayloadConfig `yaml:"payload"`
 }
@@ -241,9 +278,12 @@ type PayloadConfig struct {
 	Precision particle.Precision `yaml:"precision"`
 	// TopicTags is a template such as "sensors/{room}/{sensor}": a topic
 	// segment in the place of {name} becomes the tag name (unless the
-	// payload has it); other segments are not checked, and a trailing #
-	// matches the rest. A topic with fewer segments gets no topic tags.
-	// Defaults to none.
+	// payload has it or the segment is empty). A topic must match the
+	// template: {name} and + stand for any one segment, a trailing # for
+	// any number, other segments for themselves. A message on a topic
+	// that does not match is bad input: acknowledged, counted as
+	// invalid, and rejected to the dead-letter sink with an error
+	// wrapping ErrTopicMismatch. Defaults to none.
 	TopicTags string `yaml:"topic_tags"`
 	// RequireTime makes a reading without a timestamp bad input.
 	// Defaults to false: it gets the time the message was received.
@@ -282,7 +322,10 @@ type SinkConfig struct {
 	ConnConfig `yaml:",inline"`
 	// Topic is the template of the topic a particle is published to:
 	// {name} stands for the value of tag name, {measurement} for the
-	// measurement unless a tag has that name. Required.
+	// measurement unless a tag has that name. A value fills one topic
+	// level: its "/", "+", "#", NUL and "%" are percent-encoded, so that
+	// tag value "in/x" gives "results/in%2Fx", never "results/in/x".
+	// Required.
 	Topic string `yaml:"topic"`
 	// QoS of the publications. Defaults to DefaultQoS (1).
 	QoS QoS `yaml:"qos"`
@@ -300,6 +343,10 @@ type SinkConfig struct {
 	// PublishTimeout fails a particle whose publication was not confirmed
 	// in time; the engine retries it. Defaults to DefaultPublishTimeout.
 	PublishTimeout time.Duration `yaml:"publish_timeout"`
+	// DeadLetters receives the particles the topic template cannot name,
+	// which are acknowledged, not retried. Defaults to logging them at
+	// warning level.
+	DeadLetters topology.DeadLetterSink `yaml:"-"`
 }
 
 // DefaultClientID returns prefix-hostname: stable across restarts, so that
@@ -325,8 +372,14 @@ func (c *ConnConfig) setDefaults(prefix string) {
 	if c.ConnectTimeout == 0 {
 		c.ConnectTimeout = DefaultConnectTimeout
 	}
+	if c.ReconnectWait == 0 {
+		c.ReconnectWait = DefaultReconnectWait
+		if c.MaxReconnectInterval > 0 {
+			c.ReconnectWait = min(c.ReconnectWait, c.MaxReconnectInterval)
+		}
+	}
 	if c.MaxReconnectInterval == 0 {
-		c.MaxReconnectInterval = DefaultMaxReconnectInterval
+		c.MaxReconnectInterval = max(DefaultMaxReconnectInterval, c.ReconnectWait)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -338,8 +391,19 @@ func (c *ConnConfig) validate() []error {
 	if len(c.Brokers) == 0 {
 		errs = append(errs, ErrNoBroker)
 	}
-	if c.KeepAlive < time.Second || c.PingTimeout < 0 || c.ConnectTimeout < 0 || c.MaxReconnectInterval < 0 {
+	for _, b := range c.Brokers {
+		if err := checkBrokerURL(b); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.KeepAlive < time.Second || c.PingTimeout < 0 || c.ConnectTimeout < 0 {
 		errs = append(errs, errors.New("keepalive below 1s or negative timeout"))
+	}
+	if c.ReconnectWait <= 0 || c.MaxReconnectInterval < c.ReconnectWait {
+		errs = append(errs, errors.New("reconnect wait must be positive and at most the max reconnect interval"))
+	}
+	if c.MaxTakeovers < 0 {
+		errs = append(errs, errors.New("negative max takeovers"))
 	}
 	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
 		errs = append(errs, errors.New("tls: cert file and key file go together"))
@@ -357,6 +421,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxBuffered == 0 {
 		c.MaxBuffered = DefaultMaxBuffered
+	}
+	if c.MaxPayload == 0 {
+		c.MaxPayload = DefaultMaxPayload
+	}
+	if c.MaxBufferedBytes == 0 {
+		c.MaxBufferedBytes = max(DefaultMaxBufferedBytes, c.MaxPayload)
 	}
 	c.Payload.setDefaults()
 }
@@ -383,6 +453,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxBatch < 1 || c.MaxBuffered < 1 {
 		errs = append(errs, errors.New("max batch and max buffered must be positive"))
+	}
+	if c.MaxPayload < 1 || c.MaxBufferedBytes < c.MaxPayload {
+		errs = append(errs, errors.New("max payload must be positive and at most max buffered bytes"))
 	}
 	if err := c.Spool.Validate(); err != nil {
 		errs = append(errs, err)
@@ -448,6 +521,36 @@ func (c *SinkConfig) Validate() error {
 	}
 	return nil
 }
+
+// brokerSchemes are the URL schemes paho connects with.
+var brokerSchemes = map[string]bool{
+	"tcp": true, "mqtt": true, "ssl": true, "tls": true, "mqtts": true, "mqtt+ssl": true, "tcps": true,
+	"ws": true, "wss": true, "unix": true,
+}
+
+// checkBrokerURL reports a broker URL paho could never connect with: an
+// unknown scheme (http://, say) or no host. Like paho, it reads a URL
+// without a scheme as tcp://.
+func checkBrokerURL(s string) error {
+	if !strings.Contains(s, "://") {
+		s = "tcp://" + s
+	}
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: %w", ErrBrokerURL, err)
+	case !brokerSchemes[u.Scheme]:
+		return fmt.Errorf("%w %q: scheme %q, want tcp, ssl, ws, wss or unix", ErrBrokerURL, s, u.Scheme)
+	case u.Scheme != "unix" && u.Host == "":
+		return fmt.Errorf("%w %q: no host", ErrBrokerURL, s)
+	}
+	return nil
+}
+
+// takeoverWindow is how soon after being made a lost connection counts
+// towards MaxTakeovers: two clients with the same id, each waiting at
+// most MaxReconnectInterval, take the session from each other within it.
+func (c *ConnConfig) takeoverWindow() time.Duration { return 2 * c.MaxReconnectInterval }
 
 // tlsConfig builds the TLS configuration, or returns nil when none is
 // asked for.

@@ -1,10 +1,22 @@
 package mqtt
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
 
 var (
 	// ErrNoBroker is returned for a config without broker URLs.
 	ErrNoBroker = errors.New("mqtt: no broker")
+	// ErrBrokerURL reports a broker URL with an unknown scheme or no
+	// host.
+	ErrBrokerURL = errors.New("mqtt: bad broker URL")
+	// ErrTakeover is wrapped by the *ConnectError of a client whose
+	// connections were lost again and again soon after being made,
+	// ConnConfig.MaxTakeovers times in a row: another client is using
+	// the same client id.
+	ErrTakeover = errors.New("mqtt: session taken over again and again")
 	// ErrNoTopic is returned for a source config without topic filters.
 	ErrNoTopic = errors.New("mqtt: no topic filter")
 	// ErrNoStateDir is returned for a source in ModeSpool without a
@@ -17,6 +29,12 @@ var (
 	// ErrTime reports a timestamp that cannot be read in the configured
 	// format.
 	ErrTime = errors.New("mqtt: bad timestamp")
+	// ErrPayloadTooLarge reports a message larger than
+	// Config.MaxPayload, rejected as bad input.
+	ErrPayloadTooLarge = errors.New("mqtt: payload too large")
+	// ErrTopicMismatch reports a message whose topic does not match
+	// PayloadConfig.TopicTags, rejected as bad input.
+	ErrTopicMismatch = errors.New("mqtt: topic does not match the topic template")
 	// ErrTopicTemplate reports a sink topic template naming a tag the
 	// particle does not have.
 	ErrTopicTemplate = errors.New("mqtt: topic template")
@@ -24,3 +42,22 @@ var (
 	// not confirm within SinkConfig.PublishTimeout.
 	ErrPublishTimeout = errors.New("mqtt: publish not confirmed in time")
 )
+
+// ConnectError reports why a client stopped connecting: the broker
+// refused it (bad credentials, not authorized, client id rejected), TLS
+// found the broker's certificate untrusted or the broker rejected the
+// client's, or its session was taken over ConnConfig.MaxTakeovers times.
+// Retrying cannot fix any of these. Err is paho's error, a
+// *tls.CertificateVerificationError, or wraps ErrTakeover.
+type ConnectError struct {
+	Brokers  []string
+	ClientID string
+	Err      error
+}
+
+func (e *ConnectError) Error() string {
+	return fmt.Sprintf("mqtt: connecting to %s as %q: %v", strings.Join(e.Brokers, ", "), e.ClientID, e.Err)
+}
+
+// Unwrap returns Err.
+func (e *ConnectError) Unwrap() error { return e.Err }

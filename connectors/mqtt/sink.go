@@ -3,6 +3,7 @@ package mqtt
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
+	"github.com/sensorstorm/sensorstorm/topology"
 )
 
 // SinkStats counts what a Sink did. The counters are safe to read while it
@@ -20,8 +22,9 @@ import (
 type SinkStats struct {
 	// Published counts publications; Confirmed those the broker
 	// confirmed (for QoS 0: that were written); Failed those that failed
-	// or timed out, whose particles were failed.
-	Published, Confirmed, Failed atomic.Uint64
+	// or timed out, whose particles were failed; Invalid particles the
+	// topic template cannot name, dead-lettered and acknowledged.
+	Published, Confirmed, Failed, Invalid atomic.Uint64
 	// Connects and ConnectionsLost count connection events.
 	Connects, ConnectionsLost atomic.Uint64
 }
@@ -31,7 +34,12 @@ type SinkStats struct {
 // confirmed its publication (PUBACK for QoS 1, PUBCOMP for QoS 2), so the
 // input's tree completes only then; at most MaxInflight publications wait
 // for confirmation, beyond which Process blocks: backpressure. While the
-// connection is lost, publications are kept and sent on reconnection.
+// connection is lost, publications made are sent again on reconnection,
+// and Process waits for it.
+//
+// A particle the template cannot name (it lacks a tag the template uses)
+// is bad input: it is counted, sent to SinkConfig.DeadLetters and
+// acknowledged, never retried.
 //
 // One Sink may serve several bolt instances. It connects on the first
 // Process, and Close disconnects.
@@ -41,7 +49,7 @@ type Sink struct {
 	stats SinkStats
 
 	mu      sync.Mutex
-	client  paho.Client
+	conn    *conn
 	enc     particle.Encoder
 	pending map[operation.Emitter][]publication
 	closed  bool
@@ -95,7 +103,11 @@ func NewSink(cfg SinkConfig) (*Sink, error) {
 // Stats returns the sink's counters.
 func (s *Sink) Stats() *SinkStats { return &s.stats }
 
-// Topic returns the topic p is published to.
+// Topic returns the topic p is published to. A tag value fills one topic
+// level: its "/", "+", "#", NUL and "%" are percent-encoded (%2F, %2B,
+// %23, %00, %25), so that "in/x" gives the level "in%2Fx". An error
+// wrapping ErrTopicTemplate reports a tag p lacks or whose value is
+// empty.
 func (s *Sink) Topic(p *particle.Particle) (string, error) {
 	var b strings.Builder
 	for _, part := range s.tmpl {
@@ -107,23 +119,26 @@ func (s *Sink) Topic(p *particle.Particle) (string, error) {
 		if !ok && part.text == "measurement" {
 			v, ok = p.Measurement, true
 		}
-		if !ok || v == "" || strings.ContainsAny(v, "+#") {
+		if !ok || v == "" {
 			return "", fmt.Errorf("%w %q: particle has no usable tag %q", ErrTopicTemplate, s.cfg.Topic, part.text)
 		}
-		b.WriteString(v)
+		b.WriteString(escapeLevel(v))
 	}
 	return b.String(), nil
 }
 
 // Process implements operation.Operation: it publishes in and holds it
-// until the broker confirms. An error (no topic, unencodable particle)
-// fails in.
+// until the broker confirms, waiting while the connection is down. A
+// particle the template cannot name is dead-lettered and acknowledged; an
+// error (unencodable particle, connection refused for good) fails in.
 func (s *Sink) Process(ctx context.Context, in particle.Particle, out operation.Emitter) error {
 	topic, err := s.Topic(&in)
 	if err != nil {
-		return err
+		s.stats.Invalid.Add(1)
+		s.deadLetter(ctx, in, err)
+		return nil
 	}
-	cl, err := s.connected(ctx)
+	cn, err := s.connection()
 	if err != nil {
 		return err
 	}
@@ -133,14 +148,47 @@ func (s *Sink) Process(ctx context.Context, in particle.Particle, out operation.
 	if err != nil {
 		return err
 	}
+	tok, err := s.publish(ctx, cn, topic, payload)
+	if err != nil {
+		return err
+	}
 	a := out.Hold()
-	tok := cl.Publish(topic, s.cfg.QoS.Byte(), s.cfg.Retain, payload)
 	s.stats.Published.Add(1)
 	s.mu.Lock()
 	s.pending[out] = append(s.pending[out], publication{tok: tok, anchor: a, deadline: time.Now().Add(s.cfg.PublishTimeout)})
 	full := len(s.pending[out]) >= s.cfg.MaxInflight
 	s.mu.Unlock()
 	return s.settle(ctx, out, full)
+}
+
+// publish publishes once connected. paho refuses a publication at once
+// while disconnected; one made while connected it keeps, and sends again
+// after a reconnection if need be.
+func (s *Sink) publish(ctx context.Context, cn *conn, topic string, payload []byte) (paho.Token, error) {
+	for {
+		cl, err := cn.ready(ctx)
+		if err != nil {
+			return nil, err
+		}
+		tok := cl.Publish(topic, s.cfg.QoS.Byte(), s.cfg.Retain, payload)
+		select {
+		case <-tok.Done():
+			if errors.Is(tok.Error(), paho.ErrNotConnected) {
+				continue // lost meanwhile: wait for the reconnection
+			}
+		default:
+		}
+		return tok, nil
+	}
+}
+
+// deadLetter reports a particle the sink cannot publish.
+func (s *Sink) deadLetter(ctx context.Context, p particle.Particle, err error) {
+	if s.cfg.DeadLetters == nil {
+		s.cfg.Logger.WarnContext(ctx, "mqtt: particle not published", "err", err)
+		return
+	}
+	s.cfg.DeadLetters.DeadLetter(ctx, topology.DeadLetter{Component: "mqtt sink", Reason: "invalid", Err: err, Particle: &p})
 }
 
 // OnWatermark implements operation.WatermarkHandler: after each round of
@@ -233,36 +281,33 @@ func jsonValue(v particle.Value) any {
 	return v.StringValue()
 }
 
-// connected returns the client, connecting it on first use.
-func (s *Sink) connected(ctx context.Context) (paho.Client, error) {
+// connection returns the connection, starting it on first use.
+func (s *Sink) connection() (*conn, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return nil, fmt.Errorf("mqtt: sink closed")
 	}
-	if s.client != nil {
-		return s.client, nil
+	if s.conn != nil {
+		return s.conn, nil
 	}
-	opts, err := s.cfg.clientOptions(connCounters{&s.stats.Connects, &s.stats.ConnectionsLost}, nil)
+	opts := paho.NewClientOptions()
+	opts.SetCleanSession(false)
+	cn, err := newConn(&s.cfg.ConnConfig, connCounters{&s.stats.Connects, &s.stats.ConnectionsLost}, opts, nil)
 	if err != nil {
 		return nil, err
 	}
-	opts.SetCleanSession(false)
-	cl := paho.NewClient(opts)
-	if err := connect(ctx, cl); err != nil {
-		cl.Disconnect(0)
-		return nil, err
-	}
-	s.client = cl
-	return cl, nil
+	cn.start()
+	s.conn = cn
+	return cn, nil
 }
 
 // Close disconnects. The engine calls it after Flush.
 func (s *Sink) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.closed && s.client != nil {
-		disconnect(s.client)
+	if !s.closed && s.conn != nil {
+		s.conn.stop()
 	}
 	s.closed = true
 	return nil

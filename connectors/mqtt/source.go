@@ -1,6 +1,7 @@
 package mqtt
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -21,8 +22,10 @@ import (
 type Stats struct {
 	// Received counts messages received from the broker; Redelivered
 	// those the broker marked as sent before; Dropped QoS 0 messages
-	// dropped because MaxBuffered messages were waiting.
-	Received, Redelivered, Dropped atomic.Uint64
+	// dropped because MaxBuffered messages were waiting; Unwanted those
+	// on a topic no configured filter matches, left from an earlier
+	// run's subscriptions, acknowledged and dropped.
+	Received, Redelivered, Dropped, Unwanted atomic.Uint64
 	// Spooled counts messages made durable in the spool; Replayed the
 	// spooled messages emitted again at start, which may duplicate what
 	// the previous run had processed.
@@ -31,16 +34,19 @@ type Stats struct {
 	// PUBREC). One sent while the connection is lost is dropped, and the
 	// broker sends the message again.
 	Acked atomic.Uint64
-	// Emitted counts particles emitted; Invalid bad lines or objects,
-	// rejected to the dead-letter sink; Failed particles the engine gave
-	// up on; Completed messages all of whose particles were done.
+	// Emitted counts particles emitted; Invalid bad input rejected to
+	// the dead-letter sink: bad lines or objects, and messages larger
+	// than MaxPayload or on a topic that does not match TopicTags; Failed
+	// particles the engine gave up on; Completed messages all of whose
+	// particles were done.
 	Emitted, Invalid, Failed, Completed atomic.Uint64
 	// Connects counts connections, the first included, once their
 	// subscriptions were made; ConnectionsLost the connections lost.
 	Connects, ConnectionsLost atomic.Uint64
 	// Buffered is the number of messages received and not yet emitted;
-	// PeakBuffered its highest value.
-	Buffered, PeakBuffered atomic.Int64
+	// PeakBuffered its highest value. BufferedBytes and
+	// PeakBufferedBytes are the same in payload bytes.
+	Buffered, PeakBuffered, BufferedBytes, PeakBufferedBytes atomic.Int64
 }
 
 // Source is a topology.Source that subscribes to MQTT topics and emits the
@@ -56,25 +62,33 @@ type Source struct {
 	stats Stats
 	ran   atomic.Bool
 
-	client paho.Client
-	spool  *spool.Spool
+	conn  *conn
+	spool *spool.Spool
 
 	mu       sync.Mutex // guards arrivals and order
 	arrivals []*message
 	order    []*message    // ModeTree: messages not yet acknowledged, in arrival order
 	kick     chan struct{} // a message arrived; size one: one wake-up is enough
 
-	relMu sync.Mutex // serializes ModeTree releases, so PUBACKs leave in order
-	ready []*message // release's scratch, reused to spare an allocation per release; guarded by relMu
+	// ModeTree: the engine's goroutines report completed messages by
+	// kicking ackKick; the source's own acks goroutine sends the PUBACKs,
+	// so that no engine or bolt goroutine waits on paho.
+	ackKick chan struct{} // size one: one wake-up is enough
+	ackStop chan struct{}
+	ackDone chan struct{}
+	ready   []*message // release's scratch, reused to spare an allocation per release; used by acks only
 
 	// queue holds the messages between the broker and the pipeline; its
 	// size is MaxBuffered, the source's memory bound. taken counts the
-	// messages taken from arrivals and not yet emitted: take keeps it at
-	// most MaxBuffered, so that sending to queue never blocks for long
+	// messages taken from arrivals and not yet emitted, takenBytes their
+	// payload bytes: take keeps them within MaxBuffered and
+	// MaxBufferedBytes, so that sending to queue never blocks for long
 	// and acknowledgements stop when the pipeline falls behind.
-	queue chan *message
-	taken atomic.Int64
-	room  chan struct{} // a message was emitted; size one: one wake-up is enough
+	queue      chan *message
+	taken      atomic.Int64
+	takenBytes atomic.Int64
+	room       chan struct{} // a message was emitted; size one: one wake-up is enough
+	ok         []*message    // emit's scratch: the messages of a batch worth decoding
 
 	closeOnce sync.Once
 	closeErr  error
@@ -83,16 +97,33 @@ type Source struct {
 // message is one MQTT message in flight; a pointer to it is the message id
 // of its particles.
 type message struct {
-	m       paho.Message // nil when replayed from the spool
+	m       paho.Message // nil when replayed from the spool or once acknowledged
 	topic   string
-	payload []byte
+	payload []byte // the first oversizePrefix bytes when skip is skipTooLarge
+	size    int    // of the payload received
 	recv    int64
 	seq     uint64 // in the spool, or 0
+	skip    skip
 	// remaining counts the particles not finished, plus one while the
 	// message is being emitted.
 	remaining atomic.Int32
 	done      bool // ModeTree: may be acknowledged; guarded by Source.mu
 }
+
+// skip says why a message is acknowledged without being decoded. Such a
+// message goes the way of the others, so that acknowledgements keep
+// arrival order, but it is not spooled and holds little memory.
+type skip uint8
+
+const (
+	skipNone     skip = iota
+	skipTooLarge      // its payload exceeds MaxPayload: bad input
+	skipUnwanted      // no configured filter matches its topic
+)
+
+// oversizePrefix is how much of a payload larger than MaxPayload is kept,
+// for the dead letter to show what it was.
+const oversizePrefix = 256
 
 var (
 	_ topology.Source       = (*Source)(nil)
@@ -111,11 +142,12 @@ func NewSource(cfg Config) (*Source, error) {
 		return nil, fmt.Errorf("mqtt: %w", err)
 	}
 	return &Source{
-		cfg:   cfg,
-		dec:   dec,
-		kick:  make(chan struct{}, 1),
-		room:  make(chan struct{}, 1),
-		queue: make(chan *message, cfg.MaxBuffered),
+		cfg:     cfg,
+		dec:     dec,
+		kick:    make(chan struct{}, 1),
+		ackKick: make(chan struct{}, 1),
+		room:    make(chan struct{}, 1),
+		queue:   make(chan *message, cfg.MaxBuffered),
 	}, nil
 }
 
@@ -123,9 +155,10 @@ func NewSource(cfg Config) (*Source, error) {
 func (s *Source) Stats() *Stats { return &s.stats }
 
 // Run implements topology.Source. In ModeSpool it first opens the spool
-// and emits what a previous run left there, then connects; paho retries
-// the first connection until ctx ends. It returns nil when ctx ends, or
-// the error that stopped it (a spool write error).
+// and emits what a previous run left there, then connects, retrying as
+// ConnConfig says. It returns nil when ctx ends, a *ConnectError when the
+// broker refused the connection for good, or the error that stopped it (a
+// spool write error).
 func (s *Source) Run(ctx context.Context, out topology.SourceEmitter) error {
 	if !s.ran.CompareAndSwap(false, true) {
 		return ErrRunTwice
@@ -140,34 +173,49 @@ func (s *Source) Run(ctx context.Context, out topology.SourceEmitter) error {
 			return err
 		}
 	}
-	opts, err := s.cfg.clientOptions(connCounters{&s.stats.Connects, &s.stats.ConnectionsLost}, s.subscribe)
-	if err != nil {
-		return err
-	}
+	opts := paho.NewClientOptions()
 	opts.SetCleanSession(s.cfg.CleanSession)
 	// One handler in order for every message: overlapping filters do not
 	// call it twice, and a message of a subscription the persistent
 	// session still holds is acknowledged too. It is registered before
-	// Connect: the session's queued messages arrive at once.
+	// connecting: the session's queued messages arrive at once.
 	opts.SetOrderMatters(true)
 	opts.SetAutoAckDisabled(true)
 	opts.SetDefaultPublishHandler(s.arrive)
-	s.client = paho.NewClient(opts)
-	if err := connect(ctx, s.client); err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
+	cn, err := newConn(&s.cfg.ConnConfig, connCounters{&s.stats.Connects, &s.stats.ConnectionsLost}, opts, s.subscribe)
+	if err != nil {
 		return err
+	}
+	s.conn = cn
+	cn.start()
+	if s.cfg.Mode == ModeTree {
+		s.ackStop, s.ackDone = make(chan struct{}), make(chan struct{})
+		go s.acks()
 	}
 
 	var wg sync.WaitGroup
 	errc := make(chan error, 1)
 	moverCtx, stop := context.WithCancel(ctx)
 	defer stop()
+	fail := func(err error) {
+		select {
+		case errc <- err:
+		default:
+		}
+		stop()
+	}
 	wg.Go(func() {
 		if err := s.move(moverCtx); err != nil {
-			errc <- err
-			stop()
+			fail(err)
+		}
+	})
+	wg.Go(func() {
+		select {
+		case <-cn.failed():
+			if cn.err != nil {
+				fail(cn.err)
+			}
+		case <-moverCtx.Done():
 		}
 	})
 	err = s.emitLoop(moverCtx, out)
@@ -181,27 +229,47 @@ func (s *Source) Run(ctx context.Context, out topology.SourceEmitter) error {
 }
 
 // subscribe runs on every connection: the broker keeps a persistent
-// session's subscriptions, but not a clean one's, nor one it lost.
+// session's subscriptions, but not a clean one's, nor one it lost. It
+// then unsubscribes from the filters an earlier run subscribed to and
+// this one does not, as recorded in StateDir.
 func (s *Source) subscribe(cl paho.Client) {
+	log := s.cfg.Logger.With("client_id", s.cfg.ClientID)
 	filters := make(map[string]byte, len(s.cfg.Topics))
 	for _, t := range s.cfg.Topics {
 		filters[t] = s.cfg.QoS.Byte()
 	}
 	tok := cl.SubscribeMultiple(filters, nil)
 	if !tok.WaitTimeout(s.cfg.ConnectTimeout) {
-		s.cfg.Logger.Error("mqtt: subscribe not confirmed in time", "topics", s.cfg.Topics)
+		log.Error("mqtt: subscribe not confirmed in time", "topics", s.cfg.Topics)
 		return
 	}
 	if err := tok.Error(); err != nil {
-		s.cfg.Logger.Error("mqtt: subscribe failed", "topics", s.cfg.Topics, "err", err)
+		log.Error("mqtt: subscribe failed", "topics", s.cfg.Topics, "err", err)
 		return
 	}
 	if st, ok := tok.(*paho.SubscribeToken); ok {
 		for topic, code := range st.Result() {
 			if code > 2 {
-				s.cfg.Logger.Error("mqtt: subscription refused", "topic", topic, "code", code)
+				log.Error("mqtt: subscription refused", "topic", topic, "code", code)
 			}
 		}
+	}
+	old, err := readSubscriptions(s.cfg.StateDir, s.cfg.ClientID)
+	if err != nil {
+		log.Error("mqtt: reading the previous subscriptions", "err", err)
+		return
+	}
+	if gone := stale(old, s.cfg.Topics); len(gone) > 0 && !s.cfg.CleanSession {
+		tok := cl.Unsubscribe(gone...)
+		if !tok.WaitTimeout(s.cfg.ConnectTimeout) || tok.Error() != nil {
+			// Kept on record, to be tried again on the next connection.
+			log.Error("mqtt: unsubscribing from filters no longer configured", "topics", gone, "err", tok.Error())
+			return
+		}
+		log.Info("mqtt: unsubscribed from filters no longer configured", "topics", gone)
+	}
+	if err := writeSubscriptions(s.cfg.StateDir, s.cfg.ClientID, s.cfg.Topics); err != nil {
+		log.Error("mqtt: recording the subscriptions", "err", err)
 	}
 }
 
@@ -213,6 +281,14 @@ func (s *Source) arrive(_ paho.Client, m paho.Message) {
 		s.stats.Redelivered.Add(1)
 	}
 	msg := &message{m: m, topic: m.Topic(), payload: m.Payload(), recv: time.Now().UnixNano()}
+	msg.size = len(msg.payload)
+	switch {
+	case !s.wanted(msg.topic):
+		msg.skip, msg.payload = skipUnwanted, nil
+	case msg.size > s.cfg.MaxPayload:
+		// Only a prefix is kept: paho's copy goes once acknowledged.
+		msg.skip, msg.payload = skipTooLarge, bytes.Clone(msg.payload[:min(oversizePrefix, msg.size)])
+	}
 	s.mu.Lock()
 	if m.Qos() == 0 && len(s.arrivals) >= s.cfg.MaxBuffered {
 		s.mu.Unlock()
@@ -224,22 +300,51 @@ func (s *Source) arrive(_ paho.Client, m paho.Message) {
 		s.order = append(s.order, msg)
 	}
 	s.mu.Unlock()
-	if n := s.stats.Buffered.Add(1); n > s.stats.PeakBuffered.Load() {
-		s.stats.PeakBuffered.Store(n)
-	}
+	peak(&s.stats.Buffered, &s.stats.PeakBuffered, 1)
+	peak(&s.stats.BufferedBytes, &s.stats.PeakBufferedBytes, int64(len(msg.payload)))
 	select {
 	case s.kick <- struct{}{}:
 	default:
 	}
 }
 
+// peak adds n to v and raises p to v's new value if it is higher. Only
+// arrive adds positive amounts, so p needs no compare-and-swap.
+func peak(v, p *atomic.Int64, n int64) {
+	if x := v.Add(n); x > p.Load() {
+		p.Store(x)
+	}
+}
+
+// wanted reports whether a configured filter matches topic. A persistent
+// session may still hold subscriptions of an earlier run.
+func (s *Source) wanted(topic string) bool {
+	for _, f := range s.cfg.Topics {
+		if matchFilter(f, topic) {
+			return true
+		}
+	}
+	return false
+}
+
 // take waits for arrivals and for room in the queue and returns up to
-// MaxBatch arrivals, or nil when ctx ends.
+// MaxBatch arrivals, or nil when ctx ends. Room is MaxBuffered messages
+// and MaxBufferedBytes payload bytes, but one message is always let
+// through when none is taken.
 func (s *Source) take(ctx context.Context, batch []*message) []*message {
 	for {
 		free := s.cfg.MaxBuffered - int(s.taken.Load())
+		taken := s.takenBytes.Load()
 		s.mu.Lock()
-		n := min(len(s.arrivals), s.cfg.MaxBatch, max(free, 0))
+		n, size := 0, int64(0)
+		for n < min(len(s.arrivals), s.cfg.MaxBatch, max(free, 0)) {
+			sz := int64(len(s.arrivals[n].payload))
+			if taken+size+sz > int64(s.cfg.MaxBufferedBytes) && taken+size > 0 {
+				break
+			}
+			size += sz
+			n++
+		}
 		batch = append(batch[:0], s.arrivals[:n]...)
 		rest := copy(s.arrivals, s.arrivals[n:])
 		clear(s.arrivals[rest:])
@@ -247,6 +352,7 @@ func (s *Source) take(ctx context.Context, batch []*message) []*message {
 		s.mu.Unlock()
 		if n > 0 {
 			s.taken.Add(int64(n))
+			s.takenBytes.Add(size)
 			return batch
 		}
 		wake := s.kick
@@ -313,6 +419,11 @@ func (s *Source) spoolAndHandOn(ctx context.Context) error {
 			return nil
 		}
 		for _, m := range batch {
+			if m.skip != skipNone {
+				// Acknowledged and handed on with the others, never
+				// replayed: a crash may lose its dead letter, not data.
+				continue
+			}
 			rec = encodeRecord(rec[:0], m)
 			seq, err := s.spool.Append(rec)
 			if err != nil {
@@ -380,10 +491,12 @@ func (s *Source) handOn(ctx context.Context, batch []*message) bool {
 	return s.queueAll(ctx, batch)
 }
 
-// ack acknowledges a batch to the broker.
+// ack acknowledges a batch to the broker, and lets go of paho's messages,
+// whose payloads may be large.
 func (s *Source) ack(batch []*message) {
 	for _, m := range batch {
 		m.m.Ack()
+		m.m = nil
 	}
 	s.stats.Acked.Add(uint64(len(batch)))
 }
@@ -422,8 +535,14 @@ func (s *Source) emitLoop(ctx context.Context, out topology.SourceEmitter) error
 				break more
 			}
 		}
+		var size int64
+		for _, m := range batch {
+			size += int64(len(m.payload))
+		}
 		s.stats.Buffered.Add(-int64(len(batch)))
+		s.stats.BufferedBytes.Add(-size)
 		s.taken.Add(-int64(len(batch)))
+		s.takenBytes.Add(-size)
 		select {
 		case s.room <- struct{}{}:
 		default:
@@ -438,12 +557,32 @@ func (s *Source) emitLoop(ctx context.Context, out topology.SourceEmitter) error
 // emit decodes msgs and emits their particles. It returns an error when
 // the topology did not accept a particle: the messages not done then
 // never complete, and are delivered again by the broker or the spool.
+// Messages too large or on a topic that does not match TopicTags are
+// rejected whole as bad input; unwanted ones are dropped.
 func (s *Source) emit(out topology.SourceEmitter, msgs []*message) error {
+	ok := s.ok[:0]
 	for _, m := range msgs {
 		m.remaining.Store(1)
+		var err error
+		switch {
+		case m.skip == skipUnwanted:
+			s.unwanted(m.topic)
+			continue
+		case m.skip == skipTooLarge:
+			err = fmt.Errorf("%w: %d bytes, more than %d", ErrPayloadTooLarge, m.size, s.cfg.MaxPayload)
+		case s.cfg.Payload.TopicTags != "" && !matchTemplate(s.cfg.Payload.TopicTags, m.topic):
+			err = fmt.Errorf("%w %q", ErrTopicMismatch, s.cfg.Payload.TopicTags)
+		default:
+			ok = append(ok, m)
+			continue
+		}
+		s.stats.Invalid.Add(1)
+		out.Reject(&particle.DecodeError{Source: m.topic, Line: 1, Err: err}, m.payload)
 	}
-	err := s.dec.decode(msgs, func(i int, p particle.Particle) error {
-		m := msgs[i]
+	s.ok = ok
+	defer clear(s.ok)
+	err := s.dec.decode(ok, func(i int, p particle.Particle) error {
+		m := ok[i]
 		m.remaining.Add(1)
 		if err := out.Emit(p, m); err != nil {
 			return err
@@ -452,7 +591,7 @@ func (s *Source) emit(out topology.SourceEmitter, msgs []*message) error {
 		return nil
 	}, func(i int, err error) {
 		s.stats.Invalid.Add(1)
-		out.Reject(err, msgs[i].payload)
+		out.Reject(err, ok[i].payload)
 	})
 	if err != nil {
 		return err
@@ -461,6 +600,15 @@ func (s *Source) emit(out topology.SourceEmitter, msgs []*message) error {
 		s.finishOne(m)
 	}
 	return nil
+}
+
+// unwanted counts a message no configured filter matches, logging the
+// first: its subscription is one of an earlier run that the broker kept.
+func (s *Source) unwanted(topic string) {
+	if s.stats.Unwanted.Add(1) == 1 {
+		s.cfg.Logger.Warn("mqtt: dropping messages on topics no configured filter matches, from a subscription an earlier run left in the persistent session; they are counted, and the subscription is removed when StateDir records it",
+			"client_id", s.cfg.ClientID, "topic", topic)
+	}
 }
 
 // replay emits the spooled messages a previous run did not complete.
@@ -484,7 +632,8 @@ func (s *Source) replay(ctx context.Context, out topology.SourceEmitter) error {
 	return err
 }
 
-// Ack implements topology.Acknowledger.
+// Ack implements topology.Acknowledger. It never waits on the network:
+// in ModeTree the source's own goroutine sends the acknowledgement.
 func (s *Source) Ack(msgID any) {
 	if m, ok := msgID.(*message); ok {
 		s.finishOne(m)
@@ -492,7 +641,8 @@ func (s *Source) Ack(msgID any) {
 }
 
 // Fail implements topology.Acknowledger. The engine has sent the particle
-// to the dead-letter sink: the message is done with.
+// to the dead-letter sink: the message is done with. Like Ack, it never
+// waits on the network.
 func (s *Source) Fail(msgID any, _ acker.Reason, _ error) {
 	if m, ok := msgID.(*message); ok {
 		s.stats.Failed.Add(1)
@@ -512,14 +662,31 @@ func (s *Source) finishOne(m *message) {
 		s.mu.Lock()
 		m.done = true
 		s.mu.Unlock()
-		s.release()
+		select {
+		case s.ackKick <- struct{}{}:
+		default:
+		}
 	}
 }
 
-// release acknowledges the longest prefix of done messages, in order.
+// acks runs in ModeTree until Close: it acknowledges the longest prefix of
+// done messages whenever one completes, and once more when stopped.
+func (s *Source) acks() {
+	defer close(s.ackDone)
+	for {
+		select {
+		case <-s.ackKick:
+			s.release()
+		case <-s.ackStop:
+			s.release()
+			return
+		}
+	}
+}
+
+// release acknowledges the longest prefix of done messages, in order, as
+// MQTT 3.1.1 requires.
 func (s *Source) release() {
-	s.relMu.Lock()
-	defer s.relMu.Unlock()
 	s.mu.Lock()
 	n := 0
 	for n < len(s.order) && s.order[n].done {
@@ -530,20 +697,22 @@ func (s *Source) release() {
 	clear(s.order[rest:])
 	s.order = s.order[:rest]
 	s.mu.Unlock()
-	for _, m := range s.ready {
-		m.m.Ack()
-	}
+	s.ack(s.ready)
 	clear(s.ready) // let the acknowledged messages be collected
-	s.stats.Acked.Add(uint64(n))
 }
 
-// Close disconnects from the broker and closes the spool, writing the
-// completions of the trees that finished. Call it after the topology's
-// Run returned; later calls return the first call's result.
+// Close acknowledges the messages whose trees completed, disconnects from
+// the broker and closes the spool, writing the completions of the trees
+// that finished. Call it after the topology's Run returned; later calls
+// return the first call's result.
 func (s *Source) Close() error {
 	s.closeOnce.Do(func() {
-		if s.client != nil {
-			disconnect(s.client)
+		if s.ackStop != nil {
+			close(s.ackStop)
+			<-s.ackDone
+		}
+		if s.conn != nil {
+			s.conn.stop()
 		}
 		if s.spool != nil {
 			s.closeErr = s.spool.Close()
