@@ -74,6 +74,9 @@ func (f *ingestFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.TLS.KeyFile, "tls-key", "", "PEM file of the client key")
 	fs.BoolVar(&c.TLS.InsecureSkipVerify, "tls-insecure", false, "accept any broker certificate (tests only)")
 	durationVar(fs, &c.KeepAlive, "keepalive", mqtt.DefaultKeepAlive, "keepalive interval")
+	durationVar(fs, &c.MaxReconnectInterval, "max-reconnect-interval", mqtt.DefaultMaxReconnectInterval, "longest wait between connection attempts, which start 1s apart and double, a `DURATION` such as 30s")
+	fs.IntVar(&c.MaxTakeovers, "max-takeovers", 0, "stop after this many connections in a row lost soon after connecting, the sign of another client with the same client id (0: only log them)")
+	fs.IntVar(&c.MaxPayload, "max-payload", mqtt.DefaultMaxPayload, "largest payload in bytes; larger messages are dead-lettered")
 	durationVar(fs, &f.window, "window", time.Second, "bounded out-of-orderness: how long particles wait for late ones, a `DURATION` such as 2s")
 	// After a crash, messages the broker sends again can be older than
 	// what the spool's replay already released: dropping them as late
@@ -113,6 +116,10 @@ func ingest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, logger *slog.Logger) (int, error) {
+	// A connection refused for good, by the source or the publishing
+	// sink, stops the run with its error.
+	ctx, giveUp := context.WithCancelCause(ctx)
+	defer giveUp(nil)
 	f.src.Logger = logger
 	src, err := mqtt.NewSource(f.src)
 	if err != nil {
@@ -142,10 +149,12 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 		sink, err := mqtt.NewSink(mqtt.SinkConfig{
 			ConnConfig: mqtt.ConnConfig{
 				Brokers: f.src.Brokers, ClientID: f.src.ClientID + "-pub", Username: f.src.Username, Password: f.src.Password,
-				TLS: f.src.TLS, KeepAlive: f.src.KeepAlive, Logger: logger,
+				TLS: f.src.TLS, KeepAlive: f.src.KeepAlive, MaxReconnectInterval: f.src.MaxReconnectInterval,
+				MaxTakeovers: f.src.MaxTakeovers, Logger: logger, OnGiveUp: giveUp,
 			},
-			Topic:     f.publish,
-			Precision: f.src.Payload.Precision,
+			Topic:       f.publish,
+			Precision:   f.src.Payload.Precision,
+			DeadLetters: dead,
 		})
 		if err != nil {
 			return exitUsage, err
@@ -175,6 +184,13 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 	err = errors.Join(runErr, closeErr)
 	if errors.Is(err, context.Canceled) {
 		err = nil
+	}
+	var refused *mqtt.ConnectError
+	if cause := context.Cause(ctx); errors.As(cause, &refused) {
+		err = cause
+	}
+	if err == nil && st.Connects.Load() == 0 {
+		err = fmt.Errorf("never connected to %s", strings.Join(f.src.Brokers, ", "))
 	}
 	if err != nil {
 		code = exitError

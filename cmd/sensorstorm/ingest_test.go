@@ -3,7 +3,9 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -144,4 +146,47 @@ func TestIngestUsage(t *testing.T) {
 	assert.Contains(t, stderr.String(), "missing required flag --broker")
 	assert.Equal(t, exitUsage, run(t.Context(), []string{"ingest", "--broker", "tcp://x:1", "--topic", "a", "--mode", "bogus"}, &stdout, &stderr))
 	assert.Equal(t, exitUsage, run(t.Context(), []string{"bench"}, &stdout, &stderr))
+}
+
+// TestIngestConnectErrors runs ingest against a broker that refuses its
+// password, and against a port nothing listens on: the first exits at
+// once with the broker's reason; the second logs every attempt, and when
+// interrupted exits non-zero, having never connected.
+func TestIngestConnectErrors(t *testing.T) {
+	users := mosquittotest.Start(t, mosquittotest.Config{Users: map[string]string{"alice": "secret"}})
+	down := mosquittotest.Start(t, mosquittotest.Config{})
+	down.Stop()
+	for _, tc := range []struct {
+		name, broker, password string
+		want                   []string
+	}{
+		{name: "wrong password", broker: users.URL(), password: "wrong",
+			want: []string{`mqtt: connection refused, not retrying`, `sensorstorm: source mqtt[0]: mqtt: connecting to ` + users.URL() + ` as "ingest-refused": not Authorized`}},
+		{name: "broker down", broker: down.URL(),
+			want: []string{`msg="mqtt: connection attempt failed"`, `connection refused`, `sensorstorm: never connected to ` + down.URL()}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			stderr := &mosquittotest.LockedBuffer{}
+			done := make(chan int, 1)
+			go func() {
+				done <- run(ctx, []string{"ingest", "--broker", tc.broker, "--topic", "sensors/#", "--client-id", "ingest-refused",
+					"--username", "alice", "--password", tc.password, "--state-dir", filepath.Join(dir, "state"), "--out", filepath.Join(dir, "out.lp")},
+					io.Discard, stderr)
+			}()
+			waitUntil(t, 20*time.Second, "a failed attempt logged", func() bool { return strings.Contains(stderr.String(), tc.want[0]) })
+			cancel()
+			select {
+			case code := <-done:
+				assert.Equal(t, exitError, code, stderr.String())
+			case <-time.After(20 * time.Second):
+				t.Fatal("ingest did not stop")
+			}
+			for _, w := range tc.want {
+				assert.Contains(t, stderr.String(), w)
+			}
+		})
+	}
 }

@@ -98,6 +98,9 @@ func (c *conn) start() {
 	go func() {
 		defer close(c.done)
 		c.err = c.supervise(ctx)
+		if c.err != nil && c.cfg.OnGiveUp != nil {
+			c.cfg.OnGiveUp(c.err)
+		}
 	}()
 }
 

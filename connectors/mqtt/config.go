@@ -202,6 +202,11 @@ type ConnConfig struct {
 	// OnConnectionLost is called, in its own goroutine, when an
 	// established connection is lost. Defaults to nil.
 	OnConnectionLost func(err error) `yaml:"-"`
+	// OnGiveUp is called with the *ConnectError when the client stops
+	// connecting for good (see ReconnectWait and MaxTakeovers): a Sink
+	// fails every particle from then on. It must not block nor close the
+	// client. Defaults to nil.
+	OnGiveUp func(err error) `yaml:"-"`
 }
 
 // TLSConfig configures TLS. Files are PEM.

@@ -189,8 +189,7 @@ func (s *Source) Run(ctx context.Context, out topology.SourceEmitter) error {
 	s.conn = cn
 	cn.start()
 	if s.cfg.Mode == ModeTree {
-		s.ackStop, s.ackDone = make(chan struct{}), make(chan struct{})
-		go s.acks()
+		s.startAcks()
 	}
 
 	var wg sync.WaitGroup
@@ -669,8 +668,15 @@ func (s *Source) finishOne(m *message) {
 	}
 }
 
-// acks runs in ModeTree until Close: it acknowledges the longest prefix of
-// done messages whenever one completes, and once more when stopped.
+// startAcks starts the goroutine that sends ModeTree's acknowledgements,
+// until Close.
+func (s *Source) startAcks() {
+	s.ackStop, s.ackDone = make(chan struct{}), make(chan struct{})
+	go s.acks()
+}
+
+// acks acknowledges the longest prefix of done messages whenever one
+// completes, and once more when stopped.
 func (s *Source) acks() {
 	defer close(s.ackDone)
 	for {

@@ -49,8 +49,16 @@ type Config struct {
 	MaxInflight int
 	// MaxQueued is max_queued_messages. Defaults to StockMaxQueued.
 	MaxQueued int
-	// Extra is appended to the configuration file, for example TLS or
-	// password settings. Paths in it are the caller's.
+	// Users are the usernames and passwords the broker accepts; with any,
+	// it refuses anonymous clients. Defaults to none: anonymous clients
+	// only.
+	Users map[string]string
+	// TLS makes the listener speak TLS, with a certificate for 127.0.0.1
+	// signed by a certificate authority made for the broker (CAFile).
+	// Defaults to false: plain TCP.
+	TLS bool
+	// Extra is appended to the configuration file. Paths in it are the
+	// caller's.
 	Extra string
 }
 
@@ -60,6 +68,7 @@ type Broker struct {
 	bin  string
 	dir  string
 	port int
+	tls  bool
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -96,9 +105,15 @@ func Start(t testing.TB, cfg Config) *Broker {
 	if cfg.MaxQueued == 0 {
 		cfg.MaxQueued = StockMaxQueued
 	}
-	b := &Broker{t: t, bin: bin, dir: t.TempDir(), port: freePort(t)}
-	conf := fmt.Sprintf("listener %d 127.0.0.1\nallow_anonymous true\nmax_inflight_messages %d\nmax_queued_messages %d\npersistence %t\npersistence_location %s/\nlog_dest stderr\nlog_type error\nlog_type warning\nlog_type notice\n",
-		b.port, cfg.MaxInflight, cfg.MaxQueued, cfg.Persistence, b.dir)
+	b := &Broker{t: t, bin: bin, dir: t.TempDir(), port: freePort(t), tls: cfg.TLS}
+	conf := fmt.Sprintf("listener %d 127.0.0.1\nallow_anonymous %t\nmax_inflight_messages %d\nmax_queued_messages %d\npersistence %t\npersistence_location %s/\nlog_dest stderr\nlog_type error\nlog_type warning\nlog_type notice\n",
+		b.port, len(cfg.Users) == 0, cfg.MaxInflight, cfg.MaxQueued, cfg.Persistence, b.dir)
+	if len(cfg.Users) > 0 {
+		conf += "password_file " + b.writePasswords(cfg.Users) + "\n"
+	}
+	if cfg.TLS {
+		conf += b.writeCertificates()
+	}
 	// Mosquitto started as root switches to user mosquitto, which would
 	// clear the parent-death signal: stay the user running the test.
 	if u, err := user.Current(); err == nil {
@@ -121,8 +136,38 @@ func (b *Broker) ConfigPath() string { return filepath.Join(b.dir, "mosquitto.co
 // Addr returns the broker's host:port.
 func (b *Broker) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(b.port)) }
 
-// URL returns the broker's URL for MQTT clients, tcp://127.0.0.1:port.
-func (b *Broker) URL() string { return "tcp://" + b.Addr() }
+// URL returns the broker's URL for MQTT clients: tcp://127.0.0.1:port,
+// or ssl://127.0.0.1:port with TLS.
+func (b *Broker) URL() string {
+	if b.tls {
+		return "ssl://" + b.Addr()
+	}
+	return "tcp://" + b.Addr()
+}
+
+// CAFile returns the path of the PEM certificate of the authority that
+// signed the broker's certificate, when the broker speaks TLS.
+func (b *Broker) CAFile() string { return filepath.Join(b.dir, "ca.pem") }
+
+// writePasswords writes users into a Mosquitto password file, hashed by
+// mosquitto_passwd, and returns its path.
+func (b *Broker) writePasswords(users map[string]string) string {
+	b.t.Helper()
+	bin, err := exec.LookPath("mosquitto_passwd")
+	if err != nil {
+		b.t.Fatal("mosquittotest: mosquitto_passwd is missing: install the Debian package `mosquitto`")
+	}
+	path := filepath.Join(b.dir, "passwords")
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		b.t.Fatal(err)
+	}
+	for u, p := range users {
+		if out, err := exec.Command(bin, "-b", path, u, p).CombinedOutput(); err != nil {
+			b.t.Fatalf("mosquittotest: mosquitto_passwd: %v: %s", err, out)
+		}
+	}
+	return path
+}
 
 // Start starts the broker again after Stop or Kill, on the same port with
 // the same configuration and persistence directory, and waits until it

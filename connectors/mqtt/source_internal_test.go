@@ -1,0 +1,82 @@
+package mqtt
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sensorstorm/sensorstorm/particle"
+)
+
+// stuckMessage is a paho message whose acknowledgement blocks until
+// released, as paho's does while the network does not take the PUBACK.
+type stuckMessage struct {
+	paho.Message
+	topic   string
+	payload []byte
+	release chan struct{}
+	acked   chan<- string
+}
+
+func (m *stuckMessage) Topic() string   { return m.topic }
+func (m *stuckMessage) Payload() []byte { return m.payload }
+func (m *stuckMessage) Qos() byte       { return 1 }
+func (m *stuckMessage) Duplicate() bool { return false }
+func (m *stuckMessage) Ack() {
+	<-m.release
+	m.acked <- m.topic
+}
+
+// emitter collects the message ids of what a source emits.
+type emitter struct {
+	mu  sync.Mutex
+	ids []any
+}
+
+func (e *emitter) Emit(_ particle.Particle, id any) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.ids = append(e.ids, id)
+	return nil
+}
+func (e *emitter) EmitMeta(int64, particle.Meta) error { return nil }
+func (e *emitter) Reject(error, []byte)                {}
+func (e *emitter) Flush() error                        { return nil }
+
+// TestTreeAckOffTheCaller completes messages in tree mode while paho's
+// acknowledgement blocks: Ack returns at once, and the acknowledgements
+// leave later, from the source's goroutine, in arrival order.
+func TestTreeAckOffTheCaller(t *testing.T) {
+	s, err := NewSource(Config{ConnConfig: ConnConfig{Brokers: []string{"tcp://x:1"}}, Topics: []string{"t/#"}, Mode: ModeTree})
+	require.NoError(t, err)
+	release := make(chan struct{})
+	acked := make(chan string, 2)
+	for _, topic := range []string{"t/1", "t/2"} {
+		s.arrive(nil, &stuckMessage{topic: topic, payload: []byte("m v=1 1"), release: release, acked: acked})
+	}
+	s.startAcks()
+	out := &emitter{}
+	require.NoError(t, s.emit(out, s.arrivals))
+	require.Len(t, out.ids, 2)
+
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		s.Ack(out.ids[1]) // out of order: nothing to acknowledge yet
+		s.Ack(out.ids[0])
+	}()
+	select {
+	case <-returned:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Ack waited for the network")
+	}
+	close(release)
+	assert.Equal(t, "t/1", <-acked)
+	assert.Equal(t, "t/2", <-acked)
+	require.NoError(t, s.Close())
+	assert.Equal(t, uint64(2), s.Stats().Acked.Load())
+}
