@@ -190,3 +190,66 @@ func TestIngestConnectErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestIngestBadTopics runs ingest with topic tags and a publish template.
+// A message whose topic does not match the topic tags is dead-lettered
+// once with its topic and reason and acknowledged, never written (it was
+// written three times: the publish sink failed it for lack of a tag, and
+// every retry wrote it again). A tag value with a slash fills one level of
+// the published topic.
+func TestIngestBadTopics(t *testing.T) {
+	broker := mosquittotest.Start(t, mosquittotest.Config{})
+	got := make(chan string, 100)
+	sub := paho.NewClient(paho.NewClientOptions().AddBroker(broker.URL()).SetClientID("bad-topics-sub").
+		SetDefaultPublishHandler(func(_ paho.Client, m paho.Message) { got <- m.Topic() }))
+	require.True(t, sub.Connect().WaitTimeout(10*time.Second))
+	defer sub.Disconnect(100)
+	require.True(t, sub.Subscribe("results/#", 1, nil).WaitTimeout(10*time.Second))
+
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out.lp")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	stderr := &mosquittotest.LockedBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"ingest", "--broker", broker.URL(), "--topic", "sensors/#", "--client-id", "bad-topics",
+			"--topic-tags", "sensors/{room}/{sensor}", "--publish", "results/{sensor}", "--window", "100ms",
+			"--state-dir", filepath.Join(dir, "state"), "--out", out}, io.Discard, stderr)
+	}()
+	waitUntil(t, 20*time.Second, "ingest connected", func() bool { return strings.Contains(stderr.String(), "mqtt: connected") })
+
+	pub := paho.NewClient(paho.NewClientOptions().AddBroker(broker.URL()).SetClientID("bad-topics-pub"))
+	require.True(t, pub.Connect().WaitTimeout(10*time.Second))
+	defer pub.Disconnect(100)
+	base := time.Now().UnixNano()
+	for i, m := range [][2]string{
+		{"sensors/a", "m n=1i %d"},
+		{"sensors/r/in", "m,sensor=in/x n=2i %d"},
+		{"sensors/r/s1", "m n=3i %d"},
+	} {
+		require.True(t, pub.Publish(m[0], 1, false, fmt.Sprintf(m[1], base+int64(i)*int64(time.Millisecond))).WaitTimeout(10*time.Second))
+	}
+	// Past the window: releases the readings before it.
+	require.True(t, pub.Publish("sensors/r/s1", 1, false, fmt.Sprintf("m n=4i %d", base+int64(time.Second))).WaitTimeout(10*time.Second))
+	topics := map[string]bool{}
+	waitUntil(t, 20*time.Second, "results published", func() bool {
+		for {
+			select {
+			case topic := <-got:
+				topics[topic] = true
+			default:
+				return topics["results/in%2Fx"] && topics["results/s1"]
+			}
+		}
+	})
+	cancel()
+	assert.Equal(t, exitOK, <-done, stderr.String())
+
+	assert.NotContains(t, topics, "results/in/x")
+	assert.Equal(t, map[int]int{2: 1, 3: 1, 4: 1}, readOutput(t, out))
+	log := stderr.String()
+	assert.Equal(t, 1, strings.Count(log, "dead letter"), log)
+	assert.Regexp(t, `dead letter.*sensors/a:1: mqtt: topic does not match the topic template \\"sensors/\{room\}/\{sensor\}\\"`, log)
+	assert.Regexp(t, `summary: received=4 .*invalid=1 .*acked=4 failed=0 dead-letters=1 `, log)
+}

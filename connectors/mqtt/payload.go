@@ -65,6 +65,10 @@ func newDecoder(cfg PayloadConfig) (*decoder, error) {
 	return d, nil
 }
 
+// maxJoined bounds the bytes of the payloads decoded joined, and so the
+// buffer the decoder keeps for it.
+const maxJoined = 256 << 10
+
 // joinable reports whether a line-protocol payload may be decoded joined
 // with others: a quote or a backslash could make its last entry run into
 // the next payload.
@@ -90,9 +94,10 @@ func (d *decoder) decode(msgs []*message, emit func(i int, p particle.Particle) 
 		return nil
 	}
 	for off := 0; off < len(msgs); {
-		n := 1
+		n, size := 1, len(msgs[off].payload)
 		if joinable(msgs[off].payload) {
-			for off+n < len(msgs) && joinable(msgs[off+n].payload) {
+			for off+n < len(msgs) && joinable(msgs[off+n].payload) && size+len(msgs[off+n].payload) <= maxJoined {
+				size += len(msgs[off+n].payload)
 				n++
 			}
 		}

@@ -75,6 +75,13 @@ func TestSinkTopic(t *testing.T) {
 	assert.Equal(t, "out/temp/k/x", topic)
 	_, err = s.Topic(&particle.Particle{Measurement: "temp"})
 	assert.ErrorIs(t, err, mqtt.ErrTopicTemplate)
+	// A tag value fills one level: what would make more levels, or a
+	// wildcard, is percent-encoded.
+	for value, level := range map[string]string{"in/x": "in%2Fx", "a+b": "a%2Bb", "#": "%23", "50%": "50%25", "a\x00": "a%00", "$SYS": "$SYS"} {
+		topic, err := s.Topic(&particle.Particle{Measurement: "temp", Tags: []particle.Tag{{Key: "room", Value: value}}})
+		require.NoError(t, err)
+		assert.Equal(t, "out/temp/"+level+"/x", topic)
+	}
 	_, err = mqtt.NewSink(mqtt.SinkConfig{ConnConfig: mqtt.ConnConfig{Brokers: []string{"tcp://x:1"}}, Topic: "out/#"})
 	assert.Error(t, err)
 }

@@ -44,9 +44,12 @@ type Stats struct {
 	// subscriptions were made; ConnectionsLost the connections lost.
 	Connects, ConnectionsLost atomic.Uint64
 	// Buffered is the number of messages received and not yet emitted;
-	// PeakBuffered its highest value. BufferedBytes and
-	// PeakBufferedBytes are the same in payload bytes.
-	Buffered, PeakBuffered, BufferedBytes, PeakBufferedBytes atomic.Int64
+	// PeakBuffered its highest value. QueuedBytes counts the payload
+	// bytes of those taken for the pipeline, which MaxBufferedBytes
+	// bounds; PeakQueuedBytes its highest value. The others wait
+	// unacknowledged, as many as the broker sends beyond its in-flight
+	// window.
+	Buffered, PeakBuffered, QueuedBytes, PeakQueuedBytes atomic.Int64
 }
 
 // Source is a topology.Source that subscribes to MQTT topics and emits the
@@ -80,15 +83,14 @@ type Source struct {
 
 	// queue holds the messages between the broker and the pipeline; its
 	// size is MaxBuffered, the source's memory bound. taken counts the
-	// messages taken from arrivals and not yet emitted, takenBytes their
-	// payload bytes: take keeps them within MaxBuffered and
+	// messages taken from arrivals and not yet emitted, Stats.QueuedBytes
+	// their payload bytes: take keeps them within MaxBuffered and
 	// MaxBufferedBytes, so that sending to queue never blocks for long
 	// and acknowledgements stop when the pipeline falls behind.
-	queue      chan *message
-	taken      atomic.Int64
-	takenBytes atomic.Int64
-	room       chan struct{} // a message was emitted; size one: one wake-up is enough
-	ok         []*message    // emit's scratch: the messages of a batch worth decoding
+	queue chan *message
+	taken atomic.Int64
+	room  chan struct{} // a message was emitted; size one: one wake-up is enough
+	ok    []*message    // emit's scratch: the messages of a batch worth decoding
 
 	closeOnce sync.Once
 	closeErr  error
@@ -300,15 +302,14 @@ func (s *Source) arrive(_ paho.Client, m paho.Message) {
 	}
 	s.mu.Unlock()
 	peak(&s.stats.Buffered, &s.stats.PeakBuffered, 1)
-	peak(&s.stats.BufferedBytes, &s.stats.PeakBufferedBytes, int64(len(msg.payload)))
 	select {
 	case s.kick <- struct{}{}:
 	default:
 	}
 }
 
-// peak adds n to v and raises p to v's new value if it is higher. Only
-// arrive adds positive amounts, so p needs no compare-and-swap.
+// peak adds n to v and raises p to v's new value if it is higher. One
+// goroutine adds (arrive, take), so p needs no compare-and-swap.
 func peak(v, p *atomic.Int64, n int64) {
 	if x := v.Add(n); x > p.Load() {
 		p.Store(x)
@@ -333,7 +334,7 @@ func (s *Source) wanted(topic string) bool {
 func (s *Source) take(ctx context.Context, batch []*message) []*message {
 	for {
 		free := s.cfg.MaxBuffered - int(s.taken.Load())
-		taken := s.takenBytes.Load()
+		taken := s.stats.QueuedBytes.Load()
 		s.mu.Lock()
 		n, size := 0, int64(0)
 		for n < min(len(s.arrivals), s.cfg.MaxBatch, max(free, 0)) {
@@ -351,7 +352,7 @@ func (s *Source) take(ctx context.Context, batch []*message) []*message {
 		s.mu.Unlock()
 		if n > 0 {
 			s.taken.Add(int64(n))
-			s.takenBytes.Add(size)
+			peak(&s.stats.QueuedBytes, &s.stats.PeakQueuedBytes, size)
 			return batch
 		}
 		wake := s.kick
@@ -539,9 +540,8 @@ func (s *Source) emitLoop(ctx context.Context, out topology.SourceEmitter) error
 			size += int64(len(m.payload))
 		}
 		s.stats.Buffered.Add(-int64(len(batch)))
-		s.stats.BufferedBytes.Add(-size)
+		s.stats.QueuedBytes.Add(-size)
 		s.taken.Add(-int64(len(batch)))
-		s.takenBytes.Add(-size)
 		select {
 		case s.room <- struct{}{}:
 		default:
