@@ -443,7 +443,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, ErrNoTopic)
 	}
 	for _, t := range c.Topics {
-		if t == "" || strings.Contains(t, "#") && !strings.HasSuffix(t, "#") {
+		if !validFilter(t) {
 			errs = append(errs, fmt.Errorf("topic filter %q", t))
 		}
 	}

@@ -4,6 +4,31 @@ import (
 	"strings"
 )
 
+// validFilter reports whether filter is an MQTT topic filter: not empty,
+// + and # only as whole levels, # only as the last.
+func validFilter(filter string) bool {
+	if rest, ok := strings.CutPrefix(filter, "$share/"); ok {
+		group, f, ok := strings.Cut(rest, "/")
+		if !ok || group == "" || strings.ContainsAny(group, "+#") {
+			return false
+		}
+		filter = f
+	}
+	if filter == "" {
+		return false
+	}
+	for {
+		level, rest, more := strings.Cut(filter, "/")
+		if level != "+" && level != "#" && strings.ContainsAny(level, "+#") || level == "#" && more {
+			return false
+		}
+		if !more {
+			return true
+		}
+		filter = rest
+	}
+}
+
 // matchFilter reports whether topic matches the MQTT topic filter: + stands
 // for one level, a trailing # for any number of levels (none included),
 // $share/GROUP/ is left out, and a wildcard at the first level does not
