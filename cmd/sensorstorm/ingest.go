@@ -59,7 +59,7 @@ func (f *ingestFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.ClientID, "client-id", mqtt.DefaultClientID("sensorstorm"), "MQTT client id: keep it across restarts, differ between instances")
 	fs.TextVar(&c.QoS, "qos", mqtt.DefaultQoS, "QoS of the subscriptions: 0, 1 or 2")
 	fs.TextVar(&c.Mode, "mode", mqtt.DefaultMode, "when a message is acknowledged to the broker: spool, tree or receipt")
-	fs.StringVar(&c.StateDir, "state-dir", "./sensorstorm-state", "directory for what must survive a restart (the spool)")
+	fs.StringVar(&c.StateDir, "state-dir", "./sensorstorm-state", "directory for what must survive a restart (the spool, the subscriptions)")
 	fs.TextVar(&c.Payload.Format, "format", mqtt.FormatLineProtocol, "payload format: lp or json")
 	fs.TextVar(&c.Payload.Precision, "precision", particle.Nanosecond, "timestamp precision of line-protocol payloads and the output: ns, us, ms or s")
 	fs.StringVar(&c.Payload.TopicTags, "topic-tags", "", "template turning topic segments into tags, e.g. sensors/{room}/{sensor}")

@@ -7,11 +7,34 @@
 // A Source subscribes to topic filters (QoS 1 by default; 0 and 2 too)
 // with a persistent session under a stable client id, so that the broker
 // keeps what arrives while the process is down. It resubscribes on every
-// connection, reconnects with a backoff capped at MaxReconnectInterval,
-// and speaks TLS and username/password. Its one message handler is
-// registered before it connects: the messages a persistent session queued
-// arrive at once. The handler only queues a message and returns, so that
-// paho's keepalive never waits for the pipeline.
+// connection and speaks TLS and username/password. Its one message
+// handler is registered before it connects: the messages a persistent
+// session queued arrive at once. The handler only queues a message and
+// returns, so that paho's keepalive never waits for the pipeline.
+//
+// # Connecting
+//
+// Sources and sinks make every connection themselves, paho's retries being
+// off. Each failed attempt is logged with the broker's reason; attempts
+// are ReconnectWait (1s) apart, doubling up to MaxReconnectInterval, the
+// first connection included; a lost connection is retried at once. A
+// refusal that retrying cannot fix (bad credentials, not authorized,
+// client id rejected, an untrusted broker certificate) is not retried:
+// Source.Run returns a *ConnectError. Broker URLs with another scheme than
+// paho's (tcp, ssl, tls, mqtts, ws, wss, unix...) fail validation with
+// ErrBrokerURL.
+//
+// A broker gives a client id's session to whichever client connected last.
+// Two processes with the same client id take it from each other over and
+// over, each losing its connection soon after making it: from the third
+// time in a row each loss is logged as an error naming the client id, and
+// with MaxTakeovers the client stops with ErrTakeover.
+//
+// The broker keeps a persistent session's subscriptions across runs, and
+// MQTT 3.1.1 cannot list them: a Source records its filters in StateDir
+// and unsubscribes from those a later run with the same client id no
+// longer has. A message that no configured filter matches is acknowledged
+// and dropped (Stats.Unwanted) all the same.
 //
 // Payloads are line protocol (one or more lines) or JSON (an object or an
 // array of objects; see [JSONConfig]). A template such as
@@ -24,7 +47,9 @@
 // *particle.DecodeError naming the topic, line and column, and the raw
 // payload; it is counted, the rest of the payload goes on, and the message
 // is acknowledged like any other: never redelivered forever, never
-// blocking the stream.
+// blocking the stream. A whole message is bad input when its topic does
+// not match TopicTags (ErrTopicMismatch) or its payload is larger than
+// MaxPayload (ErrPayloadTooLarge; only its first 256 bytes are kept).
 //
 // # When a message is acknowledged to the broker
 //
@@ -62,7 +87,9 @@
 //     divided by the processing latency (window included): raise
 //     max_inflight_messages (for example to 10000, or 0 for no limit) and
 //     max_queued_messages on the broker, or it takes about 20 messages a
-//     second with a 1s window and the broker drops beyond its queue.
+//     second with a 1s window and the broker drops beyond its queue. The
+//     engine reports completions without waiting: the source's own
+//     goroutine sends the acknowledgements.
 //   - ModeReceipt: a message is acknowledged when the pipeline takes it.
 //     Fast with a stock broker and no local state, but a crash loses the
 //     messages taken and not yet processed: at-most-once for those.
@@ -72,9 +99,11 @@
 // each message once and nothing protects it. Memory is bounded: at most
 // MaxBuffered messages wait between the broker and the pipeline, beyond
 // which the source stops acknowledging and the broker stops sending (QoS
-// 0 messages are dropped and counted instead); add what the broker sends
-// unacknowledged (max_inflight_messages; Mosquitto 2.0.11 was seen to
-// exceed it, up to a few hundred, after bursts of acknowledgements). A
+// 0 messages are dropped and counted instead), and MaxBufferedBytes bounds
+// their payload bytes; add what the broker sends unacknowledged
+// (max_inflight_messages; Mosquitto 2.0.11 was seen to exceed it, up to a
+// few hundred, after bursts of acknowledgements) times the largest message
+// it lets through (message_size_limit). A
 // slow pipeline makes a broker queue, and a stock Mosquitto drops beyond
 // 1000 queued messages: raise max_queued_messages for bursts longer than
 // that. Mosquitto 2.0 also loses, when it is stopped, the messages it has
@@ -94,12 +123,15 @@
 // # Sink
 //
 // A Sink publishes each particle as line protocol (or JSON) to a topic
-// made from a template such as "results/{sensor}", at QoS 1 by default.
+// made from a template such as "results/{sensor}", at QoS 1 by default. A
+// tag value fills one topic level: "/", "+", "#", NUL and "%" in it are
+// percent-encoded ("in/x" gives "results/in%2Fx"). A particle without a
+// tag the template names is dead-lettered and acknowledged, not retried.
 // It holds each input until the broker confirmed the publication, so with
 // QoS 1 or 2 a tree completes only once its results are with the broker;
-// MaxInflight bounds the publications waiting (backpressure), and
-// publications made while the connection is lost are sent on
-// reconnection.
+// MaxInflight bounds the publications waiting (backpressure). While the
+// connection is down Process waits, and publications made before the loss
+// are sent again on reconnection.
 //
 // This package is not a broker, does not speak MQTT 5 (no receive
 // maximum, no message expiry), and does not deduplicate what a crash makes
