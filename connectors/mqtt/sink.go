@@ -59,6 +59,8 @@ type publication struct {
 	tok      paho.Token
 	anchor   operation.Anchor
 	deadline time.Time
+	topic    string
+	payload  []byte
 }
 
 // topicPart is a literal or, with tag set, a tag reference of a topic
@@ -72,6 +74,7 @@ var (
 	_ operation.Operation        = (*Sink)(nil)
 	_ operation.WatermarkHandler = (*Sink)(nil)
 	_ operation.Flusher          = (*Sink)(nil)
+	_ operation.TickHandler      = (*Sink)(nil)
 )
 
 // NewSink returns a Sink for cfg, after applying defaults and validating
@@ -155,7 +158,7 @@ func (s *Sink) Process(ctx context.Context, in particle.Particle, out operation.
 	a := out.Hold()
 	s.stats.Published.Add(1)
 	s.mu.Lock()
-	s.pending[out] = append(s.pending[out], publication{tok: tok, anchor: a, deadline: time.Now().Add(s.cfg.PublishTimeout)})
+	s.pending[out] = append(s.pending[out], publication{tok: tok, anchor: a, deadline: time.Now().Add(s.cfg.PublishTimeout), topic: topic, payload: payload})
 	full := len(s.pending[out]) >= s.cfg.MaxInflight
 	s.mu.Unlock()
 	return s.settle(ctx, out, full)
@@ -198,52 +201,73 @@ func (s *Sink) OnWatermark(ctx context.Context, _ int64, out operation.Emitter) 
 	return s.settle(ctx, out, true)
 }
 
+// OnTick implements operation.TickHandler: it acknowledges the inputs
+// whose publication was confirmed since, and fails those that timed out,
+// so that trees complete while no particle comes: after a reconnection
+// paho sends again what was in flight, and confirms it later.
+func (s *Sink) OnTick(ctx context.Context, _ int64, out operation.Emitter) error {
+	return s.settle(ctx, out, false)
+}
+
 // Flush implements operation.Flusher: it waits for every confirmation.
 func (s *Sink) Flush(ctx context.Context, out operation.Emitter) error {
 	return s.settle(ctx, out, true)
 }
 
 // settle acknowledges the inputs whose publication was confirmed and fails
-// those that failed or timed out. With wait, it waits for every
-// publication of out to finish.
+// those that timed out. A publication paho failed (its write failed: the
+// connection was lost) is made again once reconnected, until its deadline;
+// MQTT allows the duplicate should paho's store send it too. With wait, it
+// waits for every publication of out to finish.
 func (s *Sink) settle(ctx context.Context, out operation.Emitter, wait bool) error {
-	s.mu.Lock()
-	pubs := s.pending[out]
-	delete(s.pending, out)
-	s.mu.Unlock()
-	keep := pubs[:0]
-	for _, p := range pubs {
-		if wait {
+	for {
+		s.mu.Lock()
+		pubs := s.pending[out]
+		delete(s.pending, out)
+		s.mu.Unlock()
+		keep := pubs[:0]
+		for _, p := range pubs {
+			if wait {
+				select {
+				case <-p.tok.Done():
+				case <-time.After(time.Until(p.deadline)):
+				case <-ctx.Done():
+				}
+			}
 			select {
 			case <-p.tok.Done():
-			case <-time.After(time.Until(p.deadline)):
-			case <-ctx.Done():
+				err := p.tok.Error()
+				if err != nil && time.Now().Before(p.deadline) && ctx.Err() == nil {
+					if p.tok, err = s.publish(ctx, s.conn, p.topic, p.payload); err == nil {
+						keep = append(keep, p)
+						continue
+					}
+				}
+				if err != nil {
+					s.stats.Failed.Add(1)
+					out.Fail(p.anchor, fmt.Errorf("mqtt: publish: %w", err))
+				} else {
+					s.stats.Confirmed.Add(1)
+					out.Ack(p.anchor)
+				}
+			default:
+				if time.Now().After(p.deadline) {
+					s.stats.Failed.Add(1)
+					out.Fail(p.anchor, ErrPublishTimeout)
+				} else {
+					keep = append(keep, p)
+				}
 			}
 		}
-		select {
-		case <-p.tok.Done():
-			if err := p.tok.Error(); err != nil {
-				s.stats.Failed.Add(1)
-				out.Fail(p.anchor, fmt.Errorf("mqtt: publish: %w", err))
-			} else {
-				s.stats.Confirmed.Add(1)
-				out.Ack(p.anchor)
-			}
-		default:
-			if time.Now().After(p.deadline) {
-				s.stats.Failed.Add(1)
-				out.Fail(p.anchor, ErrPublishTimeout)
-			} else {
-				keep = append(keep, p)
-			}
+		if len(keep) > 0 {
+			s.mu.Lock()
+			s.pending[out] = append(keep, s.pending[out]...)
+			s.mu.Unlock()
+		}
+		if !wait || len(keep) == 0 || ctx.Err() != nil {
+			return nil
 		}
 	}
-	if len(keep) > 0 {
-		s.mu.Lock()
-		s.pending[out] = append(keep, s.pending[out]...)
-		s.mu.Unlock()
-	}
-	return nil
 }
 
 // payload encodes p. s.mu is held.

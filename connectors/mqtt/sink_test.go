@@ -85,3 +85,41 @@ func TestSinkTopic(t *testing.T) {
 	_, err = mqtt.NewSink(mqtt.SinkConfig{ConnConfig: mqtt.ConnConfig{Brokers: []string{"tcp://x:1"}}, Topic: "out/#"})
 	assert.Error(t, err)
 }
+
+// TestSinkBrokerRestart restarts the broker while a sink publishes: the
+// sink waits for its reconnection instead of failing particles, publishes
+// again what paho failed when the connection broke, and every tree
+// completes, also those whose confirmation comes while no particle does.
+func TestSinkBrokerRestart(t *testing.T) {
+	const n = 300
+	broker := mosquittotest.Start(t, mosquittotest.Config{Persistence: true})
+	sink, err := mqtt.NewSink(mqtt.SinkConfig{ConnConfig: mqtt.ConnConfig{Brokers: []string{broker.URL()}, ClientID: "sink-restart",
+		ReconnectWait: 10 * time.Millisecond, MaxReconnectInterval: 100 * time.Millisecond}, Topic: "results/{sensor}"})
+	require.NoError(t, err)
+	topo, err := topology.New(topology.Config{Acking: topology.AckingConfig{Enabled: true}})
+	require.NoError(t, err)
+	topo.AddSource("gen", topology.Single(topology.SourceFunc(func(ctx context.Context, out topology.SourceEmitter) error {
+		for i := range n {
+			if i == n/2 {
+				if err := out.Flush(); err != nil {
+					return err
+				}
+				for sink.Stats().Confirmed.Load() == 0 {
+					time.Sleep(5 * time.Millisecond) // the sink publishes what was flushed
+				}
+				broker.Restart()
+			}
+			p := particle.Particle{Time: int64(i), Measurement: "reading", Tags: []particle.Tag{{Key: "sensor", Value: "s"}},
+				Fields: []particle.Field{{Key: "v", Value: particle.Int(int64(i))}}}
+			if err := out.Emit(p, i); err != nil {
+				return err
+			}
+		}
+		return nil
+	})), topology.SourceConfig{})
+	topo.AddBolt("publish", operation.Stateless(sink), topology.BoltConfig{}).Input("gen", topology.Global())
+	require.NoError(t, topo.Run(context.Background()))
+	assert.Equal(t, uint64(n), topo.Stats("gen").Acked.Load())
+	assert.Zero(t, sink.Stats().Failed.Load())
+	assert.GreaterOrEqual(t, sink.Stats().Connects.Load(), uint64(2))
+}
