@@ -2,7 +2,6 @@ package mqtt_test
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"runtime"
 	"testing"
@@ -14,9 +13,6 @@ import (
 
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt"
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt/mosquittotest"
-	"github.com/sensorstorm/sensorstorm/operation"
-	"github.com/sensorstorm/sensorstorm/particle"
-	"github.com/sensorstorm/sensorstorm/topology"
 )
 
 // publishAll publishes payloads to topic at QoS 1 and waits for the
@@ -165,23 +161,12 @@ func TestSinkBadInput(t *testing.T) {
 	sink, err := mqtt.NewSink(mqtt.SinkConfig{ConnConfig: mqtt.ConnConfig{Brokers: []string{broker.URL()}, ClientID: "sink-bad"},
 		Topic: "results/{sensor}", DeadLetters: dead})
 	require.NoError(t, err)
-	topo, err := topology.New(topology.Config{Acking: topology.AckingConfig{Enabled: true}, DeadLetters: dead})
-	require.NoError(t, err)
-	topo.AddSource("gen", topology.Single(topology.SourceFunc(func(ctx context.Context, out topology.SourceEmitter) error {
-		for i := range n {
-			p := particle.Particle{Time: int64(i), Measurement: "reading", Fields: []particle.Field{{Key: "v", Value: particle.Int(int64(i))}}}
-			if i%2 == 0 {
-				p.Tags = []particle.Tag{{Key: "sensor", Value: "s"}}
-			}
-			if err := out.Emit(p, i); err != nil {
-				return err
-			}
+	topo := runSink(t, sink, dead, n, func(i int) string {
+		if i%2 == 0 {
+			return "s"
 		}
-		return nil
-	})), topology.SourceConfig{})
-	topo.AddBolt("publish", operation.Stateless(sink), topology.BoltConfig{}).Input("gen", topology.Global())
-	require.NoError(t, topo.Run(context.Background()))
-
+		return ""
+	}, nil)
 	assert.Equal(t, uint64(n), topo.Stats("gen").Acked.Load())
 	assert.Zero(t, topo.Stats("gen").Failed.Load())
 	assert.Equal(t, uint64(n/2), sink.Stats().Confirmed.Load())

@@ -41,21 +41,8 @@ func TestSink(t *testing.T) {
 
 	sink, err := mqtt.NewSink(mqtt.SinkConfig{ConnConfig: mqtt.ConnConfig{Brokers: []string{broker.URL()}, ClientID: "sink"}, Topic: "results/{sensor}", MaxInflight: 16})
 	require.NoError(t, err)
-	topo, err := topology.New(topology.Config{Acking: topology.AckingConfig{Enabled: true}})
-	require.NoError(t, err)
+	topo := runSink(t, sink, nil, n, func(i int) string { return fmt.Sprint("s", i%3) }, nil)
 	var acked int
-	topo.AddSource("gen", topology.Single(topology.SourceFunc(func(ctx context.Context, out topology.SourceEmitter) error {
-		for i := range n {
-			p := particle.Particle{Time: int64(i), Measurement: "reading", Tags: []particle.Tag{{Key: "sensor", Value: fmt.Sprint("s", i%3)}},
-				Fields: []particle.Field{{Key: "v", Value: particle.Int(int64(i))}}}
-			if err := out.Emit(p, i); err != nil {
-				return err
-			}
-		}
-		return nil
-	})), topology.SourceConfig{})
-	topo.AddBolt("publish", operation.Stateless(sink), topology.BoltConfig{}).Input("gen", topology.Global())
-	require.NoError(t, topo.Run(context.Background()))
 	acked = int(topo.Stats("gen").Acked.Load())
 	assert.Equal(t, n, acked)
 	assert.Equal(t, uint64(n), sink.Stats().Confirmed.Load())
@@ -96,21 +83,43 @@ func TestSinkBrokerRestart(t *testing.T) {
 	sink, err := mqtt.NewSink(mqtt.SinkConfig{ConnConfig: mqtt.ConnConfig{Brokers: []string{broker.URL()}, ClientID: "sink-restart",
 		ReconnectWait: 10 * time.Millisecond, MaxReconnectInterval: 100 * time.Millisecond}, Topic: "results/{sensor}"})
 	require.NoError(t, err)
-	topo, err := topology.New(topology.Config{Acking: topology.AckingConfig{Enabled: true}})
+	topo := runSink(t, sink, nil, n, func(int) string { return "s" }, func(i int, out topology.SourceEmitter) error {
+		if i != n/2 {
+			return nil
+		}
+		if err := out.Flush(); err != nil {
+			return err
+		}
+		for sink.Stats().Confirmed.Load() == 0 {
+			time.Sleep(5 * time.Millisecond) // the sink publishes what was flushed
+		}
+		broker.Restart()
+		return nil
+	})
+	assert.Equal(t, uint64(n), topo.Stats("gen").Acked.Load())
+	assert.Zero(t, sink.Stats().Failed.Load())
+	assert.GreaterOrEqual(t, sink.Stats().Connects.Load(), uint64(2))
+}
+
+// runSink runs a topology in which a source emits n readings, tagged
+// sensor=sensor(i) unless that is "", into sink, calling before(i) before
+// reading i when set. It returns the topology once it stopped.
+func runSink(t *testing.T, sink *mqtt.Sink, dead topology.DeadLetterSink, n int, sensor func(i int) string,
+	before func(i int, out topology.SourceEmitter) error) *topology.Topology {
+	t.Helper()
+	topo, err := topology.New(topology.Config{Acking: topology.AckingConfig{Enabled: true}, DeadLetters: dead})
 	require.NoError(t, err)
 	topo.AddSource("gen", topology.Single(topology.SourceFunc(func(ctx context.Context, out topology.SourceEmitter) error {
 		for i := range n {
-			if i == n/2 {
-				if err := out.Flush(); err != nil {
+			if before != nil {
+				if err := before(i, out); err != nil {
 					return err
 				}
-				for sink.Stats().Confirmed.Load() == 0 {
-					time.Sleep(5 * time.Millisecond) // the sink publishes what was flushed
-				}
-				broker.Restart()
 			}
-			p := particle.Particle{Time: int64(i), Measurement: "reading", Tags: []particle.Tag{{Key: "sensor", Value: "s"}},
-				Fields: []particle.Field{{Key: "v", Value: particle.Int(int64(i))}}}
+			p := particle.Particle{Time: int64(i), Measurement: "reading", Fields: []particle.Field{{Key: "v", Value: particle.Int(int64(i))}}}
+			if v := sensor(i); v != "" {
+				p.Tags = []particle.Tag{{Key: "sensor", Value: v}}
+			}
 			if err := out.Emit(p, i); err != nil {
 				return err
 			}
@@ -119,7 +128,5 @@ func TestSinkBrokerRestart(t *testing.T) {
 	})), topology.SourceConfig{})
 	topo.AddBolt("publish", operation.Stateless(sink), topology.BoltConfig{}).Input("gen", topology.Global())
 	require.NoError(t, topo.Run(context.Background()))
-	assert.Equal(t, uint64(n), topo.Stats("gen").Acked.Load())
-	assert.Zero(t, sink.Stats().Failed.Load())
-	assert.GreaterOrEqual(t, sink.Stats().Connects.Load(), uint64(2))
+	return topo
 }
