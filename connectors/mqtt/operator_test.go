@@ -150,8 +150,9 @@ func TestMaxBufferedBytes(t *testing.T) {
 		last = pub.client.Publish("sensors/r/s", 1, false, line)
 	}
 	require.True(t, last.WaitTimeout(60*time.Second))
-	waitFor(t, 60*time.Second, "every message", func() bool { return rec.count.Load() == n })
+	waitFor(t, 60*time.Second, "every message", func() bool { return p.src.Stats().Emitted.Load() == n })
 	p.stop(t)
+	assert.Equal(t, int64(n), rec.count.Load())
 	peak := p.src.Stats().PeakQueuedBytes.Load()
 	t.Logf("peak queued %d KB, limit %d KB", peak/1000, limit/1000)
 	assert.LessOrEqual(t, peak, int64(limit))
