@@ -207,7 +207,9 @@ func TestResultsFlowWithoutEndOfStream(t *testing.T) {
 		}
 		return nil
 	})), topology.SourceConfig{})
-	perKey := func() operation.Operation { return operation.Aggregate(operation.Tumbling(size), operation.ByTags("k"), sumAgg{}) }
+	perKey := func() operation.Operation {
+		return operation.Aggregate(operation.Tumbling(size), operation.ByTags("k"), sumAgg{})
+	}
 	topo.AddBolt("windows", perKey, topology.BoltConfig{Parallelism: 2, Buffer: syncbuffer.Config{Window: w1}}).Input("src", topology.Fields("k"))
 	pass := operation.Func(func(_ context.Context, in particle.Particle, out operation.Emitter) error { out.Emit(in); return nil })
 	topo.AddBolt("pass", operation.Stateless(pass), topology.BoltConfig{Buffer: syncbuffer.Config{Window: w2}}).Input("windows", topology.Global())

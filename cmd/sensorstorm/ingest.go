@@ -152,9 +152,8 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 				TLS: f.src.TLS, KeepAlive: f.src.KeepAlive, MaxReconnectInterval: f.src.MaxReconnectInterval,
 				MaxTakeovers: f.src.MaxTakeovers, Logger: logger, OnGiveUp: giveUp,
 			},
-			Topic:       f.publish,
-			Precision:   f.src.Payload.Precision,
-			DeadLetters: dead,
+			Topic:     f.publish,
+			Precision: f.src.Payload.Precision,
 		})
 		if err != nil {
 			return exitUsage, err

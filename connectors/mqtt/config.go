@@ -13,7 +13,6 @@ import (
 
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/spool"
-	"github.com/sensorstorm/sensorstorm/topology"
 )
 
 // Defaults for Config, SinkConfig and their parts.
@@ -348,10 +347,6 @@ type SinkConfig struct {
 	// PublishTimeout fails a particle whose publication was not confirmed
 	// in time; the engine retries it. Defaults to DefaultPublishTimeout.
 	PublishTimeout time.Duration `yaml:"publish_timeout"`
-	// DeadLetters receives the particles the topic template cannot name,
-	// which are acknowledged, not retried. Defaults to logging them at
-	// warning level.
-	DeadLetters topology.DeadLetterSink `yaml:"-"`
 }
 
 // DefaultClientID returns prefix-hostname: stable across restarts, so that

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt"
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt/mosquittotest"
+	"github.com/sensorstorm/sensorstorm/operation"
 )
 
 // publishAll publishes payloads to topic at QoS 1 and waits for the
@@ -166,7 +167,7 @@ func TestSinkBadInput(t *testing.T) {
 	broker := mosquittotest.Start(t, mosquittotest.Config{})
 	dead := &deadLetters{}
 	sink, err := mqtt.NewSink(mqtt.SinkConfig{ConnConfig: mqtt.ConnConfig{Brokers: []string{broker.URL()}, ClientID: "sink-bad"},
-		Topic: "results/{sensor}", DeadLetters: dead})
+		Topic: "results/{sensor}"})
 	require.NoError(t, err)
 	topo := runSink(t, sink, dead, n, func(i int) string {
 		if i%2 == 0 {
@@ -182,7 +183,8 @@ func TestSinkBadInput(t *testing.T) {
 	require.Len(t, letters, n/2)
 	for _, l := range letters {
 		assert.ErrorIs(t, l.Err, mqtt.ErrTopicTemplate)
-		assert.Equal(t, "invalid", l.Reason)
+		assert.ErrorIs(t, l.Err, operation.ErrRejected)
+		assert.Equal(t, "rejected", l.Reason)
 		require.NotNil(t, l.Particle)
 	}
 }

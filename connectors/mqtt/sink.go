@@ -14,7 +14,6 @@ import (
 
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
-	"github.com/sensorstorm/sensorstorm/topology"
 )
 
 // SinkStats counts what a Sink did. The counters are safe to read while it
@@ -38,8 +37,8 @@ type SinkStats struct {
 // and Process waits for it.
 //
 // A particle the template cannot name (it lacks a tag the template uses)
-// is bad input: it is counted, sent to SinkConfig.DeadLetters and
-// acknowledged, never retried.
+// is bad input: it is counted and rejected (operation.ErrRejected), which
+// the engine dead-letters and acknowledges, never retries.
 //
 // One Sink may serve several bolt instances. It connects on the first
 // Process, and Close disconnects.
@@ -132,14 +131,13 @@ func (s *Sink) Topic(p *particle.Particle) (string, error) {
 
 // Process implements operation.Operation: it publishes in and holds it
 // until the broker confirms, waiting while the connection is down. A
-// particle the template cannot name is dead-lettered and acknowledged; an
-// error (unencodable particle, connection refused for good) fails in.
+// particle the template cannot name is rejected; an error (unencodable
+// particle, connection refused for good) fails in.
 func (s *Sink) Process(ctx context.Context, in particle.Particle, out operation.Emitter) error {
 	topic, err := s.Topic(&in)
 	if err != nil {
 		s.stats.Invalid.Add(1)
-		s.deadLetter(ctx, in, err)
-		return nil
+		return fmt.Errorf("%w: %w", operation.ErrRejected, err)
 	}
 	cn, err := s.connection()
 	if err != nil {
@@ -183,15 +181,6 @@ func (s *Sink) publish(ctx context.Context, cn *conn, topic string, payload []by
 		}
 		return tok, nil
 	}
-}
-
-// deadLetter reports a particle the sink cannot publish.
-func (s *Sink) deadLetter(ctx context.Context, p particle.Particle, err error) {
-	if s.cfg.DeadLetters == nil {
-		s.cfg.Logger.WarnContext(ctx, "mqtt: particle not published", "err", err)
-		return
-	}
-	s.cfg.DeadLetters.DeadLetter(ctx, topology.DeadLetter{Component: "mqtt sink", Reason: "invalid", Err: err, Particle: &p})
 }
 
 // OnWatermark implements operation.WatermarkHandler: after each round of
