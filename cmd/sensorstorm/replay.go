@@ -23,6 +23,7 @@ import (
 type replayOptions struct {
 	speed      replaysrc.Speed
 	window     time.Duration
+	future     time.Duration
 	late       syncbuffer.LatePolicy
 	lateOut    string
 	from, to   instantFlag
@@ -54,6 +55,7 @@ func replayFlags(stderr io.Writer) (*cli, *replayOptions) {
 	fs := c.fs
 	fs.TextVar(&o.speed, "speed", replaysrc.DefaultSpeed, "replay `FACTOR` of the recorded pace, from 0.01 to 10000, or max for unpaced")
 	durationVar(fs, &o.window, "window", 0, "bounded out-of-orderness: how long particles wait for late ones, a `DURATION` such as 2s")
+	durationVar(fs, &o.future, "future-bound", syncbuffer.DefaultFutureBound, "how far a record may jump ahead of the newest one replayed before it is a wild timestamp, unless the next record confirms the gap (a `DURATION`; negative: no check)")
 	fs.TextVar(&o.late, "late", syncbuffer.LateDrop, "late particles: drop, side (needs --late-out) or pass")
 	fs.StringVar(&o.lateOut, "late-out", "", "with --late side, append late particles to this `FILE` (- is stdout)")
 	fs.Var(&o.from, "from", "replay records from this event `TIME` on: RFC 3339 or epoch nanoseconds")
@@ -110,7 +112,7 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintln(stderr, "sensorstorm:", err)
 		return code
 	}
-	cfg := replaysrc.Config{Speed: o.speed, From: o.from.t, To: o.to.t, Loop: o.loop, Concat: o.concat}
+	cfg := replaysrc.Config{Speed: o.speed, From: o.from.t, To: o.to.t, Loop: o.loop, Concat: o.concat, FutureBound: o.future}
 	for _, path := range o.files {
 		f, err := o.format.formatFor(path)
 		if err != nil {
