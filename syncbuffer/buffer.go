@@ -58,6 +58,9 @@ type Buffer[T any] struct {
 	// lastPeak is how many slots the previous cycle, from empty to empty,
 	// used.
 	lastPeak int
+	// size measures items, when set; bytes is the total held.
+	size  func(*T) int
+	bytes int64
 	// head, when full, is an entry that precedes every entry in tree, so
 	// that a tree fed in order is rarely searched.
 	head    entry
@@ -149,8 +152,20 @@ func New[T any](cfg Config, inputs int, key func(*T) Key, isMeta func(*T) bool) 
 	return b, nil
 }
 
-// Full reports whether the buffer holds its capacity of items or more.
-func (b *Buffer[T]) Full() bool { return b.Len() >= b.cfg.Capacity }
+// Full reports whether the buffer holds its capacity of items or bytes, or
+// more.
+func (b *Buffer[T]) Full() bool {
+	return b.Len() >= b.cfg.Capacity || (b.size != nil && b.bytes >= b.cfg.CapacityBytes)
+}
+
+// MeasureWith makes the buffer count the bytes of the items it holds with
+// size, for [Config.CapacityBytes]. Call it before the first Push; size
+// must give an item the same size every time.
+func (b *Buffer[T]) MeasureWith(size func(*T) int) { b.size = size }
+
+// Bytes returns the bytes of the items held, as measured by the size
+// function given to [Buffer.MeasureWith]; 0 without one.
+func (b *Buffer[T]) Bytes() int64 { return b.bytes }
 
 // Config returns the buffer's configuration with defaults applied.
 func (b *Buffer[T]) Config() Config { return b.cfg }
@@ -259,14 +274,20 @@ func (b *Buffer[T]) Advance(input int, high, promise, now int64) {
 
 // store puts item in a free slot and returns the slot.
 func (b *Buffer[T]) store(item T) uint32 {
+	var slot uint32
 	if n := len(b.free); n > 0 {
-		slot := b.free[n-1]
+		slot = b.free[n-1]
 		b.free = b.free[:n-1]
 		b.slots[slot] = item
-		return slot
+	} else {
+		b.slots = append(b.slots, item)
+		slot = uint32(len(b.slots) - 1)
 	}
-	b.slots = append(b.slots, item)
-	return uint32(len(b.slots) - 1)
+	if b.size != nil {
+		// Measured in its slot, so that item does not escape.
+		b.bytes += int64(b.size(&b.slots[slot]))
+	}
+	return slot
 }
 
 // take empties slot and returns its item. Each time the buffer empties
@@ -275,6 +296,9 @@ func (b *Buffer[T]) store(item T) uint32 {
 // fills to the same size again and again keeps its slots, and one that saw
 // a burst does not keep its memory for good.
 func (b *Buffer[T]) take(slot uint32) T {
+	if b.size != nil {
+		b.bytes -= int64(b.size(&b.slots[slot]))
+	}
 	item := b.slots[slot]
 	var zero T
 	b.slots[slot] = zero

@@ -368,9 +368,9 @@ func TestConfigDefaults(t *testing.T) {
 	tests := []struct {
 		in, want Config
 	}{
-		{Config{}, Config{IdleTimeout: DefaultIdleTimeout, FutureBound: DefaultFutureBound, MetaRetention: DefaultMetaRetention, Capacity: DefaultCapacity}},
+		{Config{}, Config{IdleTimeout: DefaultIdleTimeout, FutureBound: DefaultFutureBound, MetaRetention: DefaultMetaRetention, Capacity: DefaultCapacity, CapacityBytes: DefaultCapacityBytes}},
 		{Config{Window: time.Hour, IdleTimeout: -1, FutureBound: -1, Late: LatePass, Capacity: 10},
-			Config{Window: time.Hour, IdleTimeout: -1, FutureBound: -1, Late: LatePass, MetaRetention: time.Hour, Capacity: 10}},
+			Config{Window: time.Hour, IdleTimeout: -1, FutureBound: -1, Late: LatePass, MetaRetention: time.Hour, Capacity: 10, CapacityBytes: DefaultCapacityBytes}},
 	}
 	for _, tt := range tests {
 		b, err := New(tt.in, 1, itemKey, nil)
@@ -456,4 +456,19 @@ func TestMin(t *testing.T) {
 	it, _ = b.Min()
 	assert.Equal(t, int64(4), it.K.Time, "after a release the next one sits in the head")
 	assert.Equal(t, 2, b.Len())
+}
+
+func TestFullByBytes(t *testing.T) {
+	b := newTestBuffer(t, Config{Window: 100, CapacityBytes: 30}, 1)
+	b.MeasureWith(func(it *item) int { return 10 })
+	for i := range 3 {
+		assert.False(t, b.Full(), "%d items", i)
+		b.Push(0, data(int64(i), 0, uint64(i)), 0)
+	}
+	assert.True(t, b.Full())
+	assert.Equal(t, int64(30), b.Bytes())
+	b.EndOfStream(0)
+	assert.Len(t, drain(b, 0), 3)
+	assert.Zero(t, b.Bytes())
+	assert.False(t, b.Full())
 }

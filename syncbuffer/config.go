@@ -18,6 +18,9 @@ const (
 
 	// DefaultCapacity is the default [Config.Capacity].
 	DefaultCapacity = 1 << 22
+
+	// DefaultCapacityBytes is the default [Config.CapacityBytes].
+	DefaultCapacityBytes = 1 << 30
 )
 
 // Config configures a [Buffer]. The zero value is valid and gets the
@@ -53,6 +56,12 @@ type Config struct {
 	// reports it full: the owner then stops taking items until Release has
 	// made room. Defaults to DefaultCapacity.
 	Capacity int `yaml:"capacity"`
+
+	// CapacityBytes is how many bytes of items, as measured by the size
+	// function given to [Buffer.MeasureWith], the buffer holds before
+	// [Buffer.Full] reports it full. Defaults to DefaultCapacityBytes;
+	// without a size function it does not apply.
+	CapacityBytes int64 `yaml:"capacity_bytes"`
 }
 
 func (c *Config) setDefaults() {
@@ -68,6 +77,9 @@ func (c *Config) setDefaults() {
 	if c.Capacity == 0 {
 		c.Capacity = DefaultCapacity
 	}
+	if c.CapacityBytes == 0 {
+		c.CapacityBytes = DefaultCapacityBytes
+	}
 }
 
 // Validate reports whether c is usable, after defaults. The error wraps
@@ -78,8 +90,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: window %v is negative", ErrInvalidConfig, c.Window)
 	case c.MetaRetention < 0:
 		return fmt.Errorf("%w: meta retention %v is negative", ErrInvalidConfig, c.MetaRetention)
-	case c.Capacity < 0:
-		return fmt.Errorf("%w: capacity %d is negative", ErrInvalidConfig, c.Capacity)
+	case c.Capacity < 0 || c.CapacityBytes < 0:
+		return fmt.Errorf("%w: capacity %d items, %d bytes is negative", ErrInvalidConfig, c.Capacity, c.CapacityBytes)
 	case c.Late > LatePass:
 		return fmt.Errorf("%w: late policy %d", ErrInvalidConfig, uint8(c.Late))
 	}

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"sync"
+	"unsafe"
 
 	"github.com/sensorstorm/sensorstorm/acker"
 	"github.com/sensorstorm/sensorstorm/particle"
@@ -45,6 +46,11 @@ func envelopeKey(e *envelope) syncbuffer.Key {
 }
 
 func envelopeIsMeta(e *envelope) bool { return e.p.Meta != nil }
+
+// envelopeSize estimates the bytes an envelope holds in a sync buffer.
+func envelopeSize(e *envelope) int {
+	return int(unsafe.Sizeof(*e)) + e.p.Size() + len(e.more)*int(unsafe.Sizeof(anchor{}))
+}
 
 // batch is the unit that travels between instances. high and promise are
 // the sender's progress after its items (see syncbuffer.Buffer.Advance): a

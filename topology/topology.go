@@ -423,6 +423,7 @@ func (t *Topology) build(drainCtx context.Context) (*run, error) {
 			if err != nil {
 				return nil, fmt.Errorf("topology: bolt %s: %w", spec.name, err)
 			}
+			buf.MeasureWith(envelopeSize)
 			b := &boltInstance{
 				name: spec.name, index: i, origin: origin, op: spec.factory(), buf: buf,
 				late: buf.Config().Late, inbox: make(chan *batch, t.cfg.InboxSize), inputs: inputs,
