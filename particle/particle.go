@@ -1,9 +1,9 @@
 package particle
 
 import (
-	"unsafe"
 	"sort"
 	"time"
+	"unsafe"
 )
 
 // Kind tells data particles from meta particles.
