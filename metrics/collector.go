@@ -20,6 +20,7 @@ type Collector struct {
 	now  func() time.Time
 
 	in, out, processed, meta, duplicates, late, invalid, errs, panics *prometheus.Desc
+	behind, full, destRetries                                         *prometheus.Desc
 	buffered, watermark, lag                                          *prometheus.Desc
 	acked, failed, replayed, dead                                     *prometheus.Desc
 	pending, stale                                                    *prometheus.Desc
@@ -39,30 +40,34 @@ func New(topo *topology.Topology, now func() time.Time) *Collector {
 	}
 	return &Collector{
 		topo: topo, now: now,
-		in:         desc("particles_in_total", "Particles received by the component.", comp...),
-		out:        desc("particles_out_total", "Particles emitted by the component.", comp...),
-		processed:  desc("processed_total", "Data particles given to the component's operation.", comp...),
-		meta:       desc("meta_total", "Meta particles handled and forwarded.", comp...),
-		duplicates: desc("duplicates_total", "Extra copies of meta particles dropped.", comp...),
-		late:       desc("late_total", "Particles older than what the component had released.", comp...),
-		invalid:    desc("invalid_total", "Bad input: undecodable, or too far ahead of the stream clock.", comp...),
-		errs:       desc("errors_total", "Inputs the operation failed.", comp...),
-		panics:     desc("panics_total", "Inputs the operation panicked on.", comp...),
-		buffered:   desc("buffered_particles", "Particles waiting in the component's synchronization buffers.", comp...),
-		watermark:  desc("watermark_seconds", "Highest watermark of the component's instances, Unix seconds.", comp...),
-		lag:        desc("watermark_lag_seconds", "Wall clock minus the component's watermark.", comp...),
-		acked:      desc("acked_total", "Trees of the source that completed.", comp...),
-		failed:     desc("failed_total", "Failed attempts of the source's trees, by reason.", "component", "reason"),
-		replayed:   desc("replayed_total", "Particles the source emitted again after a failure.", comp...),
-		dead:       desc("dead_letters_total", "Particles of the source given up on and dead-lettered.", comp...),
-		pending:    desc("pending_trees", "Trees not finished yet."),
-		stale:      desc("stale_acks_total", "Acks and fails for trees that had already finished."),
+		in:          desc("particles_in_total", "Particles received by the component.", comp...),
+		out:         desc("particles_out_total", "Particles emitted by the component.", comp...),
+		processed:   desc("processed_total", "Data particles given to the component's operation.", comp...),
+		meta:        desc("meta_total", "Meta particles handled and forwarded.", comp...),
+		duplicates:  desc("duplicates_total", "Extra copies of meta particles dropped.", comp...),
+		late:        desc("late_total", "Data particles older than their input's high-water mark minus the window.", comp...),
+		behind:      desc("behind_total", "Data particles older than what was released after an idle input stopped holding the watermark.", comp...),
+		full:        desc("full_buffers_total", "Times a synchronization buffer filled and its instance stopped taking input.", comp...),
+		destRetries: desc("destination_retries_total", "Calls retried because their destination failed.", comp...),
+		invalid:     desc("invalid_total", "Bad input: undecodable, or too far ahead of the stream clock.", comp...),
+		errs:        desc("errors_total", "Inputs the operation failed.", comp...),
+		panics:      desc("panics_total", "Inputs the operation panicked on.", comp...),
+		buffered:    desc("buffered_particles", "Particles waiting in the component's synchronization buffers.", comp...),
+		watermark:   desc("watermark_seconds", "Highest watermark of the component's instances, Unix seconds.", comp...),
+		lag:         desc("watermark_lag_seconds", "Wall clock minus the component's watermark.", comp...),
+		acked:       desc("acked_total", "Trees of the source that completed.", comp...),
+		failed:      desc("failed_total", "Failed attempts of the source's trees, by reason.", "component", "reason"),
+		replayed:    desc("replayed_total", "Particles the source emitted again after a failure.", comp...),
+		dead:        desc("dead_letters_total", "Particles of the source given up on and dead-lettered.", comp...),
+		pending:     desc("pending_trees", "Trees not finished yet."),
+		stale:       desc("stale_acks_total", "Acks and fails for trees that had already finished."),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.in, c.out, c.processed, c.meta, c.duplicates, c.late, c.invalid, c.errs, c.panics,
+		c.behind, c.full, c.destRetries,
 		c.buffered, c.watermark, c.lag, c.acked, c.failed, c.replayed, c.dead, c.pending, c.stale} {
 		ch <- d
 	}
@@ -85,6 +90,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.meta, s.Meta.Load(), name)
 		counter(c.duplicates, s.Duplicates.Load(), name)
 		counter(c.late, s.Late.Load(), name)
+		counter(c.behind, s.Behind.Load(), name)
+		counter(c.full, s.FullBuffers.Load(), name)
+		counter(c.destRetries, s.DestinationRetries.Load(), name)
 		counter(c.invalid, s.Invalid.Load(), name)
 		counter(c.errs, s.Errors.Load(), name)
 		counter(c.panics, s.Panics.Load(), name)
