@@ -3,7 +3,6 @@ package particle
 import (
 	"sort"
 	"time"
-	"unsafe"
 )
 
 // Kind tells data particles from meta particles.
@@ -121,18 +120,4 @@ func (p Particle) Clone() Particle {
 	p.Tags = append([]Tag(nil), p.Tags...)
 	p.Fields = append([]Field(nil), p.Fields...)
 	return p
-}
-
-// Size estimates the bytes p holds: its tags and fields with their strings,
-// beyond the Particle itself. Tags and fields that several particles share
-// count for each of them, so it is an upper bound, for memory limits.
-func (p *Particle) Size() int {
-	n := len(p.Measurement) + len(p.Tags)*int(unsafe.Sizeof(Tag{})) + len(p.Fields)*int(unsafe.Sizeof(Field{}))
-	for _, t := range p.Tags {
-		n += len(t.Key) + len(t.Value)
-	}
-	for _, f := range p.Fields {
-		n += len(f.Key) + len(f.Value.str)
-	}
-	return n
 }

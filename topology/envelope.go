@@ -47,9 +47,13 @@ func envelopeKey(e *envelope) syncbuffer.Key {
 
 func envelopeIsMeta(e *envelope) bool { return e.p.Meta != nil }
 
-// envelopeSize estimates the bytes an envelope holds in a sync buffer.
+// envelopeSize estimates the bytes an envelope holds in a sync buffer: the
+// envelope and its tag, field and anchor slices. Strings are left out: a
+// decoder's particles share them, and counting them would cost a pass over
+// every tag and field twice per particle.
 func envelopeSize(e *envelope) int {
-	return int(unsafe.Sizeof(*e)) + e.p.Size() + len(e.more)*int(unsafe.Sizeof(anchor{}))
+	return int(unsafe.Sizeof(*e)) + len(e.p.Tags)*int(unsafe.Sizeof(particle.Tag{})) +
+		len(e.p.Fields)*int(unsafe.Sizeof(particle.Field{})) + len(e.more)*int(unsafe.Sizeof(anchor{}))
 }
 
 // batch is the unit that travels between instances. high and promise are
