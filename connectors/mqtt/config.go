@@ -13,6 +13,7 @@ import (
 
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/spool"
+	"github.com/sensorstorm/sensorstorm/streamclock"
 )
 
 // Defaults for Config, SinkConfig and their parts.
@@ -195,6 +196,10 @@ type ConnConfig struct {
 
 	// Logger receives connection events. Defaults to discarding them.
 	Logger *slog.Logger `yaml:"-"`
+	// Wall is the wall clock: the live stream clock, which stamps
+	// readings that carry no time of their own, and the clock of
+	// publication deadlines. Defaults to streamclock.System.
+	Wall streamclock.Wall `yaml:"-"`
 	// OnConnect is called, in its own goroutine, after every connection
 	// and reconnection. Defaults to nil.
 	OnConnect func() `yaml:"-"`
@@ -380,6 +385,9 @@ func (c *ConnConfig) setDefaults(prefix string) {
 	}
 	if c.MaxReconnectInterval == 0 {
 		c.MaxReconnectInterval = max(DefaultMaxReconnectInterval, c.ReconnectWait)
+	}
+	if c.Wall == nil {
+		c.Wall = streamclock.System{}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -156,7 +156,7 @@ func (s *Sink) Process(ctx context.Context, in particle.Particle, out operation.
 	a := out.Hold()
 	s.stats.Published.Add(1)
 	s.mu.Lock()
-	s.pending[out] = append(s.pending[out], publication{tok: tok, anchor: a, deadline: time.Now().Add(s.cfg.PublishTimeout), topic: topic, payload: payload})
+	s.pending[out] = append(s.pending[out], publication{tok: tok, anchor: a, deadline: s.cfg.Wall.Now().Add(s.cfg.PublishTimeout), topic: topic, payload: payload})
 	full := len(s.pending[out]) >= s.cfg.MaxInflight
 	s.mu.Unlock()
 	return s.settle(ctx, out, full)
@@ -226,7 +226,7 @@ func (s *Sink) settle(ctx context.Context, out operation.Emitter, wait bool) err
 			select {
 			case <-p.tok.Done():
 				err := p.tok.Error()
-				if err != nil && time.Now().Before(p.deadline) && ctx.Err() == nil {
+				if err != nil && s.cfg.Wall.Now().Before(p.deadline) && ctx.Err() == nil {
 					if p.tok, err = s.publish(ctx, s.conn, p.topic, p.payload); err == nil {
 						keep = append(keep, p)
 						continue

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
@@ -281,7 +280,7 @@ func (s *Source) arrive(_ paho.Client, m paho.Message) {
 	if m.Duplicate() {
 		s.stats.Redelivered.Add(1)
 	}
-	msg := &message{m: m, topic: m.Topic(), payload: m.Payload(), recv: time.Now().UnixNano()}
+	msg := &message{m: m, topic: m.Topic(), payload: m.Payload(), recv: s.cfg.Wall.Now().UnixNano()}
 	msg.size = len(msg.payload)
 	switch {
 	case !s.wanted(msg.topic):
