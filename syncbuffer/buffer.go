@@ -243,7 +243,7 @@ func (b *Buffer[T]) Push(input int, item T, now int64) Status {
 			return Late
 		}
 	}
-	if b.hasReleased && k.Less(b.released) {
+	if b.hasReleased && k.Time <= b.released.Time && k.Less(b.released) {
 		b.stats.Behind++
 		return Behind
 	}
@@ -358,10 +358,12 @@ func (b *Buffer[T]) Release(now int64, fn func(item T) bool) {
 		return
 	}
 	b.meta.expire(subSat(wm, int64(b.cfg.MetaRetention)))
+	var last entry
+	released := false
 	for {
 		e, from, ok := b.next()
 		if !ok || e.time > wm {
-			return
+			break
 		}
 		if from != nil {
 			from.pop()
@@ -369,12 +371,15 @@ func (b *Buffer[T]) Release(now int64, fn func(item T) bool) {
 		} else {
 			b.hasHead = false
 		}
-		b.stats.MaxReleased = e.time
-		b.released, b.hasReleased = Key{Time: e.time, Origin: uint32(e.origin >> 32), Seq: e.seq}, true
+		last, released = e, true
 		b.stats.Released++
 		if !fn(b.take(e.slot)) {
-			return
+			break
 		}
+	}
+	if released {
+		b.stats.MaxReleased = last.time
+		b.released, b.hasReleased = Key{Time: last.time, Origin: uint32(last.origin >> 32), Seq: last.seq}, true
 	}
 }
 
