@@ -159,6 +159,7 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		Logger:      logger,
 		DeadLetters: dead,
 		Replay:      true,
+		Clock:       src,
 	})
 	if err != nil {
 		return fail(exitError, err)

@@ -7,10 +7,13 @@
 // 0.01x (a hundred times slower than recorded) to 10000x, or [Max] for as
 // fast as downstream takes them. The speed can be changed, and the replay
 // paused and resumed, while it runs: from Go (SetSpeed, Pause, Resume),
-// over HTTP ([Handler]), or from the sensorstorm command's keys. Each
-// change travels downstream as a metaparticle.SpeedChange, so that the
-// stream clock of every bolt instance, and with it idle timeouts, timers
-// and processing-time windows, follows the replay.
+// over HTTP ([Handler]), or from the sensorstorm command's keys. A Source
+// is its run's stream clock ([Source.Now], for topology.Config.Clock), so
+// that timers, ticks and TTL eviction follow the replay at once, and every
+// change also travels downstream as a metaparticle.SpeedChange. None of it
+// changes what the pipeline computes: its output is a function of the
+// recordings. A record with a wild timestamp (Config.FutureBound) is
+// rejected, judged against the recording, never waited for.
 //
 // Guarantees:
 //   - Order: inputs are merged by event time, ties in the order of the

@@ -234,3 +234,22 @@ func TestPacingExtremeTimes(t *testing.T) {
 	assert.Equal(t, []int64{math.MaxInt64 - 3*int64(time.Second), math.MaxInt64 - 2*int64(time.Second),
 		math.MaxInt64 - 1*int64(time.Second), math.MaxInt64}, rec.times, "the third pass stops where time would wrap")
 }
+
+// A Source is its run's stream clock: it stands at the schedule's
+// position, runs on at the replay's speed, and stands still while paused.
+func TestSourceIsTheStreamClock(t *testing.T) {
+	times := regular(10, t0, time.Second)
+	path := writeLP(t, t.TempDir(), "a.lp", times)
+	w := newFakeWall()
+	src, err := replay.New(replay.Config{Inputs: inputs(path), Speed: 10, Wall: w})
+	require.NoError(t, err)
+	assert.Equal(t, int64(math.MinInt64), src.Now(), "before the first particle")
+	require.NoError(t, src.Run(context.Background(), &recorder{wall: w}))
+	last := times[len(times)-1]
+	assert.Equal(t, last, src.Now())
+	w.Advance(time.Second)
+	assert.Equal(t, last+int64(10*time.Second), src.Now(), "ten seconds of event time a second at 10x")
+	src.Pause()
+	w.Advance(time.Hour)
+	assert.Equal(t, last+int64(10*time.Second), src.Now(), "paused")
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/sensorstorm/sensorstorm/connectors/file"
 	"github.com/sensorstorm/sensorstorm/metaparticle"
 	"github.com/sensorstorm/sensorstorm/particle"
+	"github.com/sensorstorm/sensorstorm/streamclock"
 	"github.com/sensorstorm/sensorstorm/topology"
 )
 
@@ -26,10 +27,11 @@ import (
 // of the wall clock does not add up over a long replay. Particles that are
 // due together are emitted together, without sleeping between them.
 //
-// SetSpeed, Pause, Resume and Status are safe for concurrent use with Run
-// and with each other. Each change is announced downstream by a
-// metaparticle.SpeedChange, so that the stream clock of every bolt follows
-// the source.
+// SetSpeed, Pause, Resume, Now and Status are safe for concurrent use with
+// Run and with each other. A Source is its run's stream clock (Now), so a
+// change reaches every bolt instance at once; it is also announced
+// downstream by a metaparticle.SpeedChange, for operations that want to
+// know.
 type Source struct {
 	cfg  Config
 	wall Wall
@@ -138,7 +140,8 @@ type counters struct {
 }
 
 var (
-	_ topology.Source = (*Source)(nil)
+	_ topology.Source   = (*Source)(nil)
+	_ streamclock.Clock = (*Source)(nil)
 )
 
 // New returns a Source for cfg.
@@ -579,6 +582,20 @@ func (r *runner) flush() error {
 	}
 	r.unflushed = false
 	return r.out.Flush()
+}
+
+// Now implements streamclock.Clock, so that a Source can be its run's
+// stream clock (topology.Config.Clock): the event time the replay's
+// schedule has reached. It runs at the replay's speed, stands still while
+// the replay is paused and, unpaced, is the event time of the last particle
+// emitted; math.MinInt64 before the first. It is safe for concurrent use.
+func (s *Source) Now() int64 {
+	if !s.hasLast.Load() {
+		return math.MinInt64
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pacing.position(s.wall.Now(), s.last.Load())
 }
 
 // Status is a snapshot of a replay's progress.
