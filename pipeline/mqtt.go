@@ -199,6 +199,7 @@ func mqttSourceConfigs(s *Source, dir string, logger *slog.Logger) []mqtt.Config
 	for i := range cfgs {
 		c := *s.MQTT
 		resolveConn(&c.ConnConfig, dir, logger, s.Name)
+		c.Spool.Logger = c.Logger
 		if c.StateDir != "" {
 			c.StateDir = resolve(dir, c.StateDir)
 		}

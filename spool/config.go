@@ -1,6 +1,9 @@
 package spool
 
-import "fmt"
+import (
+	"fmt"
+	"log/slog"
+)
 
 // Defaults for Config.
 const (
@@ -33,6 +36,15 @@ type Config struct {
 	// file system (btrfs, ZFS) it saves nothing and writes twice.
 	// Defaults to DefaultPreallocate.
 	Preallocate int64 `yaml:"preallocate"`
+	// Repair makes Open go on when it finds damage that is not a torn
+	// last write: it cuts the damaged stretches out of the segments,
+	// logs them and counts the records lost (Stats.Lost, Spool.Damage).
+	// Without it, Open fails with a *CorruptError and changes nothing.
+	// Defaults to false.
+	Repair bool `yaml:"repair"`
+	// Logger receives what Open cut off or repaired. Defaults to
+	// discarding it.
+	Logger *slog.Logger `yaml:"-"`
 }
 
 func (c *Config) setDefaults() {
@@ -43,6 +55,9 @@ func (c *Config) setDefaults() {
 		c.Preallocate = DefaultPreallocate
 	}
 	c.Preallocate = min(c.Preallocate, c.SegmentSize)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
 }
 
 // Validate reports a negative segment size.

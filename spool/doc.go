@@ -20,10 +20,17 @@
 // machine, for the kernel's journal thread and for other files' data.
 //
 // Open reads what a previous process left: records without a completion
-// mark are handed to the caller by Pending, to be processed again. Damage in
-// the newest segment (the process or the machine died during a write) is
-// cut off there, as it was never synced; damage in an older segment,
-// which was synced whole, is a *CorruptError.
+// mark are handed to the caller by Pending, to be processed again. Every
+// frame carries a marker and a checksum, and every Sync ends its bytes
+// with a commit frame, so that Open tells two kinds of damage apart. A
+// torn last write (the process or the machine died during a Sync, which
+// therefore never returned and acknowledged nothing) is cut off silently:
+// damage in the newest segment after its last intact commit. Anything
+// else (a damaged byte well before the end, in any segment, or a missing
+// segment) hit records that were acknowledged: Open fails with a
+// *CorruptError that counts them, or, with Config.Repair, skips to the
+// next intact frame, cuts the damage out of the file, logs it and counts
+// the records lost in Stats.Lost.
 //
 // Guarantees: a record is durable once a Sync that began after its Append
 // returned without error; a completed record is not handed out by Pending

@@ -16,20 +16,38 @@ var (
 	ErrTooLarge = errors.New("spool: record too large")
 )
 
-// CorruptError reports a damaged segment: a record that fails its
-// checksum or overruns the file anywhere but at the end of the newest
-// segment.
-type CorruptError struct {
-	// Path is the segment file; Offset the byte where the damage starts.
-	Path   string
-	Offset int64
+// Damage is a damaged stretch of a segment: bytes that are not intact
+// frames, or records missing from the numbering.
+type Damage struct {
+	// Path is the segment file; Offset the byte where the damage starts,
+	// Length how many bytes it spans (zero when records are missing
+	// without damaged bytes, such as a deleted segment).
+	Path           string
+	Offset, Length int64
+	// Lost is the number of records that were in it and not completed.
+	Lost uint64
 	// Err describes the damage.
 	Err error
 }
 
-func (e *CorruptError) Error() string {
-	return fmt.Sprintf("spool: corrupt segment %s at offset %d: %v", e.Path, e.Offset, e.Err)
+// CorruptError is returned by Open for damage that is not a torn last
+// write: bytes that a Sync had made durable, in any segment. Open fails
+// with it unless Config.Repair is set; then it cuts the damage out,
+// reports it with Spool.Damage and Stats.Lost, and goes on with the rest.
+// Pending returns it for a segment damaged while the Spool was open.
+type CorruptError struct {
+	// Damage lists the damaged stretches, oldest first.
+	Damage []Damage
+	// Lost is the number of records they held that were not completed:
+	// acknowledged upstream, now gone.
+	Lost uint64
 }
 
-// Unwrap returns e.Err.
-func (e *CorruptError) Unwrap() error { return e.Err }
+func (e *CorruptError) Error() string {
+	d := e.Damage[0]
+	return fmt.Sprintf("spool: corrupt segment %s at offset %d: %v: %d records lost in %d damaged stretches",
+		d.Path, d.Offset, d.Err, e.Lost, len(e.Damage))
+}
+
+// Unwrap returns the error of the first damaged stretch.
+func (e *CorruptError) Unwrap() error { return e.Damage[0].Err }

@@ -1,6 +1,7 @@
 package spool
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
@@ -9,45 +10,63 @@ import (
 
 // A segment is a sequence of frames:
 //
-//	length uint32 LE | crc32c(body) uint32 LE | body
+//	magic uint32 LE | length uint32 LE | crc32c(length, body) uint32 LE | body
 //
-// where body is a kind byte and its payload: for kindData the record's
-// sequence number (uint64 LE) and the record; for kindMarks runs of
-// completed sequence numbers, each as uvarint start and uvarint length.
-// The frames may be followed by zeros, up to the end of the file: space
-// preallocated for the next frames.
+// where body is a kind byte and its payload:
+//
+//   - kindData: the record's sequence number (uint64 LE) and the record;
+//   - kindCommit: ends the bytes one Sync writes: uvarint the sequence
+//     number of the next record, uvarint the length in bytes of the frames
+//     the same Sync wrote before it, then runs of completed sequence
+//     numbers, each as uvarint start and uvarint length;
+//   - kindGap: uvarint a count of sequence numbers without records, which
+//     a repair lost (Config.Repair).
+//
+// The magic lets Open find the next frame after damage; the commit frame
+// tells a torn last write (its commit is missing or its bytes damaged:
+// Sync never returned, nothing in it was acknowledged) from damage to
+// bytes a Sync had made durable. The frames may be followed by zeros, up
+// to the end of the file: space preallocated for the next frames.
 const (
-	headerLen = 8
-	kindData  = 'D'
-	kindMarks = 'C'
+	headerLen  = 12
+	frameMagic = 0x4c415753 // "SWAL" in little-endian byte order
+	kindData   = 'D'
+	kindCommit = 'C'
+	kindGap    = 'G'
 )
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+var (
+	castagnoli = crc32.MakeTable(crc32.Castagnoli)
+	magicBytes = binary.LittleEndian.AppendUint32(nil, frameMagic)
+)
 
 var (
 	errTorn     = errors.New("truncated frame")
+	errMagic    = errors.New("no frame marker")
 	errChecksum = errors.New("checksum mismatch")
 	errFrame    = errors.New("malformed frame")
+	errSequence = errors.New("sequence out of order")
+	errMissing  = errors.New("records missing")
 )
 
 func appendData(b []byte, seq uint64, data []byte) []byte {
 	start := len(b)
-	b = append(b, make([]byte, headerLen)...)
-	b = append(b, kindData)
+	b = appendHeader(b, kindData)
 	b = binary.LittleEndian.AppendUint64(b, seq)
 	b = append(b, data...)
 	return seal(b, start)
 }
 
-// appendMarks encodes seqs, which it sorts, as runs.
-func appendMarks(b []byte, seqs []uint64) []byte {
-	if len(seqs) == 0 {
-		return b
-	}
-	slices.Sort(seqs)
+// appendCommit ends the frames of one Sync, b, with a commit frame: next
+// is the sequence number of the next record, seqs the records completed,
+// which it sorts and encodes as runs.
+func appendCommit(b []byte, next uint64, seqs []uint64) []byte {
+	batch := len(b)
 	start := len(b)
-	b = append(b, make([]byte, headerLen)...)
-	b = append(b, kindMarks)
+	b = appendHeader(b, kindCommit)
+	b = binary.AppendUvarint(b, next)
+	b = binary.AppendUvarint(b, uint64(batch))
+	slices.Sort(seqs)
 	for i := 0; i < len(seqs); {
 		j := i + 1
 		for j < len(seqs) && seqs[j] <= seqs[j-1]+1 {
@@ -60,16 +79,30 @@ func appendMarks(b []byte, seqs []uint64) []byte {
 	return seal(b, start)
 }
 
+func appendGap(b []byte, n uint64) []byte {
+	start := len(b)
+	b = appendHeader(b, kindGap)
+	b = binary.AppendUvarint(b, n)
+	return seal(b, start)
+}
+
+func appendHeader(b []byte, kind byte) []byte {
+	b = append(b, magicBytes...)
+	b = append(b, make([]byte, headerLen-len(magicBytes))...)
+	return append(b, kind)
+}
+
 func seal(b []byte, start int) []byte {
 	body := b[start+headerLen:]
-	binary.LittleEndian.PutUint32(b[start:], uint32(len(body)))
-	binary.LittleEndian.PutUint32(b[start+4:], crc32.Checksum(body, castagnoli))
+	binary.LittleEndian.PutUint32(b[start+4:], uint32(len(body)))
+	crc := crc32.Update(0, castagnoli, b[start+4:start+8])
+	binary.LittleEndian.PutUint32(b[start+8:], crc32.Update(crc, castagnoli, body))
 	return b
 }
 
 // preallocated reports whether b holds zeros only: space zero-filled
 // ahead of the frames (see Config.Preallocate), or nothing. No frame
-// starts with a zero header, since a frame's body is never empty.
+// starts with a zero byte.
 func preallocated(b []byte) bool {
 	for _, c := range b {
 		if c != 0 {
@@ -79,30 +112,77 @@ func preallocated(b []byte) bool {
 	return true
 }
 
-// nextFrame splits the frame at the start of b. It returns the body and
-// the frame's length, or an error if b does not start with a whole, intact
-// frame.
-func nextFrame(b []byte) (body []byte, n int, err error) {
-	if len(b) < headerLen {
-		return nil, 0, errTorn
-	}
-	l := binary.LittleEndian.Uint32(b)
-	if uint64(l) > uint64(len(b)-headerLen) {
-		return nil, 0, errTorn
-	}
-	body = b[headerLen : headerLen+int(l)]
-	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(b[4:]) {
-		return nil, 0, errChecksum
-	}
-	if len(body) == 0 || (body[0] == kindData && len(body) < 9) || (body[0] != kindData && body[0] != kindMarks) {
-		return nil, 0, errFrame
-	}
-	return body, headerLen + int(l), nil
+// frame is the decoded body of an intact frame.
+type frame struct {
+	kind byte
+	// seq is a data frame's sequence number, a commit frame's next one, a
+	// gap frame's count.
+	seq uint64
+	// batch is a commit frame's batch length; data a data frame's record,
+	// a commit frame's runs.
+	batch uint64
+	data  []byte
 }
 
-// eachMark calls fn for every run of a marks body.
-func eachMark(body []byte, fn func(start, n uint64)) error {
+// nextFrame splits the frame at the start of b. It returns the frame and
+// its length, or an error if b does not start with a whole, intact frame.
+func nextFrame(b []byte) (frame, int, error) {
+	if len(b) < headerLen {
+		return frame{}, 0, errTorn
+	}
+	if !bytes.HasPrefix(b, magicBytes) {
+		return frame{}, 0, errMagic
+	}
+	l := binary.LittleEndian.Uint32(b[4:])
+	if uint64(l) > uint64(len(b)-headerLen) {
+		return frame{}, 0, errTorn
+	}
+	body := b[headerLen : headerLen+int(l)]
+	crc := crc32.Update(0, castagnoli, b[4:8])
+	if crc32.Update(crc, castagnoli, body) != binary.LittleEndian.Uint32(b[8:]) {
+		return frame{}, 0, errChecksum
+	}
+	f, ok := decodeBody(body)
+	if !ok {
+		return frame{}, 0, errFrame
+	}
+	return f, headerLen + int(l), nil
+}
+
+func decodeBody(body []byte) (frame, bool) {
+	if len(body) == 0 {
+		return frame{}, false
+	}
+	f := frame{kind: body[0]}
 	p := body[1:]
+	switch f.kind {
+	case kindData:
+		if len(p) < 8 {
+			return frame{}, false
+		}
+		f.seq, f.data = binary.LittleEndian.Uint64(p), p[8:]
+		return f, true
+	case kindCommit:
+		var k, k2 int
+		f.seq, k = binary.Uvarint(p)
+		if k > 0 {
+			f.batch, k2 = binary.Uvarint(p[k:])
+		}
+		if k <= 0 || k2 <= 0 {
+			return frame{}, false
+		}
+		f.data = p[k+k2:]
+		return f, eachMark(f.data, func(uint64, uint64) {}) == nil
+	case kindGap:
+		var k int
+		f.seq, k = binary.Uvarint(p)
+		return f, k > 0 && k == len(p)
+	}
+	return frame{}, false
+}
+
+// eachMark calls fn for every run of a commit frame's runs.
+func eachMark(p []byte, fn func(start, n uint64)) error {
 	for len(p) > 0 {
 		start, k := binary.Uvarint(p)
 		if k <= 0 {
@@ -117,4 +197,20 @@ func eachMark(body []byte, fn func(start, n uint64)) error {
 		fn(start, n)
 	}
 	return nil
+}
+
+// resync returns the offset of the first intact frame in b at or after
+// from, or len(b) if there is none.
+func resync(b []byte, from int) int {
+	for from < len(b) {
+		i := bytes.Index(b[from:], magicBytes)
+		if i < 0 {
+			return len(b)
+		}
+		if _, _, err := nextFrame(b[from+i:]); err == nil {
+			return from + i
+		}
+		from += i + 1
+	}
+	return len(b)
 }

@@ -45,6 +45,12 @@ func (s *segment) add(n uint64) {
 	s.pending += int(n)
 }
 
+// addGap registers the next n sequence numbers as records that are gone.
+func (s *segment) addGap(n uint64) {
+	s.add(n)
+	s.complete(s.first+s.count-n, n)
+}
+
 // complete clears the records of [start, start+n) that belong to s and
 // returns how many were live.
 func (s *segment) complete(start, n uint64) int {

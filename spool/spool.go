@@ -1,7 +1,6 @@
 package spool
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -36,6 +35,7 @@ type Spool struct {
 	marks   []uint64 // completed since the last Sync
 	stats   Stats
 	deletes []string // compacted segments waiting to be removed
+	damage  []Damage // what Open repaired
 }
 
 // Stats describes a Spool.
@@ -51,8 +51,12 @@ type Stats struct {
 	// records appended and completed, Syncs that wrote, bytes written.
 	Appended, Completed, Syncs uint64
 	Bytes                      int64
-	// Truncated is the number of bytes of a torn record Open cut off.
+	// Truncated is the number of bytes of a torn last write Open cut
+	// off: written by a Sync that never returned, so never acknowledged.
 	Truncated int64
+	// Lost is the number of records, not completed, that Open found
+	// damaged and cut out (Config.Repair).
+	Lost uint64
 }
 
 // Open opens the spool in dir, creating the directory if needed, and
@@ -89,70 +93,6 @@ func Open(dir string, cfg Config) (*Spool, error) {
 	s.compact()
 	s.removeCompacted()
 	return s, nil
-}
-
-// recover loads the segments in the directory.
-func (s *Spool) recover() error {
-	names, err := filepath.Glob(filepath.Join(s.dir, "*"+segmentExt))
-	if err != nil {
-		return fmt.Errorf("spool: %w", err)
-	}
-	var firsts []uint64
-	for _, n := range names {
-		if first, ok := parseSegmentName(n); ok {
-			firsts = append(firsts, first)
-		}
-	}
-	slices.Sort(firsts)
-	type markRun struct{ start, n uint64 }
-	var marks []markRun
-	for i, first := range firsts {
-		seg := &segment{path: filepath.Join(s.dir, segmentName(first)), first: first}
-		data, err := os.ReadFile(seg.path)
-		if err != nil {
-			return fmt.Errorf("spool: %w", err)
-		}
-		off := 0
-		for off < len(data) && !preallocated(data[off:]) {
-			body, n, err := nextFrame(data[off:])
-			if err == nil && body[0] == kindData && binary.LittleEndian.Uint64(body[1:]) != first+seg.count {
-				err = fmt.Errorf("%w: sequence %d, want %d", errFrame, binary.LittleEndian.Uint64(body[1:]), first+seg.count)
-			}
-			if err == nil && body[0] == kindMarks {
-				err = eachMark(body, func(start, n uint64) { marks = append(marks, markRun{start, n}) })
-			}
-			if err != nil {
-				if i == len(firsts)-1 {
-					// The process or the machine died while writing the
-					// newest segment: what follows was never synced.
-					if terr := os.Truncate(seg.path, int64(off)); terr != nil {
-						return fmt.Errorf("spool: %w", terr)
-					}
-					s.stats.Truncated = int64(len(data) - off)
-					break
-				}
-				return &CorruptError{Path: seg.path, Offset: int64(off), Err: err}
-			}
-			if body[0] == kindData {
-				seg.add(1)
-			}
-			off += n
-		}
-		seg.end = int64(off)
-		s.segs = append(s.segs, seg)
-		s.next = max(s.next, first+seg.count)
-	}
-	for _, m := range marks {
-		for _, seg := range s.segs {
-			seg.complete(m.start, m.n)
-		}
-	}
-	for _, seg := range s.segs {
-		s.stats.Recovered += seg.pending
-	}
-	s.old = slices.Clone(s.segs)
-	s.synced = s.next
-	return nil
 }
 
 // openTail makes the newest segment the one written if it holds no record
@@ -247,11 +187,14 @@ func (s *Spool) sync() error {
 		s.mu.Unlock()
 		return ErrClosed
 	}
-	b := appendMarks(s.buf, s.marks)
-	s.buf, s.spare = s.spare[:0], nil
-	s.marks = s.marks[:0]
 	upto := s.next
 	from := s.synced
+	b := s.buf
+	if len(b) > 0 || len(s.marks) > 0 {
+		b = appendCommit(b, upto, s.marks)
+	}
+	s.buf, s.spare = s.spare[:0], nil
+	s.marks = s.marks[:0]
 	s.mu.Unlock()
 
 	if len(b) > 0 {
@@ -393,22 +336,21 @@ func (s *Spool) Pending(fn func(seq uint64, data []byte) error) error {
 			return fmt.Errorf("spool: %w", err)
 		}
 		for off := 0; off < len(data) && !preallocated(data[off:]); {
-			body, n, err := nextFrame(data[off:])
+			f, n, err := nextFrame(data[off:])
 			if err != nil {
-				return &CorruptError{Path: seg.path, Offset: int64(off), Err: err}
+				return &CorruptError{Damage: []Damage{{Path: seg.path, Offset: int64(off), Err: err}}}
 			}
 			off += n
-			if body[0] != kindData {
+			if f.kind != kindData {
 				continue
 			}
-			seq := binary.LittleEndian.Uint64(body[1:])
 			s.mu.Lock()
-			live := seg.isLive(seq)
+			live := seg.isLive(f.seq)
 			s.mu.Unlock()
 			if !live {
 				continue
 			}
-			if err := fn(seq, body[9:]); err != nil {
+			if err := fn(f.seq, f.data); err != nil {
 				return err
 			}
 		}
@@ -421,6 +363,10 @@ func (s *Spool) hasLive(seg *segment) bool {
 	defer s.mu.Unlock()
 	return seg.pending > 0
 }
+
+// Damage returns the damaged stretches that Open cut out of the segments
+// (Config.Repair), oldest first.
+func (s *Spool) Damage() []Damage { return slices.Clone(s.damage) }
 
 // Stats returns the spool's figures.
 func (s *Spool) Stats() Stats {

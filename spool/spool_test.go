@@ -32,7 +32,13 @@ func pending(t require.TestingT, s *spool.Spool) []record {
 	return out
 }
 
-func segments(t testing.TB, dir string) []string {
+// tb is what the helpers need of a *testing.T or a *rapid.T.
+type tb interface {
+	require.TestingT
+	Helper()
+}
+
+func segments(t tb, dir string) []string {
 	t.Helper()
 	names, err := filepath.Glob(filepath.Join(dir, "*.wal"))
 	require.NoError(t, err)
@@ -41,7 +47,7 @@ func segments(t testing.TB, dir string) []string {
 
 // frames returns a segment's content and where its frames end, before the
 // zeros preallocated after them (no test record ends with a zero byte).
-func frames(t testing.TB, path string) ([]byte, int) {
+func frames(t tb, path string) ([]byte, int) {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
@@ -117,52 +123,6 @@ func TestLocked(t *testing.T) {
 	s, err = spool.Open(dir, spool.Config{})
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
-}
-
-func TestTornTail(t *testing.T) {
-	dir := t.TempDir()
-	s, err := spool.Open(dir, spool.Config{})
-	require.NoError(t, err)
-	for _, r := range []string{"a", "b", "c"} {
-		_, err := s.Append([]byte(r))
-		require.NoError(t, err)
-	}
-	require.NoError(t, s.Sync())
-	s.Crash()
-	segs := segments(t, dir)
-	require.Len(t, segs, 1)
-	// The machine died while writing c: its last bytes never reached the
-	// disk, the preallocated zeros after them did.
-	b, end := frames(t, segs[0])
-	clear(b[end-3 : end])
-	require.NoError(t, os.WriteFile(segs[0], b, 0o644))
-
-	s, err = spool.Open(dir, spool.Config{})
-	require.NoError(t, err)
-	assert.Equal(t, []record{{1, "a"}, {2, "b"}}, pending(t, s))
-	assert.Positive(t, s.Stats().Truncated)
-	require.NoError(t, s.Close())
-}
-
-func TestCorruptOlderSegment(t *testing.T) {
-	dir := t.TempDir()
-	s, err := spool.Open(dir, spool.Config{SegmentSize: 1})
-	require.NoError(t, err)
-	for _, r := range []string{"a", "b"} {
-		_, err := s.Append([]byte(r))
-		require.NoError(t, err)
-		require.NoError(t, s.Sync())
-	}
-	s.Crash()
-	segs := segments(t, dir)
-	require.GreaterOrEqual(t, len(segs), 2)
-	b, end := frames(t, segs[0])
-	b[end-1] ^= 0xff
-	require.NoError(t, os.WriteFile(segs[0], b, 0o644))
-	_, err = spool.Open(dir, spool.Config{})
-	var ce *spool.CorruptError
-	require.ErrorAs(t, err, &ce)
-	assert.Equal(t, segs[0], ce.Path)
 }
 
 // TestPreallocate checks that the active segment is zero-filled ahead of
