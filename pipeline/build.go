@@ -265,9 +265,9 @@ func mqttSources(s *Source, opts Options) ([]*mqtt.Source, error) {
 }
 
 // openSink returns a sink's operation and, for a file, what to close if
-// the build fails: standard output for "-" (never closed), else the file,
-// created or truncated; or an MQTT publisher, which connects when Run
-// starts.
+// the build fails: for "-" a sink on standard output (never closed), else
+// a sink on the file, created or truncated, which closes it; or an MQTT
+// publisher, which connects when Run starts.
 func openSink(s *Sink, name string, opts Options) (operation.Operation, io.Closer, error) {
 	if s.MQTT != nil {
 		cfg := *s.MQTT
@@ -277,13 +277,13 @@ func openSink(s *Sink, name string, opts Options) (operation.Operation, io.Close
 	}
 	path := resolve(opts.Dir, s.File)
 	if path == "-" {
-		return file.NewSink(struct{ io.Writer }{opts.Stdout}, s.Precision), nil, nil
+		return file.NewSink(opts.Stdout, s.Precision), nil, nil
 	}
-	f, err := os.Create(path)
+	sink, err := file.OpenSink(path, file.SinkConfig{Precision: s.Precision})
 	if err != nil {
 		return nil, nil, err
 	}
-	return file.NewSink(f, s.Precision), f, nil
+	return sink, sink, nil
 }
 
 func grouping(in Input) topology.Grouping {

@@ -14,6 +14,7 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
+	"github.com/sensorstorm/sensorstorm/connectors/file"
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt"
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
@@ -235,7 +236,7 @@ func benchIngest(ctx context.Context, logger *slog.Logger, url, topic string, n,
 		return 0, err
 	}
 	t.AddSource("mqtt", topology.Single(src), topology.SourceConfig{})
-	t.AddBolt("out", operation.Stateless(newLineSink(io.Discard, particle.Nanosecond)),
+	t.AddBolt("out", operation.Stateless(file.NewSink(io.Discard, particle.Nanosecond)),
 		topology.BoltConfig{Buffer: syncbuffer.Config{Window: window}}).Input("mqtt", topology.Global())
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -15,6 +15,7 @@ import (
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt"
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
+	"github.com/sensorstorm/sensorstorm/spool"
 	"github.com/sensorstorm/sensorstorm/syncbuffer"
 	"github.com/sensorstorm/sensorstorm/topology"
 )
@@ -60,6 +61,7 @@ func (f *ingestFlags) register(fs *flag.FlagSet) {
 	fs.TextVar(&c.QoS, "qos", mqtt.DefaultQoS, "QoS of the subscriptions: 0, 1 or 2")
 	fs.TextVar(&c.Mode, "mode", mqtt.DefaultMode, "when a message is acknowledged to the broker: spool, tree or receipt")
 	fs.StringVar(&c.StateDir, "state-dir", "./sensorstorm-state", "directory for what must survive a restart (the spool, the subscriptions)")
+	fs.BoolVar(&c.Spool.Repair, "spool-repair", false, "start even if the spool is damaged: cut out the damage, report the messages lost and go on with the rest")
 	fs.TextVar(&c.Payload.Format, "format", mqtt.FormatLineProtocol, "payload format: lp or json")
 	fs.TextVar(&c.Payload.Precision, "precision", particle.Nanosecond, "timestamp precision of line-protocol payloads and the output: ns, us, ms or s")
 	fs.StringVar(&c.Payload.TopicTags, "topic-tags", "", "template turning topic segments into tags, e.g. sensors/{room}/{sensor}")
@@ -121,11 +123,12 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 	ctx, giveUp := context.WithCancelCause(ctx)
 	defer giveUp(nil)
 	f.src.Logger = logger
+	f.src.Spool.Logger = logger
 	src, err := mqtt.NewSource(f.src)
 	if err != nil {
 		return exitUsage, err
 	}
-	w, err := openOutput(f.out, stdout)
+	out, err := openSink(f.out, stdout, f.src.Payload.Precision)
 	if err != nil {
 		return exitError, err
 	}
@@ -143,7 +146,6 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 	}
 	buf := syncbuffer.Config{Window: f.window, Late: f.late}
 	t.AddSource("mqtt", topology.Single(src), topology.SourceConfig{})
-	out := newLineSink(w, f.src.Payload.Precision)
 	t.AddBolt("out", operation.Stateless(out), topology.BoltConfig{Buffer: buf}).Input("mqtt", topology.Global())
 	if f.publish != "" {
 		sink, err := mqtt.NewSink(mqtt.SinkConfig{
@@ -165,11 +167,11 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 			return exitError, err
 		}
 		path := filepath.Join(f.record, "ingest-"+time.Now().UTC().Format("20060102T150405Z")+".lp")
-		rw, err := openOutput(path, nil)
+		rec, err := openSink(path, nil, particle.Nanosecond)
 		if err != nil {
 			return exitError, err
 		}
-		t.AddBolt("record", operation.Stateless(newLineSink(rw, particle.Nanosecond)), topology.BoltConfig{Buffer: buf}).Input("mqtt", topology.Global())
+		t.AddBolt("record", operation.Stateless(rec), topology.BoltConfig{Buffer: buf}).Input("mqtt", topology.Global())
 	}
 
 	start := time.Now()
@@ -177,7 +179,7 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 	closeErr := errors.Join(src.Close(), dead.Close())
 	st := src.Stats()
 	fmt.Fprintf(stderr, "ingest: messages=%d written=%d replayed=%d redelivered=%d acked=%d failed=%d reconnects=%d elapsed=%s\n",
-		st.Received.Load(), out.written, st.Replayed.Load(), st.Redelivered.Load(), st.Acked.Load(), st.Failed.Load(),
+		st.Received.Load(), out.Written(), st.Replayed.Load(), st.Redelivered.Load(), st.Acked.Load(), st.Failed.Load(),
 		max(int64(st.Connects.Load())-1, 0), time.Since(start).Round(time.Millisecond))
 	code := exitOK
 	err = errors.Join(runErr, closeErr)
@@ -187,6 +189,9 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 	var refused *mqtt.ConnectError
 	if cause := context.Cause(ctx); errors.As(cause, &refused) {
 		err = cause
+	}
+	if _, ok := errors.AsType[*spool.CorruptError](err); ok {
+		err = fmt.Errorf("%w\nthe spool in %s is damaged; start with --spool-repair to go on without the messages lost", err, f.src.StateDir)
 	}
 	if err == nil && st.Connects.Load() == 0 {
 		err = fmt.Errorf("never connected to %s", strings.Join(f.src.Brokers, ", "))

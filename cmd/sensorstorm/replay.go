@@ -15,6 +15,7 @@ import (
 	"github.com/sensorstorm/sensorstorm/connectors/file"
 	replaysrc "github.com/sensorstorm/sensorstorm/connectors/replay"
 	"github.com/sensorstorm/sensorstorm/operation"
+	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/syncbuffer"
 	"github.com/sensorstorm/sensorstorm/topology"
 )
@@ -136,13 +137,13 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			return fail(exitError, err)
 		}
 	}
-	w, err := openOutput(o.out, stdout)
+	out, err := openSink(o.out, stdout, o.format.precision)
 	if err != nil {
 		return fail(exitError, err)
 	}
-	var lateW io.Writer
+	var late *file.Sink
 	if o.late == syncbuffer.LateSide {
-		if lateW, err = openOutput(o.lateOut, stdout); err != nil {
+		if late, err = openSink(o.lateOut, stdout, o.format.precision); err != nil {
 			return fail(exitError, err)
 		}
 	}
@@ -165,11 +166,11 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return fail(exitError, err)
 	}
 	t.AddSource("replay", topology.Single(src), topology.SourceConfig{})
-	t.AddBolt("out", operation.Stateless(file.NewSink(w, o.format.precision)), topology.BoltConfig{
+	t.AddBolt("out", operation.Stateless(out), topology.BoltConfig{
 		Buffer: syncbuffer.Config{Window: o.window, Late: o.late},
 	}).Input("replay", topology.Global())
-	if lateW != nil {
-		t.AddBolt("late", operation.Stateless(file.NewSink(lateW, o.format.precision)), topology.BoltConfig{
+	if late != nil {
+		t.AddBolt("late", operation.Stateless(late), topology.BoltConfig{
 			Buffer: syncbuffer.Config{Late: syncbuffer.LatePass},
 		}).InputStream("out", topology.LateStream, topology.Global())
 	}
@@ -225,17 +226,11 @@ func serveControl(addr string, src *replaysrc.Source, stderr io.Writer) (func(),
 	}, nil
 }
 
-// openOutput opens path for appending, creating it if missing; "-" is
-// stdout, which is not closed.
-func openOutput(path string, stdout io.Writer) (io.Writer, error) {
+// openSink returns a file sink appending to path, created when missing;
+// "-" is stdout, which the sink leaves open.
+func openSink(path string, stdout io.Writer, prec particle.Precision) (*file.Sink, error) {
 	if path == "-" || path == "" {
-		return nopCloser{stdout}, nil
+		return file.NewSink(stdout, prec), nil
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	return f, nil
+	return file.OpenSink(path, file.SinkConfig{Precision: prec, Append: true})
 }
-
-type nopCloser struct{ io.Writer }

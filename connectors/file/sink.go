@@ -1,62 +1,284 @@
 package file
 
 import (
-	"bufio"
 	"context"
+	"errors"
+	"fmt"
 	"io"
+	"os"
 	"sync"
 
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
+	"github.com/sensorstorm/sensorstorm/sinkerr"
 )
 
-// Sink is an operation that writes each data particle it processes as a
-// line of line protocol. It is safe for several bolt instances to share
-// one Sink, but only one instance keeps the output in event-time order.
-type Sink struct {
-	mu     sync.Mutex
-	w      *bufio.Writer
-	c      io.Closer
-	enc    particle.Encoder
-	closed bool
+// DefaultSinkBuffer is how many bytes of lines a Sink gathers before it
+// writes them without waiting for the watermark or the next tick.
+const DefaultSinkBuffer = 256 << 10
+
+// ErrSinkClosed is returned by a Sink's Process after Close.
+var ErrSinkClosed = errors.New("file: sink closed")
+
+// SinkConfig configures a Sink. The zero SinkConfig is valid.
+type SinkConfig struct {
+	// Precision is the unit of the timestamps written. Defaults to
+	// nanoseconds.
+	Precision particle.Precision `yaml:"precision"`
+	// Fsync makes the Sink fsync its file after every write and
+	// acknowledge its inputs only then, so that they survive the machine
+	// failing, not only the process. The writer must have a Sync method
+	// that succeeds (a file; not a pipe or a terminal). Defaults to false:
+	// an input is acknowledged once its line was handed to the operating
+	// system, which survives the process being killed.
+	Fsync bool `yaml:"fsync"`
+	// Append makes OpenSink add to an existing file instead of truncating
+	// it. Defaults to false.
+	Append bool `yaml:"append"`
+	// BufferSize is how many bytes of lines the Sink gathers before it
+	// writes them, whatever the watermark. Defaults to DefaultSinkBuffer.
+	BufferSize int `yaml:"buffer_size"`
 }
 
-// NewSink returns a Sink writing to w with timestamps at precision prec. If
-// w is an io.Closer, closing the Sink closes it.
-func NewSink(w io.Writer, prec particle.Precision) *Sink {
-	s := &Sink{w: bufio.NewWriterSize(w, 256<<10)}
-	s.enc.SetPrecision(prec)
-	s.c, _ = w.(io.Closer)
-	return s
+func (c *SinkConfig) setDefaults() {
+	if c.BufferSize == 0 {
+		c.BufferSize = DefaultSinkBuffer
+	}
+}
+
+// Validate reports a negative buffer size or an unknown precision.
+func (c *SinkConfig) Validate() error {
+	if c.BufferSize < 0 {
+		return fmt.Errorf("file: invalid sink config: buffer size %d < 0", c.BufferSize)
+	}
+	if c.Precision > particle.Second {
+		return fmt.Errorf("file: invalid sink config: precision %d", c.Precision)
+	}
+	return nil
+}
+
+// WriteError is a Sink's failure to write to its destination. It matches
+// sinkerr.ErrDestination: the destination failed, not the data. The Sink
+// keeps the lines it could not write and the inputs it holds for them,
+// neither acknowledged nor failed, and tries again on the next watermark,
+// tick or input.
+type WriteError struct {
+	// Path is the file written, empty for a writer the Sink did not open.
+	Path string
+	Err  error
+}
+
+func (e *WriteError) Error() string {
+	if e.Path == "" {
+		return fmt.Sprintf("file: write: %v", e.Err)
+	}
+	return fmt.Sprintf("file: write %s: %v", e.Path, e.Err)
+}
+
+// Unwrap returns sinkerr.ErrDestination and the error of the write.
+func (e *WriteError) Unwrap() []error { return []error{sinkerr.ErrDestination, e.Err} }
+
+// Sink is an operation that writes each data particle it processes as a
+// line of line protocol, and acknowledges an input only once its line is
+// durable: handed to the operating system, and fsynced with
+// SinkConfig.Fsync. It holds every input (operation.Emitter.Hold) and
+// acknowledges the inputs held once the lines gathered so far are
+// written: when the watermark progresses, on every tick of the engine's
+// housekeeping (100 ms by default: a terminal sees output live), when
+// the lines fill SinkConfig.BufferSize, and at the end of the stream.
+//
+// When the destination fails, the Sink neither acknowledges nor fails
+// what it holds: OnWatermark, OnTick and Flush return a *WriteError, and
+// the Sink tries again each time. While the failure lasts, Process takes
+// no new input: it returns the *WriteError, a destination failure the
+// engine retries (see package sinkerr). A line that cannot be encoded is
+// bad data: Process fails its input.
+//
+// A Sink may be shared by several bolt instances (operation.Stateless);
+// each instance's inputs are acknowledged through its own emitter, but
+// only one instance keeps the output in event-time order.
+type Sink struct {
+	cfg  SinkConfig
+	w    io.Writer
+	file *os.File // opened by OpenSink: Close closes it
+
+	mu      sync.Mutex
+	buf     []byte // lines not written yet
+	unsaved bool   // written and not yet fsynced (SinkConfig.Fsync)
+	held    map[operation.Emitter][]operation.Anchor
+	err     error // the destination failure, until a write succeeds
+	written uint64
+	closed  bool
 }
 
 var (
-	_ operation.Operation = (*Sink)(nil)
-	_ operation.Flusher   = (*Sink)(nil)
+	_ operation.Operation        = (*Sink)(nil)
+	_ operation.WatermarkHandler = (*Sink)(nil)
+	_ operation.TickHandler      = (*Sink)(nil)
+	_ operation.Flusher          = (*Sink)(nil)
+	_ io.Closer                  = (*Sink)(nil)
 )
 
-// Process implements operation.Operation. A write error fails the input.
-func (s *Sink) Process(_ context.Context, in particle.Particle, _ operation.Emitter) error {
+// NewSink returns a Sink writing to w with timestamps at precision prec
+// and the other defaults of SinkConfig. Closing the Sink does not close
+// w: whoever opened it closes it.
+func NewSink(w io.Writer, prec particle.Precision) *Sink {
+	cfg := SinkConfig{Precision: prec}
+	cfg.setDefaults()
+	return newSink(w, cfg)
+}
+
+// NewSinkConfig returns a Sink writing to w as cfg says. Closing the Sink
+// does not close w.
+func NewSinkConfig(w io.Writer, cfg SinkConfig) (*Sink, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return newSink(w, cfg), nil
+}
+
+func newSink(w io.Writer, cfg SinkConfig) *Sink {
+	return &Sink{cfg: cfg, w: w, held: make(map[operation.Emitter][]operation.Anchor)}
+}
+
+// OpenSink opens or creates the file at path, truncating it unless
+// cfg.Append, and returns a Sink writing to it. Closing the Sink closes the
+// file.
+func OpenSink(path string, cfg SinkConfig) (*Sink, error) {
+	flag := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if cfg.Append {
+		flag = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+	}
+	f, err := os.OpenFile(path, flag, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("file: %w", err)
+	}
+	s, err := NewSinkConfig(f, cfg)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	s.file = f
+	return s, nil
+}
+
+// Process implements operation.Operation: it gathers the particle's line
+// and holds the input until the line is written.
+func (s *Sink) Process(_ context.Context, in particle.Particle, out operation.Emitter) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.enc.Reset()
-	if err := s.enc.Encode(&in); err != nil {
+	if s.closed {
+		return ErrSinkClosed
+	}
+	if s.err != nil {
+		if err := s.settle(out); err != nil {
+			return err
+		}
+	}
+	buf, err := particle.AppendLineProtocol(s.buf, &in, s.cfg.Precision)
+	if err != nil {
 		return err
 	}
-	_, err := s.w.Write(s.enc.Bytes())
-	return err
+	s.buf = buf
+	s.held[out] = append(s.held[out], out.Hold())
+	if len(s.buf) >= s.cfg.BufferSize {
+		// A failure is kept in s.err and reported by the next call; this
+		// input is held and its line kept.
+		_ = s.settle(out)
+	}
+	return nil
 }
 
-// Flush implements operation.Flusher: it writes out what is buffered.
-func (s *Sink) Flush(context.Context, operation.Emitter) error {
+// OnWatermark implements operation.WatermarkHandler: it writes what was
+// gathered and acknowledges the inputs held for it.
+func (s *Sink) OnWatermark(_ context.Context, _ int64, out operation.Emitter) error {
+	return s.lockedSettle(out)
+}
+
+// OnTick implements operation.TickHandler: it writes what was gathered and
+// acknowledges the inputs held for it, so that output appears within a
+// housekeeping interval however slowly event time moves.
+func (s *Sink) OnTick(_ context.Context, _ int64, out operation.Emitter) error {
+	return s.lockedSettle(out)
+}
+
+// Flush implements operation.Flusher: it writes what was gathered and
+// acknowledges the inputs held for it.
+func (s *Sink) Flush(_ context.Context, out operation.Emitter) error {
+	return s.lockedSettle(out)
+}
+
+func (s *Sink) lockedSettle(out operation.Emitter) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.w.Flush()
+	return s.settle(out)
 }
 
-// Close flushes and closes the underlying writer if it is a Closer. Calls
-// after the first do nothing, so that instances sharing the Sink may each
-// close it.
+// settle writes the lines gathered, fsyncs them if asked, and then
+// acknowledges the inputs held through out. On failure it keeps both and
+// returns a *WriteError. s.mu is held.
+func (s *Sink) settle(out operation.Emitter) error {
+	if err := s.write(); err != nil {
+		s.err = err
+		return err
+	}
+	s.err = nil
+	held := s.held[out]
+	for _, a := range held {
+		out.Ack(a)
+	}
+	s.written += uint64(len(held))
+	s.held[out] = held[:0]
+	return nil
+}
+
+// write hands the lines gathered to the writer and, with Fsync, syncs it.
+// A short write keeps the rest for the next try. s.mu is held.
+func (s *Sink) write() error {
+	if len(s.buf) > 0 {
+		n, err := s.w.Write(s.buf)
+		s.buf = s.buf[:copy(s.buf, s.buf[n:])]
+		s.unsaved = s.unsaved || n > 0
+		if err == nil && len(s.buf) > 0 {
+			err = io.ErrShortWrite
+		}
+		if err != nil {
+			return s.writeError(err)
+		}
+	}
+	if s.cfg.Fsync && s.unsaved {
+		syncer, ok := s.w.(interface{ Sync() error })
+		if !ok {
+			return s.writeError(errors.New("fsync asked of a writer without Sync"))
+		}
+		if err := syncer.Sync(); err != nil {
+			return s.writeError(err)
+		}
+	}
+	s.unsaved = false
+	return nil
+}
+
+func (s *Sink) writeError(err error) *WriteError {
+	e := &WriteError{Err: err}
+	if s.file != nil {
+		e.Path = s.file.Name()
+	}
+	return e
+}
+
+// Written returns the number of particles whose lines were written, and
+// whose inputs were acknowledged.
+func (s *Sink) Written() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.written
+}
+
+// Close writes what is left and closes the file if OpenSink opened it; a
+// writer given to NewSink stays open. Calls after the first do nothing,
+// so that instances sharing the Sink may each close it.
 func (s *Sink) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -64,10 +286,10 @@ func (s *Sink) Close() error {
 		return nil
 	}
 	s.closed = true
-	err := s.w.Flush()
-	if s.c != nil {
-		if cerr := s.c.Close(); err == nil {
-			err = cerr
+	err := s.write()
+	if s.file != nil {
+		if cerr := s.file.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("file: %w", cerr)
 		}
 	}
 	return err

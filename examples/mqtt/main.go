@@ -112,7 +112,7 @@ func build(o options, stdout io.Writer, logger *slog.Logger) (*topology.Topology
 		return op
 	}, topology.BoltConfig{Buffer: syncbuffer.Config{Window: time.Second}}).Input("sensors", topology.Fields("sensor"))
 	topo.AddBolt("publish", operation.Stateless(sink), topology.BoltConfig{}).Input("mean", topology.Global())
-	printer := file.NewSink(struct{ io.Writer }{stdout}, particle.Millisecond) // the wrapper keeps stdout open
+	printer := file.NewSink(stdout, particle.Millisecond)
 	topo.AddBolt("print", operation.Stateless(printer), topology.BoltConfig{}).Input("mean", topology.Global())
 	return topo, src, nil
 }
