@@ -275,7 +275,8 @@ func TestRecoveryModel(t *testing.T) {
 		}
 
 		segs := segments(t, dir)
-		if rapid.Bool().Draw(t, "cut") {
+		if _, err := os.Stat(lastPath); err == nil && rapid.Bool().Draw(t, "cut") {
+			// (A segment left with completed records only is gone.)
 			_, end := frames(t, lastPath)
 			if end > lastStart {
 				require.NoError(t, os.Truncate(lastPath, int64(rapid.IntRange(lastStart, end-1).Draw(t, "at"))))
