@@ -221,6 +221,25 @@ func TestCorruption(t *testing.T) {
 	}
 }
 
+// TestRepairWithTornTail checks a newest segment with both: damage well
+// before its end and a torn last write.
+func TestRepairWithTornTail(t *testing.T) {
+	cfg := spool.Config{Preallocate: 4096, Repair: true}
+	dir := t.TempDir()
+	want := fill(t, dir, cfg, 100, 10, none)
+	path, off := locate(t, dir, 95)
+	require.NoError(t, os.Truncate(path, int64(off+3)))
+	path, off = locate(t, dir, 42)
+	rewrite(t, path, func(b []byte) []byte { b[off+2] ^= 0x10; return b })
+	want = without(want[:95], 42)
+	for range 2 { // repaired for good: the second Open finds nothing to repair
+		s, err := spool.Open(dir, cfg)
+		require.NoError(t, err)
+		assert.Equal(t, want, pending(t, s))
+		require.NoError(t, s.Close())
+	}
+}
+
 // TestRecoveryModel checks recovery against a model: random records,
 // completions and Syncs, a crash, then one damaged byte anywhere in any
 // segment or a cut inside the last Sync's bytes. Recovery never returns a

@@ -150,7 +150,6 @@ func (s *Spool) recover() error {
 		gaps    []gap
 		damage  []Damage
 		repairs []func() error
-		tornAt  = -1
 	)
 	for i, first := range firsts {
 		seg := &segment{path: filepath.Join(s.dir, segmentName(first)), first: first}
@@ -167,12 +166,13 @@ func (s *Spool) recover() error {
 		if err != nil {
 			return &CorruptError{Damage: []Damage{{Path: seg.path, Offset: int64(len(data)), Err: err}}}
 		}
+		torn := false
 		if newest {
 			// Damage after the last intact commit is the torn last write:
 			// its Sync never returned, nothing in it was acknowledged.
 			for j, it := range r.items {
 				if it.err != nil && it.off >= r.commit {
-					tornAt, r.end, r.items = it.off, it.off, r.items[:j]
+					torn, r.end, r.items = true, it.off, r.items[:j]
 					s.stats.Truncated = int64(len(data) - it.off)
 					break
 				}
@@ -196,8 +196,12 @@ func (s *Spool) recover() error {
 			}
 		}
 		seg.end = int64(r.end)
-		if damaged {
+		switch {
+		case damaged:
+			// The rewrite leaves a torn tail out too.
 			repairs = append(repairs, func() error { return repairSegment(seg, data, r.items) })
+		case torn:
+			repairs = append(repairs, func() error { return truncate(seg.path, seg.end) })
 		}
 		s.segs = append(s.segs, seg)
 		s.next = max(s.next, first+seg.count)
@@ -221,12 +225,8 @@ func (s *Spool) recover() error {
 			return err
 		}
 	}
-	if tornAt >= 0 {
-		last := s.segs[len(s.segs)-1]
-		if err := os.Truncate(last.path, int64(tornAt)); err != nil {
-			return fmt.Errorf("spool: %w", err)
-		}
-		s.cfg.Logger.Info("spool: cut off the torn last write", "segment", last.path, "bytes", s.stats.Truncated)
+	if s.stats.Truncated > 0 {
+		s.cfg.Logger.Info("spool: cut off the torn last write", "segment", s.segs[len(s.segs)-1].path, "bytes", s.stats.Truncated)
 	}
 	for _, d := range damage {
 		s.cfg.Logger.Error("spool: repaired damaged segment", "segment", d.Path, "offset", d.Offset, "length", d.Length, "lost", d.Lost, "err", d.Err)
@@ -237,6 +237,13 @@ func (s *Spool) recover() error {
 	}
 	s.old = slices.Clone(s.segs)
 	s.synced = s.next
+	return nil
+}
+
+func truncate(path string, size int64) error {
+	if err := os.Truncate(path, size); err != nil {
+		return fmt.Errorf("spool: %w", err)
+	}
 	return nil
 }
 
