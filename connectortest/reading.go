@@ -3,35 +3,43 @@ package connectortest
 import (
 	"regexp"
 	"strconv"
+	"time"
 
 	"github.com/sensorstorm/sensorstorm/particle"
 )
 
-// readingBase is the event time of reading 0: 2024-01-01T00:00:00Z.
-const readingBase = 1704067200 * int64(1e9)
+// readings makes the readings of a scenario: the one numbered n has
+// measurement "reading", tag sensor s0 to s3, integer field n and event
+// time n milliseconds after the scenario began, so that a live source's
+// stream clock finds it current.
+type readings struct{ base int64 }
 
-// Reading returns the reading numbered n that the suite sends: measurement
-// "reading", tag sensor s0 to s3, integer field n, event time n
-// milliseconds after 2024-01-01T00:00:00Z.
-func Reading(n int) particle.Particle {
+func newReadings() readings { return readings{base: time.Now().UnixNano()} }
+
+func (r readings) one(n int) particle.Particle {
 	return particle.Particle{
-		Time:        readingBase + int64(n)*1e6,
+		Time:        r.base + int64(n)*1e6,
 		Measurement: "reading",
 		Tags:        []particle.Tag{{Key: "sensor", Value: "s" + strconv.Itoa(n%4)}},
 		Fields:      []particle.Field{{Key: "n", Value: particle.Int(int64(n))}},
 	}
 }
 
-// Readings returns the readings numbered [from, to).
-func Readings(from, to int) []particle.Particle {
+// probe returns a reading numbered -1 with the current time: probes sent
+// one after the other must not share a timestamp, or none of them is
+// released while they keep coming.
+func probe() []particle.Particle { return newReadings().span(-1, 0) }
+
+// span returns the readings numbered [from, to).
+func (r readings) span(from, to int) []particle.Particle {
 	ps := make([]particle.Particle, 0, to-from)
 	for n := from; n < to; n++ {
-		ps = append(ps, Reading(n))
+		ps = append(ps, r.one(n))
 	}
 	return ps
 }
 
-// Number returns the number of a reading made by Reading.
+// Number returns the number of a reading the suite sent: its field n.
 func Number(p *particle.Particle) (int, bool) {
 	for _, f := range p.Fields {
 		if f.Key == "n" {

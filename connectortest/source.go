@@ -70,7 +70,7 @@ func startCollecting(t *testing.T, h SourceHarness, got *seen) *running {
 func awaitSubscribed(t *testing.T, f Features, h SourceHarness, got *seen) {
 	t.Helper()
 	waitFor(t, f.Timeout, "the source to take a first message", func() bool {
-		h.Publish(t, Readings(-1, 0))
+		h.Publish(t, probe())
 		return got.has(-1, 0)
 	})
 }
@@ -79,7 +79,8 @@ func testDelivery(t *testing.T, f Features, h SourceHarness) {
 	got := newSeen()
 	r := startCollecting(t, h, got)
 	awaitSubscribed(t, f, h, got)
-	h.Publish(t, Readings(0, f.Messages))
+	rs := newReadings()
+	h.Publish(t, rs.span(0, f.Messages))
 	waitFor(t, f.Timeout, "every message", func() bool { return got.has(0, f.Messages) })
 	r.stop(t)
 	if dl := r.deadLetters(); len(dl) > 0 {
@@ -91,12 +92,13 @@ func testBrokerRestart(t *testing.T, f Features, h SourceHarness, b Broker) {
 	got := newSeen()
 	r := startCollecting(t, h, got)
 	awaitSubscribed(t, f, h, got)
+	rs := newReadings()
 	half := f.Messages / 2
-	h.Publish(t, Readings(0, half))
+	h.Publish(t, rs.span(0, half))
 	waitFor(t, f.Timeout, "the first half", func() bool { return got.has(0, half) })
 	b.StopBroker(t)
 	b.StartBroker(t)
-	h.Publish(t, Readings(half, f.Messages))
+	h.Publish(t, rs.span(half, f.Messages))
 	waitFor(t, f.Timeout, "every message after the restart", func() bool { return got.has(0, f.Messages) })
 	r.stop(t)
 }
@@ -109,7 +111,8 @@ func testInOrderAcks(t *testing.T, f Features, h SourceHarness, rec AckRecorder)
 			Input("source", topology.Fields("sensor"))
 	})
 	awaitSubscribed(t, f, h, got)
-	h.Publish(t, Readings(0, f.Messages))
+	rs := newReadings()
+	h.Publish(t, rs.span(0, f.Messages))
 	waitFor(t, f.Timeout, "every message acknowledged", func() bool {
 		_, acked := rec.Acks()
 		return got.has(0, f.Messages) && len(acked) >= f.Messages
@@ -154,18 +157,19 @@ func testKill(t *testing.T, f Features, name string, env *Env, h SourceHarness) 
 
 	first, _ := startChild()
 	waitFor(t, f.Timeout, "the child's source to take a first message", func() bool {
-		h.Publish(t, Readings(-1, 0))
+		h.Publish(t, probe())
 		return numbers().has(-1, 0)
 	})
+	rs := newReadings()
 	half := f.Messages / 2
-	h.Publish(t, Readings(0, half))
+	h.Publish(t, rs.span(0, half))
 	waitFor(t, f.Timeout, "a quarter of the messages", func() bool { return len(numbers().n) > f.Messages/4 })
 	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_ = first.Wait()
 	killedAt := len(numbers().n)
-	h.Publish(t, Readings(half, f.Messages))
+	h.Publish(t, rs.span(half, f.Messages))
 
 	second, log := startChild()
 	waitFor(t, f.Timeout, "every message after the restart", func() bool { return numbers().has(0, f.Messages) })
