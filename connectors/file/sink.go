@@ -10,7 +10,6 @@ import (
 
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
-	"github.com/sensorstorm/sensorstorm/sinkerr"
 )
 
 // DefaultSinkBuffer is how many bytes of lines a Sink gathers before it
@@ -58,10 +57,10 @@ func (c *SinkConfig) Validate() error {
 }
 
 // WriteError is a Sink's failure to write to its destination. It matches
-// sinkerr.ErrDestination: the destination failed, not the data. The Sink
-// keeps the lines it could not write and the inputs it holds for them,
-// neither acknowledged nor failed, and tries again on the next watermark,
-// tick or input.
+// operation.ErrDestination: the destination failed, not the data, and the
+// engine retries the call that returned it. The Sink keeps the lines it
+// could not write and the inputs it holds for them, neither acknowledged
+// nor failed, and writes them at the next try.
 type WriteError struct {
 	// Path is the file written, empty for a writer the Sink did not open.
 	Path string
@@ -75,8 +74,8 @@ func (e *WriteError) Error() string {
 	return fmt.Sprintf("file: write %s: %v", e.Path, e.Err)
 }
 
-// Unwrap returns sinkerr.ErrDestination and the error of the write.
-func (e *WriteError) Unwrap() []error { return []error{sinkerr.ErrDestination, e.Err} }
+// Unwrap returns operation.ErrDestination and the error of the write.
+func (e *WriteError) Unwrap() []error { return []error{operation.ErrDestination, e.Err} }
 
 // Sink is an operation that writes each data particle it processes as a
 // line of line protocol, and acknowledges an input only once its line is
@@ -90,9 +89,9 @@ func (e *WriteError) Unwrap() []error { return []error{sinkerr.ErrDestination, e
 // When the destination fails, the Sink neither acknowledges nor fails
 // what it holds: OnWatermark, OnTick and Flush return a *WriteError, and
 // the Sink tries again each time. While the failure lasts, Process takes
-// no new input: it returns the *WriteError, a destination failure the
-// engine retries (see package sinkerr). A line that cannot be encoded is
-// bad data: Process fails its input.
+// no new input: it returns the *WriteError without holding the input.
+// The engine retries each such call with backoff (operation.ErrDestination).
+// A line that cannot be encoded is bad data: Process fails its input.
 //
 // A Sink may be shared by several bolt instances (operation.Stateless);
 // each instance's inputs are acknowledged through its own emitter, but

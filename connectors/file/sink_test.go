@@ -17,7 +17,6 @@ import (
 	"github.com/sensorstorm/sensorstorm/connectors/file"
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
-	"github.com/sensorstorm/sensorstorm/sinkerr"
 )
 
 // emitter records what an operation does with its inputs. Process is
@@ -138,15 +137,15 @@ func TestSinkDestinationFailure(t *testing.T) {
 	err = s.OnWatermark(ctx, 0, e)
 	var we *file.WriteError
 	require.ErrorAs(t, err, &we)
-	assert.ErrorIs(t, err, sinkerr.ErrDestination)
+	assert.ErrorIs(t, err, operation.ErrDestination)
 	assert.ErrorIs(t, err, syscall.ENOSPC)
-	require.ErrorIs(t, s.OnTick(ctx, 0, e), sinkerr.ErrDestination, "tried again, still failing")
+	require.ErrorIs(t, s.OnTick(ctx, 0, e), operation.ErrDestination, "tried again, still failing")
 	err = e.process(t, s, 3)
-	require.ErrorIs(t, err, sinkerr.ErrDestination, "no new input while the destination fails")
+	require.ErrorIs(t, err, operation.ErrDestination, "no new input while the destination fails")
 	assert.Len(t, e.held, 2, "the refused input is not held")
 	assert.Empty(t, e.acked)
 	assert.Empty(t, e.failed)
-	require.ErrorIs(t, s.Flush(ctx, e), sinkerr.ErrDestination)
+	require.ErrorIs(t, s.Flush(ctx, e), operation.ErrDestination)
 	assert.Empty(t, e.acked)
 
 	w.down = false
@@ -175,7 +174,7 @@ func TestSinkBadDataFailsItsInput(t *testing.T) {
 	e := newEmitter()
 	err := s.Process(context.Background(), particle.Particle{Measurement: "t"}, e) // no field
 	require.Error(t, err)
-	assert.NotErrorIs(t, err, sinkerr.ErrDestination)
+	assert.NotErrorIs(t, err, operation.ErrDestination)
 	assert.Empty(t, e.held)
 }
 
