@@ -349,8 +349,10 @@ type SinkConfig struct {
 	// confirmation; Process blocks beyond it. Defaults to
 	// DefaultSinkMaxInflight.
 	MaxInflight int `yaml:"max_inflight"`
-	// PublishTimeout fails a particle whose publication was not confirmed
-	// in time; the engine retries it. Defaults to DefaultPublishTimeout.
+	// PublishTimeout is how long the broker may take to confirm a
+	// publication before the sink publishes it again and reports the
+	// broker failing (operation.ErrDestination): the input stays held,
+	// never failed. Defaults to DefaultPublishTimeout.
 	PublishTimeout time.Duration `yaml:"publish_timeout"`
 }
 

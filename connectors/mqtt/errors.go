@@ -38,8 +38,10 @@ var (
 	// ErrTopicTemplate reports a sink topic template naming a tag the
 	// particle does not have.
 	ErrTopicTemplate = errors.New("mqtt: topic template")
-	// ErrPublishTimeout fails a particle whose publication the broker did
-	// not confirm within SinkConfig.PublishTimeout.
+	// ErrPublishTimeout is the cause, wrapped with
+	// operation.ErrDestination, when the broker did not confirm a
+	// publication in time: the sink publishes it again and the engine
+	// backs off.
 	ErrPublishTimeout = errors.New("mqtt: publish not confirmed in time")
 )
 

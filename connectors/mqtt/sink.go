@@ -20,10 +20,10 @@ import (
 // runs.
 type SinkStats struct {
 	// Published counts publications; Confirmed those the broker
-	// confirmed (for QoS 0: that were written); Failed those that failed
-	// or timed out, whose particles were failed; Invalid particles the
-	// topic template cannot name, dead-lettered and acknowledged.
-	Published, Confirmed, Failed, Invalid atomic.Uint64
+	// confirmed (for QoS 0: that were written); Republished those made
+	// again because paho failed them or the broker did not confirm them
+	// in time; Invalid particles the topic template cannot name, rejected.
+	Published, Confirmed, Republished, Invalid atomic.Uint64
 	// Connects and ConnectionsLost count connection events.
 	Connects, ConnectionsLost atomic.Uint64
 }
@@ -159,7 +159,12 @@ func (s *Sink) Process(ctx context.Context, in particle.Particle, out operation.
 	s.pending[out] = append(s.pending[out], publication{tok: tok, anchor: a, deadline: s.cfg.Wall.Now().Add(s.cfg.PublishTimeout), topic: topic, payload: payload})
 	full := len(s.pending[out]) >= s.cfg.MaxInflight
 	s.mu.Unlock()
-	return s.settle(ctx, out, full)
+	// The input is held now: a failing broker is reported by the next
+	// OnTick or OnWatermark, which the engine retries without taking input.
+	if err := s.settle(ctx, out, full); err != nil && !errors.Is(err, operation.ErrDestination) {
+		return err
+	}
+	return nil
 }
 
 // publish publishes once connected. paho refuses a publication at once
@@ -203,11 +208,14 @@ func (s *Sink) Flush(ctx context.Context, out operation.Emitter) error {
 	return s.settle(ctx, out, true)
 }
 
-// settle acknowledges the inputs whose publication was confirmed and fails
-// those that timed out. A publication paho failed (its write failed: the
-// connection was lost) is made again once reconnected, until its deadline;
-// MQTT allows the duplicate should paho's store send it too. With wait, it
-// waits for every publication of out to finish.
+// settle acknowledges the inputs whose publication was confirmed. A
+// publication that paho failed (its write failed: the connection was lost)
+// or that the broker did not confirm in time is made again, once connected,
+// and its input stays held: the failure is the broker's, not the data's,
+// so the input is never failed or dead-lettered for it. MQTT allows the
+// duplicate should paho's store send it too. With wait, settle waits for
+// every publication of out to be confirmed; without, it reports a failure
+// as operation.ErrDestination, for the engine to back off and call again.
 func (s *Sink) settle(ctx context.Context, out operation.Emitter, wait bool) error {
 	for {
 		s.mu.Lock()
@@ -215,45 +223,52 @@ func (s *Sink) settle(ctx context.Context, out operation.Emitter, wait bool) err
 		delete(s.pending, out)
 		s.mu.Unlock()
 		keep := pubs[:0]
+		var failed error
 		for _, p := range pubs {
 			if wait {
 				select {
 				case <-p.tok.Done():
-				case <-time.After(time.Until(p.deadline)):
+				case <-time.After(p.deadline.Sub(s.cfg.Wall.Now())):
 				case <-ctx.Done():
 				}
 			}
+			var err error
 			select {
 			case <-p.tok.Done():
-				err := p.tok.Error()
-				if err != nil && s.cfg.Wall.Now().Before(p.deadline) && ctx.Err() == nil {
-					if p.tok, err = s.publish(ctx, s.conn, p.topic, p.payload); err == nil {
-						keep = append(keep, p)
-						continue
-					}
-				}
-				if err != nil {
-					s.stats.Failed.Add(1)
-					out.Fail(p.anchor, fmt.Errorf("mqtt: publish: %w", err))
-				} else {
+				if err = p.tok.Error(); err == nil {
 					s.stats.Confirmed.Add(1)
 					out.Ack(p.anchor)
+					continue
 				}
 			default:
-				if time.Now().After(p.deadline) {
-					s.stats.Failed.Add(1)
-					out.Fail(p.anchor, ErrPublishTimeout)
-				} else {
+				if s.cfg.Wall.Now().Before(p.deadline) {
 					keep = append(keep, p)
+					continue
+				}
+				err = ErrPublishTimeout
+			}
+			failed = err
+			if ctx.Err() == nil {
+				if tok, perr := s.publish(ctx, s.conn, p.topic, p.payload); perr == nil {
+					s.stats.Republished.Add(1)
+					p.tok, p.deadline = tok, s.cfg.Wall.Now().Add(s.cfg.PublishTimeout)
+				} else {
+					failed = perr
 				}
 			}
+			keep = append(keep, p)
 		}
 		if len(keep) > 0 {
 			s.mu.Lock()
 			s.pending[out] = append(keep, s.pending[out]...)
 			s.mu.Unlock()
 		}
-		if !wait || len(keep) == 0 || ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case !wait && failed != nil:
+			return fmt.Errorf("%w: %w", operation.ErrDestination, failed)
+		case !wait || len(keep) == 0:
 			return nil
 		}
 	}
