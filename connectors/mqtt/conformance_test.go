@@ -135,15 +135,19 @@ type sinkHarness struct {
 
 func newSinkHarness(t *testing.T) connectortest.SinkHarness {
 	h := &sinkHarness{broker: mosquittotest.Start(t, conformanceBroker)}
+	record := func(_ paho.Client, m paho.Message) {
+		h.mu.Lock()
+		h.got = append(h.got, connectortest.NumbersIn(m.Payload())...)
+		h.mu.Unlock()
+	}
+	// The handler is in place before any connection: messages queued for
+	// the persistent session arrive at once on a reconnection, before
+	// the subscription is made again, and paho acknowledges and drops
+	// what no handler takes.
 	sub := paho.NewClient(paho.NewClientOptions().AddBroker(h.broker.URL()).SetClientID("conformance-sub").
 		SetCleanSession(false).SetConnectRetry(true).SetMaxReconnectInterval(100 * time.Millisecond).
-		SetOnConnectHandler(func(c paho.Client) {
-			c.Subscribe("results/#", 1, func(_ paho.Client, m paho.Message) {
-				h.mu.Lock()
-				h.got = append(h.got, connectortest.NumbersIn(m.Payload())...)
-				h.mu.Unlock()
-			})
-		}))
+		SetDefaultPublishHandler(record).
+		SetOnConnectHandler(func(c paho.Client) { c.Subscribe("results/#", 1, nil) }))
 	tok := sub.Connect()
 	if !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
 		t.Fatalf("subscriber: connect: %v", tok.Error())
