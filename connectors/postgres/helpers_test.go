@@ -89,6 +89,15 @@ func reading(i int) particle.Particle {
 	}
 }
 
+// readings returns the first n test readings.
+func readings(n int) []particle.Particle {
+	ps := make([]particle.Particle, n)
+	for i := range ps {
+		ps[i] = reading(i)
+	}
+	return ps
+}
+
 // deadLetters collects a topology's dead letters.
 type deadLetters struct {
 	mu  sync.Mutex

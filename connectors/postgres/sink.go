@@ -236,9 +236,10 @@ func (s *Sink) writeRows(ctx context.Context, rows []row, out operation.Emitter)
 	return done + more, err
 }
 
-// tx writes rows in one transaction: the columns they need are added, the
-// rows copied to the staging table and inserted from there, skipping
-// those already in the table.
+// tx writes rows in one transaction: the columns they need are added and
+// the rows copied into the table or, when some are there already, to the
+// staging table and inserted from there, skipping those already in the
+// table.
 func (s *Sink) tx(ctx context.Context, rows []row) error {
 	s.mu.Lock()
 	names, added := s.batchColumns(rows)
@@ -253,11 +254,29 @@ func (s *Sink) tx(ctx context.Context, rows []row) error {
 				return fmt.Errorf("add column %q: %w", c.name, err)
 			}
 		}
+		// Most batches hold no row of the table: copy them straight in,
+		// and only when that meets a row already there go through the
+		// staging table.
+		direct, err := tx.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		n, err := direct.CopyFrom(ctx, s.table, names, copySource(rows, names))
+		if err == nil {
+			inserted = n
+			return direct.Commit(ctx)
+		}
+		if err := direct.Rollback(ctx); err != nil {
+			return err
+		}
+		if !duplicateKey(err) {
+			return fmt.Errorf("copy: %w", err)
+		}
 		if _, err := tx.Exec(ctx, fmt.Sprintf("CREATE TEMP TABLE %s (LIKE %s INCLUDING DEFAULTS) ON COMMIT DROP", stageTable, table)); err != nil {
 			return fmt.Errorf("create staging table: %w", err)
 		}
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{stageTable}, names, copySource(rows, names)); err != nil {
-			return fmt.Errorf("copy: %w", err)
+			return fmt.Errorf("copy to staging table: %w", err)
 		}
 		list := quoteAll(names)
 		tag, err := tx.Exec(ctx, fmt.Sprintf("INSERT INTO %s (%s) SELECT %[2]s FROM %s ON CONFLICT (%s, %s) DO NOTHING",
@@ -335,6 +354,12 @@ func copySource(rows []row, names []string) pgx.CopyFromSource {
 func dataError(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && (strings.HasPrefix(pe.Code, "22") || strings.HasPrefix(pe.Code, "23"))
+}
+
+// duplicateKey reports whether err is a unique violation (SQLSTATE 23505).
+func duplicateKey(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505"
 }
 
 func quote(name string) string { return pgx.Identifier{name}.Sanitize() }
