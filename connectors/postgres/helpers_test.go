@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -45,9 +47,41 @@ func openDB(t testing.TB) *db {
 	d.exec(t, "CREATE SCHEMA "+schema)
 	t.Cleanup(func() {
 		d.exec(t, "DROP SCHEMA "+schema+" CASCADE")
-		require.NoError(t, conn.Close(ctx))
+		require.NoError(t, d.conn.Close(ctx))
 	})
 	return d
+}
+
+// restartServer restarts the local PostgreSQL cluster and connects d
+// again. It may be called from a source's goroutine, so it returns its
+// error rather than failing a test.
+func (d *db) restartServer() error {
+	versions, err := os.ReadDir("/etc/postgresql")
+	if err != nil || len(versions) != 1 {
+		return fmt.Errorf("no single local PostgreSQL cluster to restart (%d): %v", len(versions), err)
+	}
+	cmd := exec.Command("pg_ctlcluster", "--skip-systemctl-redirect", versions[0].Name(), "main", "restart")
+	if outp, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("restart PostgreSQL: %w: %s", err, outp)
+	}
+	ctx := context.Background()
+	_ = d.conn.Close(ctx) // the server ended it
+	d.conn, err = pgx.Connect(ctx, serverURL())
+	return err
+}
+
+// waitUntil calls cond until it is true, for at most 10 s. It may be
+// called from a source's goroutine, so it returns an error rather than
+// failing a test.
+func waitUntil(what string, cond func() bool) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out waiting until %s", what)
+		}
+		time.Sleep(time.Millisecond) // polling a condition, not timing
+	}
+	return nil
 }
 
 func (d *db) exec(t testing.TB, sql string, args ...any) {

@@ -2,7 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -135,11 +134,13 @@ func TestSinkConnectionLost(t *testing.T) {
 		if err := out.Flush(); err != nil {
 			return err
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for d.count(t, `SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'sink_lost') k`) == 0 {
-			if time.Now().After(deadline) {
-				return errors.New("the sink has no connection to end")
-			}
+		err := waitUntil("the sink has a connection to end", func() bool {
+			var n int
+			err := d.conn.QueryRow(context.Background(), `SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'sink_lost') k`).Scan(&n)
+			return err == nil && n > 0
+		})
+		if err != nil {
+			return err
 		}
 		kills++
 		return nil
@@ -151,6 +152,35 @@ func TestSinkConnectionLost(t *testing.T) {
 	assert.Equal(t, uint64(n), topo.Stats("gen").Acked.Load())
 	assert.Equal(t, n, d.count(t, "SELECT count(*) FROM "+d.table("readings")))
 	assert.Positive(t, topo.Stats("write").DestinationRetries.Load())
+}
+
+// TestSinkServerRestart restarts the PostgreSQL server mid-stream: the sink
+// retries until it is back, and every reading is written once, none
+// dead-lettered.
+func TestSinkServerRestart(t *testing.T) {
+	const n = 1000
+	d := openDB(t)
+	sink := newSink(t, postgres.Config{Table: d.table("readings"), BatchSize: 50})
+	var dead deadLetters
+	cfg := topology.Config{DeadLetters: &dead, Destination: topology.DestinationConfig{InitialInterval: time.Millisecond, MaxInterval: 50 * time.Millisecond}}
+	topo, err := run(t, sink, cfg, readings(n), func(i int, out topology.SourceEmitter) error {
+		if i != n/2 {
+			return nil
+		}
+		if err := out.Flush(); err != nil {
+			return err
+		}
+		if err := waitUntil("the sink wrote a batch", func() bool { return sink.Stats().Batches.Load() > 0 }); err != nil {
+			return err
+		}
+		return d.restartServer()
+	})
+	require.NoError(t, err)
+
+	assert.Empty(t, dead.get())
+	assert.Equal(t, uint64(n), topo.Stats("gen").Acked.Load())
+	assert.Equal(t, n, d.count(t, "SELECT count(*) FROM "+d.table("readings")))
+	assert.Equal(t, n*(n-1)/2, d.count(t, "SELECT sum(n) FROM "+d.table("readings")))
 }
 
 // TestSinkUnreachable gives up on a database that does not answer: the run
