@@ -41,7 +41,8 @@
 // column's type (a string for a double precision column: a type
 // conflict), a uint over the bigint range, a string that is not UTF-8 or
 // holds NUL. A row the database itself refuses for its data (a check or
-// not-null constraint, SQLSTATE classes 22 and 23) is found by writing the
+// not-null constraint, a series too long for the index: SQLSTATE classes
+// 22, 23 and 54) is found by writing the
 // batch in halves; the rest of the batch is written and the row's input is
 // failed with an error wrapping operation.ErrRejected.
 //

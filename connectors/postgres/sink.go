@@ -85,9 +85,6 @@ func (s *Sink) Stats() *Stats { return &s.stats }
 // in operation.ErrRejected); an error wrapping operation.ErrDestination
 // means that nothing was held and the call may be made again.
 func (s *Sink) Process(ctx context.Context, in particle.Particle, out operation.Emitter) error {
-	if in.Meta != nil {
-		return nil
-	}
 	s.mu.Lock()
 	full := len(s.pending[out]) >= s.cfg.BatchSize
 	s.mu.Unlock()
@@ -349,11 +346,19 @@ func copySource(rows []row, names []string) pgx.CopyFromSource {
 }
 
 // dataError reports whether the database refused err's statement for the
-// data in it (SQLSTATE classes 22, data exception, and 23, integrity
-// constraint violation), rather than failing itself.
+// data in it (SQLSTATE classes 22, data exception, 23, integrity
+// constraint violation, and 54, program limit exceeded: a series too long
+// for the index), rather than failing itself.
 func dataError(err error) bool {
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) && (strings.HasPrefix(pe.Code, "22") || strings.HasPrefix(pe.Code, "23"))
+	if !errors.As(err, &pe) {
+		return false
+	}
+	switch pe.Code[:2] {
+	case "22", "23", "54":
+		return true
+	}
+	return false
 }
 
 // duplicateKey reports whether err is a unique violation (SQLSTATE 23505).

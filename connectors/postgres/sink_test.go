@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -91,28 +92,60 @@ func TestSinkTypeConflict(t *testing.T) {
 	assert.Equal(t, ps[50].Time, l.Particle.Time)
 }
 
-// TestSinkRowRefused writes into a table whose check constraint refuses
-// one row: the database's refusal fails that row alone, which is
-// dead-lettered with the reason, and the rest of its batch is written.
+// TestSinkRowRefused writes rows the database refuses for their data: the
+// refusal fails that row alone, which is dead-lettered with the reason,
+// and the rest of its batch is written.
 func TestSinkRowRefused(t *testing.T) {
 	const n = 64
-	d := openDB(t)
-	d.exec(t, "CREATE TABLE "+d.table("readings")+` (time timestamptz NOT NULL, series text NOT NULL, measurement text NOT NULL,
-		sensor text, n bigint CHECK (n <> 40), v double precision, PRIMARY KEY (series, time))`)
-	sink := newSink(t, postgres.Config{Table: d.table("readings"), BatchSize: n})
-	ps := readings(n)
-	var dead deadLetters
-	topo, err := run(t, sink, topology.Config{DeadLetters: &dead}, ps, nil)
-	require.NoError(t, err)
+	for _, tt := range []struct {
+		name   string
+		table  string // created beforehand when set
+		bad    func(p *particle.Particle)
+		reason string
+	}{
+		{
+			name: "check constraint",
+			table: `(time timestamptz NOT NULL, series text NOT NULL, measurement text NOT NULL,
+				sensor text, n bigint CHECK (n <> 40), v double precision, PRIMARY KEY (series, time))`,
+			bad:    func(*particle.Particle) {},
+			reason: "violates check constraint",
+		},
+		{
+			name: "series too long for the index",
+			bad: func(p *particle.Particle) {
+				r := rand.New(rand.NewPCG(1, 2)) // incompressible, unlike a pattern
+				b := make([]byte, 20000)
+				for i := range b {
+					b[i] = byte('a' + r.IntN(26))
+				}
+				p.Tags[0].Value = string(b)
+			},
+			reason: "index row",
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := openDB(t)
+			if tt.table != "" {
+				d.exec(t, "CREATE TABLE "+d.table("readings")+tt.table)
+			}
+			sink := newSink(t, postgres.Config{Table: d.table("readings"), BatchSize: n})
+			ps := readings(n)
+			tt.bad(&ps[40])
+			var dead deadLetters
+			topo, err := run(t, sink, topology.Config{DeadLetters: &dead}, ps, nil)
+			require.NoError(t, err)
 
-	assert.Equal(t, n-1, d.count(t, "SELECT count(*) FROM "+d.table("readings")))
-	assert.Zero(t, d.count(t, "SELECT count(*) FROM "+d.table("readings")+" WHERE n = 40"))
-	letters := dead.get()
-	require.Len(t, letters, 1)
-	assert.ErrorIs(t, letters[0].Err, operation.ErrRejected)
-	assert.ErrorContains(t, letters[0].Err, "violates check constraint")
-	assert.Equal(t, ps[40].Time, letters[0].Particle.Time)
-	assert.Equal(t, uint64(n-1), topo.Stats("gen").Acked.Load())
+			assert.Equal(t, n-1, d.count(t, "SELECT count(*) FROM "+d.table("readings")))
+			assert.Zero(t, d.count(t, "SELECT count(*) FROM "+d.table("readings")+" WHERE n = 40"))
+			letters := dead.get()
+			require.Len(t, letters, 1)
+			assert.ErrorIs(t, letters[0].Err, operation.ErrRejected)
+			assert.ErrorContains(t, letters[0].Err, tt.reason)
+			assert.Equal(t, ps[40].Time, letters[0].Particle.Time)
+			assert.Equal(t, uint64(n-1), topo.Stats("gen").Acked.Load())
+			t.Logf("dead letter: %s: %v", letters[0].Reason, letters[0].Err)
+		})
+	}
 }
 
 // TestSinkConnectionLost ends the sink's connections while it writes: the
