@@ -157,6 +157,11 @@ func text(what, s string) error {
 // the sorted tags, escaped.
 func seriesKey(p *particle.Particle) string {
 	var b strings.Builder
+	n := len(p.Measurement)
+	for _, t := range p.Tags {
+		n += len(t.Key) + len(t.Value) + 2
+	}
+	b.Grow(n)
 	escape(&b, p.Measurement, ", ")
 	for _, t := range p.Tags {
 		b.WriteByte(',')
@@ -170,6 +175,10 @@ func seriesKey(p *particle.Particle) string {
 // escape writes s with a backslash before each byte of special and each
 // backslash.
 func escape(b *strings.Builder, s, special string) {
+	if !strings.ContainsAny(s, special) && strings.IndexByte(s, '\\') < 0 {
+		b.WriteString(s)
+		return
+	}
 	for i := 0; i < len(s); i++ {
 		if s[i] == '\\' || strings.IndexByte(special, s[i]) >= 0 {
 			b.WriteByte('\\')
