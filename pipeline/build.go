@@ -12,6 +12,7 @@ import (
 
 	"github.com/sensorstorm/sensorstorm/connectors/file"
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt"
+	"github.com/sensorstorm/sensorstorm/connectors/postgres"
 	"github.com/sensorstorm/sensorstorm/connectors/replay"
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/streamclock"
@@ -267,8 +268,16 @@ func mqttSources(s *Source, opts Options) ([]*mqtt.Source, error) {
 // openSink returns a sink's operation and, for a file, what to close if
 // the build fails: for "-" a sink on standard output (never closed), else
 // a sink on the file, created or truncated, which closes it; or an MQTT
-// publisher, which connects when Run starts.
+// publisher or a PostgreSQL writer, which connect when Run starts.
 func openSink(s *Sink, name string, opts Options) (operation.Operation, io.Closer, error) {
+	if s.Postgres != nil {
+		cfg := *s.Postgres
+		if cfg.Logger == nil {
+			cfg.Logger = opts.Logger
+		}
+		sink, err := postgres.NewSink(cfg)
+		return sink, nil, err
+	}
 	if s.MQTT != nil {
 		cfg := *s.MQTT
 		resolveConn(&cfg.ConnConfig, opts.Dir, opts.Logger, name)

@@ -83,6 +83,14 @@
 // is read from [PasswordEnv]. [Built.Run] closes the MQTT sources once the
 // topology has drained.
 //
+// # PostgreSQL
+//
+// A postgres sink takes the keys of connectors/postgres's Config: url,
+// table, batch_size and write_timeout:
+//
+//	sink:
+//	  postgres: {url: "postgres://sensorstorm@localhost/metrics", table: readings}
+//
 // # Defaults
 //
 // Every bolt instance forwards its watermark to the instances downstream,

@@ -408,7 +408,7 @@ func (d *decoder) input(n *yaml.Node, what string) Input {
 }
 
 func (d *decoder) sink(n *yaml.Node, what, name string) *Sink {
-	m := d.mapping(n, what+": sink", "file", "precision", "mqtt")
+	m := d.mapping(n, what+": sink", "file", "precision", "mqtt", "postgres")
 	if m == nil {
 		return nil
 	}
@@ -421,15 +421,23 @@ func (d *decoder) sink(n *yaml.Node, what, name string) *Sink {
 		}
 		s.Precision, prec = p, &p
 	}
+	set := 0
+	for _, k := range []string{"file", "mqtt", "postgres"} {
+		if m[k] != nil {
+			set++
+		}
+	}
 	switch {
-	case m["mqtt"] != nil && m["file"] != nil:
-		d.fail(n, "%s: sink: set file or mqtt, not both (add a bolt for the other)", what)
+	case set > 1:
+		d.fail(n, "%s: sink: set one of file, mqtt and postgres (add a bolt for each other)", what)
 	case m["mqtt"] != nil:
 		s.MQTT = d.mqttSink(m["mqtt"], what, name, prec)
+	case m["postgres"] != nil:
+		s.Postgres = d.postgresSink(m["postgres"], what)
 	case m["file"] != nil:
 		s.File, _ = d.str(m["file"], what+": sink: file")
 	default:
-		d.fail(n, "%s: sink: set file (a path, or - for standard output) or mqtt", what)
+		d.fail(n, "%s: sink: set file (a path, or - for standard output), mqtt or postgres", what)
 	}
 	return s
 }

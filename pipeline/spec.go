@@ -5,6 +5,7 @@ import (
 
 	"github.com/sensorstorm/sensorstorm/connectors/file"
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt"
+	"github.com/sensorstorm/sensorstorm/connectors/postgres"
 	"github.com/sensorstorm/sensorstorm/connectors/replay"
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
@@ -80,7 +81,7 @@ type Input struct {
 	pos      pos
 }
 
-// Sink writes particles out: File or MQTT is set.
+// Sink writes particles out: File, MQTT or Postgres is set.
 type Sink struct {
 	// File is the path written as line protocol, "-" for standard output.
 	File string
@@ -89,6 +90,8 @@ type Sink struct {
 	// MQTT is set for sinks publishing to an MQTT broker, with paths as
 	// in the file.
 	MQTT *mqtt.SinkConfig
+	// Postgres is set for sinks writing to a PostgreSQL table.
+	Postgres *postgres.Config
 }
 
 type pos struct{ line, col int }

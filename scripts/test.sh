@@ -2,7 +2,11 @@
 # Runs sensorstorm's checks and tests: gofmt, go vet, and go test -race over
 # every package. MQTT tests start their own Mosquitto broker, so the
 # mosquitto binary must be installed: as root this script installs the
-# Debian package when it is missing.
+# Debian package when it is missing. PostgreSQL tests need a server at
+# 127.0.0.1:5432 that trusts the user postgres (or SENSORSTORM_POSTGRES_URL):
+# as root this script starts the local cluster when it is stopped, and
+# installs the Debian package, trusting loopback connections, when it is
+# missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +19,30 @@ if ! command -v mosquitto >/dev/null 2>&1 && [ ! -x /usr/sbin/mosquitto ]; then
 		echo "mosquitto is missing: install the Debian package 'mosquitto' (the MQTT tests need it)" >&2
 		exit 1
 	fi
+fi
+
+if [ -z "${SENSORSTORM_POSTGRES_URL:-}" ] && ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
+	if [ "$(id -u)" != 0 ]; then
+		echo "PostgreSQL is not running at 127.0.0.1:5432: start it, or install the Debian package 'postgresql' (the PostgreSQL tests need it)" >&2
+		exit 1
+	fi
+	if ! command -v pg_ctlcluster >/dev/null 2>&1; then
+		echo "installing postgresql (Debian package) for the PostgreSQL tests"
+		apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+		version=$(ls /etc/postgresql | sort -V | tail -n 1)
+		# A test server: trust the local and loopback connections.
+		printf 'local all all trust\nhost all all 127.0.0.1/32 trust\nhost all all ::1/128 trust\n' >"/etc/postgresql/$version/main/pg_hba.conf"
+		pg_ctlcluster --skip-systemctl-redirect "$version" main reload 2>/dev/null || true
+	fi
+	version=$(ls /etc/postgresql | sort -V | tail -n 1)
+	echo "starting PostgreSQL $version for the PostgreSQL tests"
+	pg_ctlcluster --skip-systemctl-redirect "$version" main start || true
+	for _ in $(seq 50); do
+		pg_isready -q -h 127.0.0.1 -p 5432 && break
+		sleep 0.2
+	done
+	pg_isready -q -h 127.0.0.1 -p 5432 || { echo "PostgreSQL did not start" >&2; exit 1; }
 fi
 
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))

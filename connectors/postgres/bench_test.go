@@ -1,0 +1,88 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sensorstorm/sensorstorm/connectors/postgres"
+	"github.com/sensorstorm/sensorstorm/operation"
+	"github.com/sensorstorm/sensorstorm/particle"
+)
+
+// countingEmitter is the engine's side of a sink in a benchmark: it hands
+// out anchors and counts acknowledgements.
+type countingEmitter struct {
+	next  operation.Anchor
+	acked int
+}
+
+func (e *countingEmitter) Emit(particle.Particle)                              {}
+func (e *countingEmitter) EmitAnchored(particle.Particle, ...operation.Anchor) {}
+func (e *countingEmitter) Hold() operation.Anchor                              { e.next++; return e.next }
+func (e *countingEmitter) Ack(operation.Anchor)                                { e.acked++ }
+func (e *countingEmitter) Fail(_ operation.Anchor, err error)                  { panic(err) }
+
+// BenchmarkSink writes rows through the Sink and, in the same run, the
+// same rows with a plain pgx COPY into an identical table in batches of
+// the same size, and reports both rates and their ratio.
+func BenchmarkSink(b *testing.B) {
+	const rows, batch = 50_000, postgres.DefaultBatchSize
+	ctx := context.Background()
+	d := openDB(b)
+	sink := newSink(b, postgres.Config{Table: d.table("readings"), BatchSize: batch})
+	ps := readings(rows)
+	// Create both tables alike: the sink's, then a copy with its key.
+	var out countingEmitter
+	require.NoError(b, sink.Process(ctx, ps[0], &out))
+	require.NoError(b, sink.Flush(ctx, &out))
+	d.exec(b, fmt.Sprintf("CREATE TABLE %s (LIKE %s INCLUDING ALL)", d.table("plain"), d.table("readings")))
+	columns := []string{"time", "series", "measurement", "sensor", "n", "v"}
+	values := make([][]any, rows)
+	for i, p := range ps {
+		values[i] = []any{time.Unix(0, p.Time).UTC(), "reading,sensor=" + p.Tags[0].Value, p.Measurement, p.Tags[0].Value,
+			p.Fields[0].Value.IntValue(), p.Fields[1].Value.FloatValue()}
+	}
+	var sinkTime, copyTime time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		d.exec(b, "TRUNCATE "+d.table("readings")+", "+d.table("plain"))
+		out.acked = 0
+		b.StartTimer()
+
+		start := time.Now()
+		for _, p := range ps {
+			if err := sink.Process(ctx, p, &out); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := sink.Flush(ctx, &out); err != nil {
+			b.Fatal(err)
+		}
+		sinkTime += time.Since(start)
+		if out.acked != rows {
+			b.Fatalf("%d rows acknowledged, want %d", out.acked, rows)
+		}
+
+		start = time.Now()
+		for i := 0; i < rows; i += batch {
+			if _, err := d.conn.CopyFrom(ctx, pgx.Identifier{d.schema, "plain"}, columns, pgx.CopyFromRows(values[i:min(i+batch, rows)])); err != nil {
+				b.Fatal(err)
+			}
+		}
+		copyTime += time.Since(start)
+	}
+	b.StopTimer()
+	if n := d.count(b, "SELECT count(*) FROM "+d.table("readings")); n != rows {
+		b.Fatalf("sink table has %d rows, want %d", n, rows)
+	}
+	sinkRate := float64(rows*b.N) / sinkTime.Seconds()
+	copyRate := float64(rows*b.N) / copyTime.Seconds()
+	b.ReportMetric(sinkRate, "rows/s")
+	b.ReportMetric(copyRate, "copy-rows/s")
+	b.ReportMetric(sinkRate/copyRate, "ratio")
+}

@@ -1,0 +1,176 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sensorstorm/sensorstorm/connectors/postgres"
+	"github.com/sensorstorm/sensorstorm/operation"
+	"github.com/sensorstorm/sensorstorm/particle"
+	"github.com/sensorstorm/sensorstorm/topology"
+)
+
+// serverURL is the PostgreSQL server the tests use: SENSORSTORM_POSTGRES_URL
+// or the local one that scripts/test.sh starts.
+func serverURL() string {
+	if u := os.Getenv("SENSORSTORM_POSTGRES_URL"); u != "" {
+		return u
+	}
+	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+}
+
+// db is a test's own schema on the server.
+type db struct {
+	conn   *pgx.Conn
+	schema string
+}
+
+// openDB connects to the server and creates a schema for t, dropped when t
+// ends. It fails t when the server cannot be reached: the tests need it.
+func openDB(t testing.TB) *db {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, serverURL())
+	require.NoError(t, err, "PostgreSQL is not reachable at %s: run scripts/test.sh, which starts it, or set SENSORSTORM_POSTGRES_URL", serverURL())
+	schema := "test_" + strings.ToLower(strings.NewReplacer("/", "_", "=", "_", "-", "_").Replace(t.Name()))
+	d := &db{conn: conn, schema: schema}
+	d.exec(t, "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
+	d.exec(t, "CREATE SCHEMA "+schema)
+	t.Cleanup(func() {
+		d.exec(t, "DROP SCHEMA "+schema+" CASCADE")
+		require.NoError(t, d.conn.Close(ctx))
+	})
+	return d
+}
+
+// restartServer restarts the local PostgreSQL cluster and connects d
+// again. It may be called from a source's goroutine, so it returns its
+// error rather than failing a test.
+func (d *db) restartServer() error {
+	versions, err := os.ReadDir("/etc/postgresql")
+	if err != nil || len(versions) != 1 {
+		return fmt.Errorf("no single local PostgreSQL cluster to restart (%d): %v", len(versions), err)
+	}
+	cmd := exec.Command("pg_ctlcluster", "--skip-systemctl-redirect", versions[0].Name(), "main", "restart")
+	if outp, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("restart PostgreSQL: %w: %s", err, outp)
+	}
+	ctx := context.Background()
+	_ = d.conn.Close(ctx) // the server ended it
+	d.conn, err = pgx.Connect(ctx, serverURL())
+	return err
+}
+
+// waitUntil calls cond until it is true, for at most 10 s. It may be
+// called from a source's goroutine, so it returns an error rather than
+// failing a test.
+func waitUntil(what string, cond func() bool) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out waiting until %s", what)
+		}
+		time.Sleep(time.Millisecond) // polling a condition, not timing
+	}
+	return nil
+}
+
+func (d *db) exec(t testing.TB, sql string, args ...any) {
+	t.Helper()
+	_, err := d.conn.Exec(context.Background(), sql, args...)
+	require.NoError(t, err, sql)
+}
+
+func (d *db) count(t testing.TB, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	require.NoError(t, d.conn.QueryRow(context.Background(), sql, args...).Scan(&n), sql)
+	return n
+}
+
+// table is the name of a table in d's schema.
+func (d *db) table(name string) string { return d.schema + "." + name }
+
+// newSink returns a Sink on table of d, closed when t ends.
+func newSink(t testing.TB, cfg postgres.Config) *postgres.Sink {
+	t.Helper()
+	if cfg.URL == "" {
+		cfg.URL = serverURL()
+	}
+	s, err := postgres.NewSink(cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	return s
+}
+
+// reading returns the i-th test reading: sensor s<i%3>, an int and a float
+// field, one microsecond apart.
+func reading(i int) particle.Particle {
+	return particle.Particle{
+		Time:        1_700_000_000_000_000_000 + int64(i)*1000,
+		Measurement: "reading",
+		Tags:        []particle.Tag{{Key: "sensor", Value: fmt.Sprint("s", i%3)}},
+		Fields:      []particle.Field{{Key: "n", Value: particle.Int(int64(i))}, {Key: "v", Value: particle.Float(float64(i) / 2)}},
+	}
+}
+
+// readings returns the first n test readings.
+func readings(n int) []particle.Particle {
+	ps := make([]particle.Particle, n)
+	for i := range ps {
+		ps[i] = reading(i)
+	}
+	return ps
+}
+
+// deadLetters collects a topology's dead letters.
+type deadLetters struct {
+	mu  sync.Mutex
+	all []topology.DeadLetter
+}
+
+func (d *deadLetters) DeadLetter(_ context.Context, l topology.DeadLetter) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.all = append(d.all, l)
+}
+
+func (d *deadLetters) get() []topology.DeadLetter {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]topology.DeadLetter(nil), d.all...)
+}
+
+// run runs a topology with acking in which a source emits ps into sink,
+// calling before(i, out) before particle i when set, and returns it once it
+// stopped with Run's error.
+func run(t testing.TB, sink *postgres.Sink, cfg topology.Config, ps []particle.Particle, before func(i int, out topology.SourceEmitter) error) (*topology.Topology, error) {
+	t.Helper()
+	cfg.Acking.Enabled = true
+	topo, err := topology.New(cfg)
+	require.NoError(t, err)
+	topo.AddSource("gen", topology.Single(topology.SourceFunc(func(ctx context.Context, out topology.SourceEmitter) error {
+		for i, p := range ps {
+			if before != nil {
+				if err := before(i, out); err != nil {
+					return err
+				}
+			}
+			if err := out.Emit(p, i); err != nil {
+				return err
+			}
+		}
+		return nil
+	})), topology.SourceConfig{})
+	topo.AddBolt("write", operation.Stateless(sink), topology.BoltConfig{}).Input("gen", topology.Global())
+	return topo, topo.Run(context.Background())
+}

@@ -1,0 +1,378 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sensorstorm/sensorstorm/operation"
+	"github.com/sensorstorm/sensorstorm/particle"
+)
+
+// stageTable is the temporary table a batch is copied into; it lives for
+// one transaction (ON COMMIT DROP).
+const stageTable = "sensorstorm_stage"
+
+// Stats counts what a Sink did. The counters are safe to read while it
+// runs.
+type Stats struct {
+	// Written counts rows inserted; Duplicates rows already in the table
+	// (a redelivery), acknowledged without a write; Rejected particles
+	// the table cannot take or the database refused, dead-lettered.
+	Written, Duplicates, Rejected atomic.Uint64
+	// Batches counts committed transactions.
+	Batches atomic.Uint64
+}
+
+// Sink is an operation that writes data particles to a PostgreSQL table
+// (see the package documentation for the table and the guarantees). It
+// holds each input until the transaction that wrote it committed.
+//
+// One Sink may serve several bolt instances: each instance writes its own
+// batches. It connects on first use, and Close disconnects.
+type Sink struct {
+	cfg   Config
+	table pgx.Identifier
+	stats Stats
+
+	mu      sync.Mutex
+	pool    *pgxpool.Pool
+	cols    *columns // nil until read from the database
+	pending map[operation.Emitter][]row
+	closed  bool
+}
+
+// row is a held input waiting for its batch to be written.
+type row struct {
+	p      particle.Particle
+	series string
+	anchor operation.Anchor
+}
+
+var (
+	_ operation.Operation        = (*Sink)(nil)
+	_ operation.WatermarkHandler = (*Sink)(nil)
+	_ operation.TickHandler      = (*Sink)(nil)
+	_ operation.Flusher          = (*Sink)(nil)
+)
+
+// NewSink returns a Sink for cfg, after applying defaults and validating
+// it. It does not connect yet.
+func NewSink(cfg Config) (*Sink, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	table, _ := tableName(cfg.Table)
+	return &Sink{cfg: cfg, table: table, pending: map[operation.Emitter][]row{}}, nil
+}
+
+// Stats returns the sink's counters.
+func (s *Sink) Stats() *Stats { return &s.stats }
+
+// Process implements operation.Operation: it checks that in fits the
+// table and holds it for the next batch, after writing the batch of out if
+// it is full. A particle that does not fit is rejected (ErrColumn wrapped
+// in operation.ErrRejected); an error wrapping operation.ErrDestination
+// means that nothing was held and the call may be made again.
+func (s *Sink) Process(ctx context.Context, in particle.Particle, out operation.Emitter) error {
+	s.mu.Lock()
+	full := len(s.pending[out]) >= s.cfg.BatchSize
+	s.mu.Unlock()
+	if full {
+		if err := s.write(ctx, out); err != nil {
+			return err
+		}
+	}
+	if err := s.connect(ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.cols.fit(&in); err != nil {
+		s.stats.Rejected.Add(1)
+		return fmt.Errorf("%w: %w", operation.ErrRejected, err)
+	}
+	s.pending[out] = append(s.pending[out], row{p: in, series: seriesKey(&in), anchor: out.Hold()})
+	return nil
+}
+
+// OnWatermark implements operation.WatermarkHandler: it writes what out
+// holds, so that the trees of the released particles complete now.
+func (s *Sink) OnWatermark(ctx context.Context, _ int64, out operation.Emitter) error {
+	return s.write(ctx, out)
+}
+
+// OnTick implements operation.TickHandler: it writes what out holds, so
+// that a slow stream is written without waiting for a full batch.
+func (s *Sink) OnTick(ctx context.Context, _ int64, out operation.Emitter) error {
+	return s.write(ctx, out)
+}
+
+// Flush implements operation.Flusher: it writes what out holds.
+func (s *Sink) Flush(ctx context.Context, out operation.Emitter) error {
+	return s.write(ctx, out)
+}
+
+// Close disconnects. The engine calls it after Flush; calls after the
+// first do nothing.
+func (s *Sink) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed && s.pool != nil {
+		s.pool.Close()
+	}
+	s.closed = true
+	return nil
+}
+
+// connect opens the pool, creates the table when missing and reads its
+// columns, once.
+func (s *Sink) connect(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errors.New("postgres: sink closed")
+	}
+	if s.cols != nil {
+		return nil
+	}
+	if s.pool == nil {
+		pcfg, err := pgxpool.ParseConfig(s.cfg.URL)
+		if err != nil {
+			return fmt.Errorf("%w: url: %w", ErrInvalidConfig, err)
+		}
+		if s.pool, err = pgxpool.NewWithConfig(ctx, pcfg); err != nil {
+			return fmt.Errorf("%w: postgres: connect: %w", operation.ErrDestination, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)
+	defer cancel()
+	table := s.table.Sanitize()
+	create := fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (%s timestamptz NOT NULL, %s text NOT NULL, %s text NOT NULL, PRIMARY KEY (%[3]s, %[2]s))`,
+		table, quote(colTime), quote(colSeries), quote(colMeasurement))
+	if _, err := s.pool.Exec(ctx, create); err != nil {
+		return fmt.Errorf("%w: postgres: create table %s: %w", operation.ErrDestination, table, err)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT attname, format_type(atttypid, NULL) FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped`, table)
+	if err != nil {
+		return fmt.Errorf("%w: postgres: read columns of %s: %w", operation.ErrDestination, table, err)
+	}
+	cols := &columns{types: map[string]colType{}, created: map[string]bool{}}
+	var name, typ string
+	if _, err := pgx.ForEachRow(rows, []any{&name, &typ}, func() error {
+		cols.types[name], cols.created[name] = colType(typ), true
+		return nil
+	}); err != nil {
+		return fmt.Errorf("%w: postgres: read columns of %s: %w", operation.ErrDestination, table, err)
+	}
+	s.cols = cols
+	s.cfg.Logger.Info("postgres: table ready", "table", table, "columns", len(cols.types))
+	return nil
+}
+
+// write writes the rows out holds and acknowledges them. A row the
+// database refuses for its data is failed as rejected and the others are
+// written; on any other error the rows not yet written stay held, and the
+// error wraps operation.ErrDestination.
+func (s *Sink) write(ctx context.Context, out operation.Emitter) error {
+	s.mu.Lock()
+	rows := s.pending[out]
+	s.mu.Unlock()
+	if len(rows) == 0 {
+		return nil
+	}
+	done, err := s.writeRows(ctx, rows, out)
+	s.mu.Lock()
+	if done == len(rows) {
+		s.pending[out] = rows[:0]
+	} else {
+		s.pending[out] = rows[done:]
+	}
+	s.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("%w: postgres: %w", operation.ErrDestination, err)
+	}
+	return nil
+}
+
+// writeRows writes rows in one transaction and acknowledges them. When the
+// database refuses the batch for its data, it writes each half in turn, so
+// that only the rows it refuses alone are failed. It returns how many rows
+// from the start of rows are done: written or failed.
+func (s *Sink) writeRows(ctx context.Context, rows []row, out operation.Emitter) (int, error) {
+	err := s.tx(ctx, rows)
+	switch {
+	case err == nil:
+		for _, r := range rows {
+			out.Ack(r.anchor)
+		}
+		return len(rows), nil
+	case !dataError(err):
+		return 0, err
+	case len(rows) == 1:
+		s.stats.Rejected.Add(1)
+		out.Fail(rows[0].anchor, fmt.Errorf("%w: postgres: %w", operation.ErrRejected, err))
+		return 1, nil
+	}
+	half := len(rows) / 2
+	done, err := s.writeRows(ctx, rows[:half], out)
+	if err != nil {
+		return done, err
+	}
+	more, err := s.writeRows(ctx, rows[half:], out)
+	return done + more, err
+}
+
+// tx writes rows in one transaction: the columns they need are added and
+// the rows copied into the table or, when some are there already, to the
+// staging table and inserted from there, skipping those already in the
+// table.
+func (s *Sink) tx(ctx context.Context, rows []row) error {
+	s.mu.Lock()
+	names, added := s.batchColumns(rows)
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)
+	defer cancel()
+	table := s.table.Sanitize()
+	var inserted int64
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		for _, c := range added {
+			if _, err := tx.Exec(ctx, fmt.Sprintf("ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s %s", table, quote(c.name), c.typ)); err != nil {
+				return fmt.Errorf("add column %q: %w", c.name, err)
+			}
+		}
+		// Most batches hold no row of the table: copy them straight in,
+		// and only when that meets a row already there go through the
+		// staging table.
+		direct, err := tx.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		n, err := direct.CopyFrom(ctx, s.table, names, copySource(rows, names))
+		if err == nil {
+			inserted = n
+			return direct.Commit(ctx)
+		}
+		if err := direct.Rollback(ctx); err != nil {
+			return err
+		}
+		if !duplicateKey(err) {
+			return fmt.Errorf("copy: %w", err)
+		}
+		if _, err := tx.Exec(ctx, fmt.Sprintf("CREATE TEMP TABLE %s (LIKE %s INCLUDING DEFAULTS) ON COMMIT DROP", stageTable, table)); err != nil {
+			return fmt.Errorf("create staging table: %w", err)
+		}
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{stageTable}, names, copySource(rows, names)); err != nil {
+			return fmt.Errorf("copy to staging table: %w", err)
+		}
+		list := quoteAll(names)
+		tag, err := tx.Exec(ctx, fmt.Sprintf("INSERT INTO %s (%s) SELECT %[2]s FROM %s ON CONFLICT (%s, %s) DO NOTHING",
+			table, list, stageTable, quote(colSeries), quote(colTime)))
+		if err != nil {
+			return fmt.Errorf("insert: %w", err)
+		}
+		inserted = tag.RowsAffected()
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	for _, c := range added {
+		s.cols.created[c.name] = true
+	}
+	s.mu.Unlock()
+	s.stats.Batches.Add(1)
+	s.stats.Written.Add(uint64(inserted))
+	s.stats.Duplicates.Add(uint64(int64(len(rows)) - inserted))
+	return nil
+}
+
+// batchColumns returns the columns rows fill, in a fixed order, and those
+// of them not yet in the table. s.mu is held.
+func (s *Sink) batchColumns(rows []row) (names []string, added []column) {
+	seen := map[string]bool{}
+	for _, r := range rows {
+		for _, t := range r.p.Tags {
+			seen[t.Key] = true
+		}
+		for _, f := range r.p.Fields {
+			seen[f.Key] = true
+		}
+	}
+	keys := make([]string, 0, len(seen))
+	for k := range seen {
+		keys = append(keys, k)
+		if !s.cols.created[k] {
+			added = append(added, column{k, s.cols.types[k]})
+		}
+	}
+	slices.Sort(keys)
+	slices.SortFunc(added, func(a, b column) int { return strings.Compare(a.name, b.name) })
+	return append([]string{colTime, colSeries, colMeasurement}, keys...), added
+}
+
+// copySource gives rows as the values of the columns names.
+func copySource(rows []row, names []string) pgx.CopyFromSource {
+	index := make(map[string]int, len(names))
+	for i, n := range names {
+		index[n] = i
+	}
+	values := make([]any, len(names))
+	return pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
+		r := &rows[i]
+		clear(values)
+		values[0] = time.Unix(0, r.p.Time).UTC()
+		values[1] = r.series
+		values[2] = r.p.Measurement
+		for _, t := range r.p.Tags {
+			values[index[t.Key]] = t.Value
+		}
+		for _, f := range r.p.Fields {
+			values[index[f.Key]] = fieldValue(f.Value)
+		}
+		return values, nil
+	})
+}
+
+// dataError reports whether the database refused err's statement for the
+// data in it (SQLSTATE classes 22, data exception, 23, integrity
+// constraint violation, and 54, program limit exceeded: a series too long
+// for the index), rather than failing itself.
+func dataError(err error) bool {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return false
+	}
+	switch pe.Code[:2] {
+	case "22", "23", "54":
+		return true
+	}
+	return false
+}
+
+// duplicateKey reports whether err is a unique violation (SQLSTATE 23505).
+func duplicateKey(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505"
+}
+
+func quote(name string) string { return pgx.Identifier{name}.Sanitize() }
+
+func quoteAll(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = quote(n)
+	}
+	return strings.Join(q, ", ")
+}

@@ -1,0 +1,230 @@
+package postgres_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sensorstorm/sensorstorm/connectors/postgres"
+	"github.com/sensorstorm/sensorstorm/operation"
+	"github.com/sensorstorm/sensorstorm/particle"
+	"github.com/sensorstorm/sensorstorm/topology"
+)
+
+// TestSink writes readings through a topology with acking: every tree
+// completes, every reading is one row, and the table has the documented
+// columns.
+func TestSink(t *testing.T) {
+	const n = 2000
+	d := openDB(t)
+	sink := newSink(t, postgres.Config{Table: d.table("readings"), BatchSize: 300})
+	ps := readings(n)
+	ps[7].Fields = append(ps[7].Fields, particle.Field{Key: "ok", Value: particle.Bool(true)}, particle.Field{Key: "note", Value: particle.String("hi")})
+	topo, err := run(t, sink, topology.Config{}, ps, nil)
+	require.NoError(t, err)
+
+	assert.Equal(t, uint64(n), topo.Stats("gen").Acked.Load())
+	assert.Equal(t, uint64(n), sink.Stats().Written.Load())
+	assert.Equal(t, n, d.count(t, "SELECT count(*) FROM "+d.table("readings")))
+	assert.Equal(t, n*(n-1)/2, d.count(t, "SELECT sum(n) FROM "+d.table("readings")))
+	assert.Equal(t, 1, d.count(t, "SELECT count(*) FROM "+d.table("readings")+
+		` WHERE series = 'reading,sensor=s1' AND sensor = 's1' AND measurement = 'reading' AND ok AND note = 'hi' AND v = 3.5 AND time = '2023-11-14 22:13:20.000007+00'`))
+	types := map[string]string{}
+	rows, err := d.conn.Query(context.Background(), `SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'readings'`, d.schema)
+	require.NoError(t, err)
+	for rows.Next() {
+		var name, typ string
+		require.NoError(t, rows.Scan(&name, &typ))
+		types[name] = typ
+	}
+	require.NoError(t, rows.Err())
+	assert.Equal(t, map[string]string{"time": "timestamp with time zone", "series": "text", "measurement": "text", "sensor": "text",
+		"n": "bigint", "v": "double precision", "ok": "boolean", "note": "text"}, types)
+}
+
+// TestSinkRedelivery writes readings again, as after a crash: a batch
+// whose rows are partly or all in the table adds only the others, and
+// every tree completes.
+func TestSinkRedelivery(t *testing.T) {
+	d := openDB(t)
+	ps := readings(500)
+	for _, round := range []struct {
+		ps         []particle.Particle
+		duplicates uint64
+	}{
+		{ps[:300], 0},
+		{ps, 300},
+		{ps, 500},
+	} {
+		sink := newSink(t, postgres.Config{Table: d.table("readings"), BatchSize: 128})
+		topo, err := run(t, sink, topology.Config{}, round.ps, nil)
+		require.NoError(t, err)
+		assert.Equal(t, uint64(len(round.ps)), topo.Stats("gen").Acked.Load())
+		assert.Equal(t, round.duplicates, sink.Stats().Duplicates.Load())
+		assert.Equal(t, len(round.ps), d.count(t, "SELECT count(*) FROM "+d.table("readings")))
+	}
+	assert.Equal(t, 500*499/2, d.count(t, "SELECT sum(n) FROM "+d.table("readings")))
+}
+
+// TestSinkTypeConflict sends a string for a double precision column: the
+// particle is dead-lettered as rejected, and the others are written.
+func TestSinkTypeConflict(t *testing.T) {
+	const n = 100
+	d := openDB(t)
+	sink := newSink(t, postgres.Config{Table: d.table("readings"), BatchSize: 16})
+	ps := readings(n)
+	ps[50].Fields[1].Value = particle.String("warm")
+	var dead deadLetters
+	topo, err := run(t, sink, topology.Config{DeadLetters: &dead}, ps, nil)
+	require.NoError(t, err)
+
+	assert.Equal(t, uint64(n), topo.Stats("gen").Acked.Load())
+	assert.Equal(t, n-1, d.count(t, "SELECT count(*) FROM "+d.table("readings")))
+	require.Len(t, dead.get(), 1)
+	l := dead.get()[0]
+	assert.Equal(t, "rejected", l.Reason)
+	assert.ErrorIs(t, l.Err, postgres.ErrColumn)
+	assert.ErrorContains(t, l.Err, `"v": column has type double precision, the particle's value needs text`)
+	assert.Equal(t, ps[50].Time, l.Particle.Time)
+}
+
+// TestSinkRowRefused writes rows the database refuses for their data: the
+// refusal fails that row alone, which is dead-lettered with the reason,
+// and the rest of its batch is written.
+func TestSinkRowRefused(t *testing.T) {
+	const n = 64
+	for _, tt := range []struct {
+		name   string
+		table  string // created beforehand when set
+		bad    func(p *particle.Particle)
+		reason string
+	}{
+		{
+			name: "check constraint",
+			table: `(time timestamptz NOT NULL, series text NOT NULL, measurement text NOT NULL,
+				sensor text, n bigint CHECK (n <> 40), v double precision, PRIMARY KEY (series, time))`,
+			bad:    func(*particle.Particle) {},
+			reason: "violates check constraint",
+		},
+		{
+			name: "series too long for the index",
+			bad: func(p *particle.Particle) {
+				r := rand.New(rand.NewPCG(1, 2)) // incompressible, unlike a pattern
+				b := make([]byte, 20000)
+				for i := range b {
+					b[i] = byte('a' + r.IntN(26))
+				}
+				p.Tags[0].Value = string(b)
+			},
+			reason: "index row",
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := openDB(t)
+			if tt.table != "" {
+				d.exec(t, "CREATE TABLE "+d.table("readings")+tt.table)
+			}
+			sink := newSink(t, postgres.Config{Table: d.table("readings"), BatchSize: n})
+			ps := readings(n)
+			tt.bad(&ps[40])
+			var dead deadLetters
+			topo, err := run(t, sink, topology.Config{DeadLetters: &dead}, ps, nil)
+			require.NoError(t, err)
+
+			assert.Equal(t, n-1, d.count(t, "SELECT count(*) FROM "+d.table("readings")))
+			assert.Zero(t, d.count(t, "SELECT count(*) FROM "+d.table("readings")+" WHERE n = 40"))
+			letters := dead.get()
+			require.Len(t, letters, 1)
+			assert.ErrorIs(t, letters[0].Err, operation.ErrRejected)
+			assert.ErrorContains(t, letters[0].Err, tt.reason)
+			assert.Equal(t, ps[40].Time, letters[0].Particle.Time)
+			assert.Equal(t, uint64(n-1), topo.Stats("gen").Acked.Load())
+			t.Logf("dead letter: %s: %v", letters[0].Reason, letters[0].Err)
+		})
+	}
+}
+
+// TestSinkConnectionLost ends the sink's connections while it writes: the
+// write fails as the destination's, the engine retries it, and every
+// reading is written once, none dead-lettered.
+func TestSinkConnectionLost(t *testing.T) {
+	const n = 1000
+	d := openDB(t)
+	sink := newSink(t, postgres.Config{URL: serverURL() + "&application_name=sink_lost", Table: d.table("readings"), BatchSize: 50})
+	ps := readings(n)
+	var dead deadLetters
+	cfg := topology.Config{DeadLetters: &dead, Destination: topology.DestinationConfig{InitialInterval: time.Millisecond, MaxInterval: 10 * time.Millisecond}}
+	kills := 0
+	topo, err := run(t, sink, cfg, ps, func(i int, out topology.SourceEmitter) error {
+		if i%250 != 0 || i == 0 {
+			return nil
+		}
+		// Once the sink has what came before, it is connected.
+		if err := out.Flush(); err != nil {
+			return err
+		}
+		err := waitUntil("the sink has a connection to end", func() bool {
+			var n int
+			err := d.conn.QueryRow(context.Background(), `SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'sink_lost') k`).Scan(&n)
+			return err == nil && n > 0
+		})
+		if err != nil {
+			return err
+		}
+		kills++
+		return nil
+	})
+	require.NoError(t, err)
+
+	assert.Equal(t, 3, kills)
+	assert.Empty(t, dead.get())
+	assert.Equal(t, uint64(n), topo.Stats("gen").Acked.Load())
+	assert.Equal(t, n, d.count(t, "SELECT count(*) FROM "+d.table("readings")))
+	assert.Positive(t, topo.Stats("write").DestinationRetries.Load())
+}
+
+// TestSinkServerRestart restarts the PostgreSQL server mid-stream: the sink
+// retries until it is back, and every reading is written once, none
+// dead-lettered.
+func TestSinkServerRestart(t *testing.T) {
+	const n = 1000
+	d := openDB(t)
+	sink := newSink(t, postgres.Config{Table: d.table("readings"), BatchSize: 50})
+	var dead deadLetters
+	cfg := topology.Config{DeadLetters: &dead, Destination: topology.DestinationConfig{InitialInterval: time.Millisecond, MaxInterval: 50 * time.Millisecond}}
+	topo, err := run(t, sink, cfg, readings(n), func(i int, out topology.SourceEmitter) error {
+		if i != n/2 {
+			return nil
+		}
+		if err := out.Flush(); err != nil {
+			return err
+		}
+		if err := waitUntil("the sink wrote a batch", func() bool { return sink.Stats().Batches.Load() > 0 }); err != nil {
+			return err
+		}
+		return d.restartServer()
+	})
+	require.NoError(t, err)
+
+	assert.Empty(t, dead.get())
+	assert.Equal(t, uint64(n), topo.Stats("gen").Acked.Load())
+	assert.Equal(t, n, d.count(t, "SELECT count(*) FROM "+d.table("readings")))
+	assert.Equal(t, n*(n-1)/2, d.count(t, "SELECT sum(n) FROM "+d.table("readings")))
+}
+
+// TestSinkUnreachable gives up on a database that does not answer: the run
+// stops with topology.ErrGaveUp, nothing acknowledged or dead-lettered.
+func TestSinkUnreachable(t *testing.T) {
+	sink := newSink(t, postgres.Config{URL: "postgres://postgres@127.0.0.1:1/postgres?connect_timeout=1", Table: "readings"})
+	var dead deadLetters
+	cfg := topology.Config{DeadLetters: &dead, Destination: topology.DestinationConfig{InitialInterval: time.Millisecond, MaxInterval: 10 * time.Millisecond, GiveUpAfter: 200 * time.Millisecond}}
+	topo, err := run(t, sink, cfg, []particle.Particle{reading(0), reading(1)}, nil)
+	require.ErrorIs(t, err, topology.ErrGaveUp)
+	assert.ErrorIs(t, err, operation.ErrDestination)
+	assert.Empty(t, dead.get())
+	assert.Zero(t, topo.Stats("gen").Acked.Load())
+}
