@@ -56,7 +56,8 @@ type Emitter interface {
 	// Ack acknowledges a held input; a second Ack or Fail is a no-op.
 	Ack(a Anchor)
 	// Fail fails a held input's tree with err; a second Ack or Fail is a
-	// no-op.
+	// no-op. An err wrapping ErrRejected dead-letters and acknowledges the
+	// input instead, as from Process.
 	Fail(a Anchor, err error)
 }
 

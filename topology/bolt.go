@@ -311,10 +311,14 @@ func (b *boltInstance) process(ctx context.Context, env *envelope) {
 // reject dead-letters an input the operation rejected as bad data, and
 // acknowledges it: retrying bad data would only fail again.
 func (b *boltInstance) reject(env *envelope, err error) {
+	b.deadLetterRejected(env, err)
+	b.ackInput(env, b.curXor)
+}
+
+func (b *boltInstance) deadLetterRejected(env *envelope, err error) {
 	b.stats.Invalid.Add(1)
 	p := env.p
 	b.topo.deadLetter(DeadLetter{Component: b.name, Instance: b.index, Reason: "rejected", Err: err, Particle: &p})
-	b.ackInput(env, b.curXor)
 }
 
 // call runs an operation callback, turning a panic into a *PanicError.
@@ -521,17 +525,29 @@ func (b *boltInstance) claim(c claim) bool {
 // Ack implements operation.Emitter.
 func (b *boltInstance) Ack(a operation.Anchor) {
 	if h := b.take(a); h != nil {
-		i := 0
-		h.env.each(func(an anchor) {
-			b.acks = append(b.acks, ackOp{root: an.root, xor: an.edge ^ h.xors[i]})
-			i++
-		})
+		b.ackHeld(h)
 	}
 }
 
-// Fail implements operation.Emitter.
+func (b *boltInstance) ackHeld(h *held) {
+	i := 0
+	h.env.each(func(an anchor) {
+		b.acks = append(b.acks, ackOp{root: an.root, xor: an.edge ^ h.xors[i]})
+		i++
+	})
+}
+
+// Fail implements operation.Emitter. An error wrapping
+// operation.ErrRejected dead-letters and acknowledges the input, as when
+// Process returns it.
 func (b *boltInstance) Fail(a operation.Anchor, err error) {
-	if h := b.take(a); h != nil {
+	h := b.take(a)
+	switch {
+	case h == nil:
+	case errors.Is(err, operation.ErrRejected):
+		b.deadLetterRejected(&h.env, err)
+		b.ackHeld(h)
+	default:
 		b.failInput(context.Background(), &h.env, err)
 	}
 }
