@@ -2,6 +2,8 @@ package topology_test
 
 import (
 	"context"
+	"math/rand/v2"
+	"runtime"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -9,65 +11,162 @@ import (
 
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
+	"github.com/sensorstorm/sensorstorm/syncbuffer"
 	"github.com/sensorstorm/sensorstorm/topology"
 )
 
+// benchCase is one shape of work for BenchmarkTopology.
+type benchCase struct {
+	keys   int
+	acking bool
+	// step is the event time between consecutive particles: the inverse
+	// of the event rate.
+	step time.Duration
+	// disorder bounds how far a particle's event time lies behind its place
+	// in the stream; the bolt's window is twice it. Zero is in order.
+	disorder time.Duration
+}
+
 // BenchmarkTopology measures particles per second through source → bolt
-// with 4 instances (fields grouping) → sink.
+// with 4 instances (fields grouping) → sink. The acking=off and acking=on
+// cases are the best case: in order, window 0, 64 keys, one particle per
+// nanosecond of event time. The others add many keys, and disorder with a
+// window to match at two event rates, which sets how many particles the
+// bolt's sync buffers hold. Those report the bytes held per buffered
+// particle, everything included: envelope, slot and tree entry. Their
+// particles/s leave out the pause in which the heap is measured; ns/op
+// does not.
 func BenchmarkTopology(b *testing.B) {
 	for _, acking := range []bool{false, true} {
-		name := "acking=off"
-		if acking {
-			name = "acking=on"
+		b.Run(ackingName(acking), func(b *testing.B) {
+			benchmarkTopology(b, benchCase{keys: 64, acking: acking, step: time.Nanosecond})
+		})
+	}
+	for _, acking := range []bool{false, true} {
+		b.Run("inorder/keys=100k/"+ackingName(acking), func(b *testing.B) {
+			benchmarkTopology(b, benchCase{keys: 100_000, acking: acking, step: time.Nanosecond})
+		})
+	}
+	type variant struct {
+		name string
+		n    int
+	}
+	for _, rate := range []variant{{"10k", 10_000}, {"1M", 1_000_000}} {
+		for _, keys := range []variant{{"64", 64}, {"100k", 100_000}} {
+			for _, acking := range []bool{false, true} {
+				c := benchCase{keys: keys.n, acking: acking, step: time.Second / time.Duration(rate.n), disorder: time.Second}
+				name := "disorder=1s/rate=" + rate.name + "/keys=" + keys.name + "/" + ackingName(acking)
+				b.Run(name, func(b *testing.B) { benchmarkTopology(b, c) })
+			}
 		}
-		b.Run(name, func(b *testing.B) { benchmarkTopology(b, acking) })
 	}
 }
 
-func benchmarkTopology(b *testing.B, acking bool) {
-	const keys = 64
-	tags := make([][]particle.Tag, keys)
-	for k := range keys {
+func ackingName(acking bool) string {
+	if acking {
+		return "acking=on"
+	}
+	return "acking=off"
+}
+
+func benchmarkTopology(b *testing.B, c benchCase) {
+	tags := make([][]particle.Tag, c.keys)
+	for k := range c.keys {
 		tags[k] = []particle.Tag{{Key: "node", Value: strconv.Itoa(k)}}
 	}
 	fields := []particle.Field{{Key: "temperature", Value: particle.Float(21.5)}, {Key: "humidity", Value: particle.Float(48)}}
 	n := b.N
+	cfg := topology.Config{Acking: topology.AckingConfig{Enabled: c.acking}}
+	if c.disorder > 0 {
+		// Every buffered particle keeps its tree pending: a smaller bound
+		// would stall the source until the trees time out.
+		cfg.Acking.MaxPending = n + 1
+	}
 	var sunk atomic.Int64
-	topo, err := topology.New(topology.Config{Acking: topology.AckingConfig{Enabled: acking}})
+	topo, err := topology.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
+	// The source measures the heap once it has emitted everything, when
+	// the sync buffers hold the most.
+	var (
+		heapBefore uint64
+		probe      time.Duration
+		heldSize   float64
+	)
 	topo.AddSource("gen", topology.Single(topology.SourceFunc(func(ctx context.Context, out topology.SourceEmitter) error {
+		r := rand.New(rand.NewPCG(1, 2))
+		var id any
+		if c.acking {
+			id = true
+		}
 		for i := range n {
-			var id any
-			if acking {
-				id = true
+			t := int64(c.disorder) + int64(i)*int64(c.step)
+			if c.disorder > 0 {
+				t -= r.Int64N(int64(c.disorder))
 			}
-			p := particle.Particle{Time: int64(i), Measurement: "env", Tags: tags[i%keys], Fields: fields}
+			p := particle.Particle{Time: t, Measurement: "env", Tags: tags[i%c.keys], Fields: fields}
 			if err := out.Emit(p, id); err != nil {
 				return err
 			}
 		}
+		if c.disorder == 0 {
+			return nil
+		}
+		if err := out.Flush(); err != nil {
+			return err
+		}
+		start := time.Now()
+		heldSize = bytesPerBuffered(topo, n, heapBefore)
+		probe = time.Since(start)
 		return nil
 	})), topology.SourceConfig{})
 	topo.AddBolt("work", operation.Stateless(operation.Func(func(_ context.Context, in particle.Particle, out operation.Emitter) error {
 		out.Emit(in)
 		return nil
-	})), topology.BoltConfig{Parallelism: 4}).Input("gen", topology.Fields("node"))
+	})), topology.BoltConfig{Parallelism: 4, Buffer: syncbuffer.Config{Window: 2 * c.disorder}}).Input("gen", topology.Fields("node"))
 	topo.AddBolt("sink", operation.Stateless(operation.Func(func(context.Context, particle.Particle, operation.Emitter) error {
 		sunk.Add(1)
 		return nil
 	})), topology.BoltConfig{}).Input("work", topology.Global())
 
+	heapBefore = heapAlloc()
 	b.ReportAllocs()
 	b.ResetTimer()
 	start := time.Now()
 	if err := topo.Run(context.Background()); err != nil {
 		b.Fatal(err)
 	}
-	elapsed := time.Since(start)
+	elapsed := time.Since(start) - probe
 	if got := sunk.Load(); got != int64(n) {
 		b.Fatalf("sunk %d of %d", got, n)
 	}
 	b.ReportMetric(float64(n)/elapsed.Seconds(), "particles/s")
+	if heldSize > 0 {
+		b.ReportMetric(heldSize, "B/buffered")
+	}
+}
+
+// bytesPerBuffered waits until the work bolt has taken in and settled all
+// n particles, then returns the heap grown since before, per particle held
+// in the sync buffers; 0 if too few are held to tell.
+func bytesPerBuffered(topo *topology.Topology, n int, before uint64) float64 {
+	work, sink := topo.Stats("work"), topo.Stats("sink")
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if work.In.Load() == uint64(n) && work.Processed.Load()+uint64(work.Buffered.Load()) == uint64(n) {
+			break
+		}
+	}
+	held := work.Buffered.Load() + sink.Buffered.Load()
+	if held < 10_000 {
+		return 0
+	}
+	return (float64(heapAlloc()) - float64(before)) / float64(held)
+}
+
+func heapAlloc() uint64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
 }
