@@ -52,8 +52,11 @@ type Buffer[T any] struct {
 	// The tree orders small pointer-free entries; the items themselves live
 	// in slots, so that tree nodes stay compact, are moved without write
 	// barriers and are never scanned by the garbage collector.
-	tree  *btree.BTreeG[entry]
-	slots []T
+	tree *btree.BTreeG[entry]
+	// slots are pages of items (see store); fresh is the first slot never
+	// used since the buffer last emptied, free the used ones given back.
+	slots []*page[T]
+	fresh uint32
 	free  []uint32
 	// lastPeak is how many slots the previous cycle, from empty to empty,
 	// used.
@@ -270,48 +273,6 @@ func (b *Buffer[T]) Advance(input int, high, promise, now int64) {
 		in.raise(high)
 	}
 	in.promise = max(in.promise, promise)
-}
-
-// store puts item in a free slot and returns the slot.
-func (b *Buffer[T]) store(item T) uint32 {
-	var slot uint32
-	if n := len(b.free); n > 0 {
-		slot = b.free[n-1]
-		b.free = b.free[:n-1]
-		b.slots[slot] = item
-	} else {
-		b.slots = append(b.slots, item)
-		slot = uint32(len(b.slots) - 1)
-	}
-	if b.size != nil {
-		// Measured in its slot, so that item does not escape.
-		b.bytes += int64(b.size(&b.slots[slot]))
-	}
-	return slot
-}
-
-// take empties slot and returns its item. Each time the buffer empties
-// the slots start over; their memory is given back after two cycles (from
-// empty to empty) that used less than half of it, so that a buffer that
-// fills to the same size again and again keeps its slots, and one that saw
-// a burst does not keep its memory for good.
-func (b *Buffer[T]) take(slot uint32) T {
-	if b.size != nil {
-		b.bytes -= int64(b.size(&b.slots[slot]))
-	}
-	item := b.slots[slot]
-	var zero T
-	b.slots[slot] = zero
-	b.free = append(b.free, slot)
-	if len(b.free) == len(b.slots) {
-		peak := len(b.slots)
-		b.slots, b.free = b.slots[:0], b.free[:0]
-		if cap(b.slots) > keepSlots && 2*max(peak, b.lastPeak) < cap(b.slots) {
-			b.slots, b.free = nil, nil
-		}
-		b.lastPeak = peak
-	}
-	return item
 }
 
 func (in *input) raise(t int64) {

@@ -64,12 +64,13 @@
 //
 // The order lives in a github.com/google/btree B-tree of 32-byte,
 // pointer-free entries (key, arrival counter, slot); the items themselves sit
-// by value in a slot slice next to it. Per item held, a buffer takes about
-// 50 bytes beyond the item itself. The slots keep their peak size while the
-// buffer keeps filling to it, and give a burst's memory back once the
-// buffer has emptied twice since. In the steady state a push and its
-// release allocate nothing, and an in-order stream with no window passes
-// through without touching the tree.
+// by value in slots next to it, in pages of 1024 that are added as the
+// buffer grows, so that growing never copies an item. Per item held, a
+// buffer takes about 47 bytes beyond the item itself. The pages stay while
+// the buffer keeps filling to its peak, and a burst's pages are given back
+// once the buffer has emptied twice since. In the steady state a push and
+// its release allocate nothing, and an in-order stream with no window
+// passes through without touching the tree.
 //
 // # What it is not
 //
