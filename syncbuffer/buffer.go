@@ -100,14 +100,17 @@ type input struct {
 }
 
 // entry is the tree's view of an item: its key, an arrival counter that
-// keeps equal keys apart and in arrival order, and the item's slot. Origin
+// keeps equal keys apart and in arrival order, the item's slot and its
+// size, kept so that a release need not measure the item again. Origin
 // and arrival share a word so that two entries fit in the registers of a
-// call to lessEntry, the tree's inner loop.
+// call to lessEntry, the tree's inner loop; size fills what would be
+// padding.
 type entry struct {
 	time   int64
 	seq    uint64
 	origin uint64 // Key.Origin<<32 | arrival
 	slot   uint32
+	size   uint32
 }
 
 func lessEntry(a, b entry) bool {
@@ -162,8 +165,9 @@ func (b *Buffer[T]) Full() bool {
 }
 
 // MeasureWith makes the buffer count the bytes of the items it holds with
-// size, for [Config.CapacityBytes]. Call it before the first Push; size
-// must give an item the same size every time.
+// size, for [Config.CapacityBytes]. Call it before the first Push. size is
+// called once per stored item, and an item counts for at most
+// math.MaxUint32 bytes.
 func (b *Buffer[T]) MeasureWith(size func(*T) int) { b.size = size }
 
 // Bytes returns the bytes of the items held, as measured by the size
@@ -250,7 +254,8 @@ func (b *Buffer[T]) Push(input int, item T, now int64) Status {
 		b.stats.Behind++
 		return Behind
 	}
-	b.insert(in, entry{time: k.Time, seq: k.Seq, origin: uint64(k.Origin)<<32 | uint64(b.arrival), slot: b.store(item)})
+	slot, size := b.store(item)
+	b.insert(in, entry{time: k.Time, seq: k.Seq, origin: uint64(k.Origin)<<32 | uint64(b.arrival), slot: slot, size: size})
 	b.arrival++
 	return Buffered
 }
@@ -334,7 +339,7 @@ func (b *Buffer[T]) Release(now int64, fn func(item T) bool) {
 		}
 		last, released = e, true
 		b.stats.Released++
-		if !fn(b.take(e.slot)) {
+		if !fn(b.take(e)) {
 			break
 		}
 	}

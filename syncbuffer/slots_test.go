@@ -22,3 +22,17 @@ func TestSlotsNeverMoveAnItem(t *testing.T) {
 	assert.Len(t, got, n)
 	assert.IsIncreasing(t, got)
 }
+
+func TestSizeMeasuredOncePerItem(t *testing.T) {
+	b := newTestBuffer(t, Config{Window: 100}, 1)
+	calls := 0
+	b.MeasureWith(func(it *item) int { calls++; return int(it.K.Seq) })
+	for i := range 3 {
+		b.Push(0, data(int64(i), 0, uint64(i+1)), 0)
+	}
+	assert.Equal(t, int64(1+2+3), b.Bytes())
+	b.EndOfStream(0)
+	assert.Len(t, drain(b, 0), 3)
+	assert.Zero(t, b.Bytes())
+	assert.Equal(t, 3, calls, "measured when stored, not again when released")
+}
