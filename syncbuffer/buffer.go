@@ -102,16 +102,18 @@ type input struct {
 // entry is the tree's view of an item: its key, an arrival counter that
 // keeps equal keys apart and in arrival order, the item's slot and its
 // size, kept so that a release need not measure the item again. Origin
-// and arrival share a word so that two entries fit in the registers of a
-// call to lessEntry, the tree's inner loop; size fills what would be
-// padding.
+// and arrival share a word, and so do slot and size, so that two entries
+// fit in the registers of a call to lessEntry, the tree's inner loop.
 type entry struct {
 	time   int64
 	seq    uint64
 	origin uint64 // Key.Origin<<32 | arrival
-	slot   uint32
-	size   uint32
+	held   uint64 // slot<<32 | size
 }
+
+func (e entry) slot() uint32 { return uint32(e.held >> 32) }
+
+func (e entry) size() uint32 { return uint32(e.held) }
 
 func lessEntry(a, b entry) bool {
 	if a.time != b.time {
@@ -255,7 +257,7 @@ func (b *Buffer[T]) Push(input int, item T, now int64) Status {
 		return Behind
 	}
 	slot, size := b.store(item)
-	b.insert(in, entry{time: k.Time, seq: k.Seq, origin: uint64(k.Origin)<<32 | uint64(b.arrival), slot: slot, size: size})
+	b.insert(in, entry{time: k.Time, seq: k.Seq, origin: uint64(k.Origin)<<32 | uint64(b.arrival), held: uint64(slot)<<32 | uint64(size)})
 	b.arrival++
 	return Buffered
 }

@@ -4,7 +4,7 @@ package syncbuffer
 // removing it, or (zero, false) when the buffer is empty.
 func (b *Buffer[T]) Min() (T, bool) {
 	if e, _, ok := b.next(); ok {
-		return *b.slot(e.slot), true
+		return *b.slot(e.slot()), true
 	}
 	var zero T
 	return zero, false

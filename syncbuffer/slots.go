@@ -48,12 +48,12 @@ func (b *Buffer[T]) store(item T) (slot, size uint32) {
 // fills to the same size again and again keeps its pages, and one that saw
 // a burst does not keep its memory for good.
 func (b *Buffer[T]) take(e entry) T {
-	b.bytes -= int64(e.size)
-	p := b.slot(e.slot)
+	b.bytes -= int64(e.size())
+	p := b.slot(e.slot())
 	item := *p
 	var zero T
 	*p = zero
-	b.free = append(b.free, e.slot)
+	b.free = append(b.free, e.slot())
 	if len(b.free) == int(b.fresh) {
 		peak := int(b.fresh)
 		b.fresh, b.free = 0, b.free[:0]
