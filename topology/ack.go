@@ -2,7 +2,6 @@ package topology
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,7 +48,7 @@ type ackService struct {
 	cfg   AckingConfig
 	mu    sync.Mutex
 	table *acker.Table
-	trees []tree // by root slot
+	trees treePages // by root slot
 	stale atomic.Uint64
 	// now is a coarse wall clock, set at every housekeeping tick, for
 	// scheduling retries.
@@ -60,6 +59,22 @@ type ackService struct {
 	// less that time, read once per batch of updates: time spent queued
 	// under backpressure counts towards neither timeout.
 	paused atomic.Int64
+}
+
+// treePages is the acker's side table, by root slot: pages of trees that
+// are added as the acker's slots grow with what is pending, never with the
+// capacity, and never copied.
+type treePages [][]tree
+
+const treePage = 1024
+
+// at returns the tree of slot, adding the pages up to it.
+func (p *treePages) at(slot int) *tree {
+	i := int(slot / treePage)
+	for len(*p) <= i {
+		*p = append(*p, make([]tree, treePage))
+	}
+	return &(*p)[i][slot%treePage]
 }
 
 // workNow returns the work clock. A stale paused gives a later time, which
@@ -102,12 +117,7 @@ func (a *ackService) startAll(ts []newTree, roots []acker.RootID, results []outc
 		case done:
 			results = append(results, outcome{src: t.src, msgID: t.msgID, attempt: t.attempt, done: true})
 		default:
-			if slot := int(root.Slot()); slot >= len(a.trees) {
-				// The side table grows with the acker's slots, which grow
-				// with what is pending, not with the capacity.
-				a.trees = slices.Grow(a.trees, slot+1-len(a.trees))[:slot+1]
-			}
-			a.trees[root.Slot()] = t.tree
+			*a.trees.at(root.Slot()) = t.tree
 		}
 		roots = append(roots, root)
 	}
@@ -167,7 +177,7 @@ func (a *ackService) expire(now int64, paused time.Duration) {
 }
 
 func (a *ackService) finishLocked(results []outcome, root acker.RootID, done bool, r acker.Reason, err error) []outcome {
-	t := &a.trees[root.Slot()]
+	t := a.trees.at(root.Slot())
 	o := outcome{src: t.src, msgID: t.msgID, attempt: t.attempt, done: done, reason: r, err: err}
 	if !done {
 		o.p = t.p
