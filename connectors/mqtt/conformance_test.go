@@ -127,14 +127,19 @@ func TestSinkConformance(t *testing.T) {
 }
 
 // sinkHarness reads what the Sink published with a subscriber of its own.
+// The sink reaches the broker through a tap, which Break cuts: the
+// destination fails for the sink alone, while the subscriber that reads
+// it stays connected.
 type sinkHarness struct {
 	broker *mosquittotest.Broker
+	tap    *tap
 	mu     sync.Mutex
 	got    []int
 }
 
 func newSinkHarness(t *testing.T) connectortest.SinkHarness {
 	h := &sinkHarness{broker: mosquittotest.Start(t, conformanceBroker)}
+	h.tap = newTap(t, h.broker.Addr())
 	record := func(_ paho.Client, m paho.Message) {
 		h.mu.Lock()
 		h.got = append(h.got, connectortest.NumbersIn(m.Payload())...)
@@ -158,7 +163,7 @@ func newSinkHarness(t *testing.T) connectortest.SinkHarness {
 
 func (h *sinkHarness) NewSink(t testing.TB) operation.Operation {
 	s, err := mqtt.NewSink(mqtt.SinkConfig{
-		ConnConfig: mqtt.ConnConfig{Brokers: []string{h.broker.URL()}, ClientID: "conformance-sink", MaxReconnectInterval: 100 * time.Millisecond},
+		ConnConfig: mqtt.ConnConfig{Brokers: []string{"tcp://" + h.tap.addr()}, ClientID: "conformance-sink", MaxReconnectInterval: 100 * time.Millisecond},
 		Topic:      "results/{sensor}",
 	})
 	if err != nil {
@@ -173,8 +178,8 @@ func (h *sinkHarness) Read(testing.TB) []int {
 	return slices.Clone(h.got)
 }
 
-func (h *sinkHarness) StopBroker(testing.TB)  { h.broker.Stop() }
-func (h *sinkHarness) StartBroker(testing.TB) { h.broker.Start() }
+func (h *sinkHarness) Break(testing.TB) { h.tap.cut(true) }
+func (h *sinkHarness) Mend(testing.TB)  { h.tap.cut(false) }
 
 // tap is a TCP proxy between MQTT clients and a broker that notes, in
 // order, the packet ids of the QoS 1 PUBLISH packets the broker sends and
@@ -186,6 +191,7 @@ type tap struct {
 
 	mu               sync.Mutex
 	conns            []net.Conn
+	down             bool // cut: connections are refused
 	delivered, acked []uint64
 }
 
@@ -211,6 +217,20 @@ func newTap(t testing.TB, upstream string) *tap {
 
 func (p *tap) addr() string { return p.ln.Addr().String() }
 
+// cut refuses connections and closes those open, or lets them through
+// again.
+func (p *tap) cut(down bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = down
+	if down {
+		for _, c := range p.conns {
+			c.Close()
+		}
+		p.conns = nil
+	}
+}
+
 func (p *tap) ids() (delivered, acked []uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -223,6 +243,13 @@ func (p *tap) accept() {
 		c, err := p.ln.Accept()
 		if err != nil {
 			return
+		}
+		p.mu.Lock()
+		down := p.down
+		p.mu.Unlock()
+		if down {
+			c.Close()
+			continue
 		}
 		u, err := net.Dial("tcp", p.upstream)
 		if err != nil {
