@@ -30,9 +30,7 @@ type running struct {
 	topo   *topology.Topology
 	cancel context.CancelFunc
 	done   chan error
-
-	mu   sync.Mutex
-	dead []topology.DeadLetter
+	dead   DeadLetters
 }
 
 // start runs a topology with acking on, made by build, until stop.
@@ -40,13 +38,9 @@ func start(t testing.TB, build func(*topology.Topology)) *running {
 	t.Helper()
 	r := &running{done: make(chan error, 1)}
 	topo, err := topology.New(topology.Config{
-		Logger: slog.New(slog.DiscardHandler),
-		Acking: topology.AckingConfig{Enabled: true},
-		DeadLetters: topology.DeadLetterFunc(func(_ context.Context, d topology.DeadLetter) {
-			r.mu.Lock()
-			r.dead = append(r.dead, d)
-			r.mu.Unlock()
-		}),
+		Logger:      slog.New(slog.DiscardHandler),
+		Acking:      topology.AckingConfig{Enabled: true},
+		DeadLetters: &r.dead,
 	})
 	if err != nil {
 		t.Fatalf("topology: %v", err)
@@ -73,11 +67,7 @@ func (r *running) stop(t testing.TB) {
 	}
 }
 
-func (r *running) deadLetters() []topology.DeadLetter {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.dead)
-}
+func (r *running) deadLetters() []topology.DeadLetter { return r.dead.All() }
 
 func isCanceled(err error) bool { return errors.Is(err, context.Canceled) }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sensorstorm/sensorstorm/acker"
+	"github.com/sensorstorm/sensorstorm/connectortest"
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/streamclock"
@@ -99,23 +100,6 @@ func ackingConfig(w streamclock.Wall, dead topology.DeadLetterSink) topology.Con
 		},
 		DeadLetters: dead,
 	}
-}
-
-type deadLetters struct {
-	mu sync.Mutex
-	ls []topology.DeadLetter
-}
-
-func (d *deadLetters) DeadLetter(_ context.Context, l topology.DeadLetter) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.ls = append(d.ls, l)
-}
-
-func (d *deadLetters) all() []topology.DeadLetter {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return append([]topology.DeadLetter(nil), d.ls...)
 }
 
 func TestAckingEveryTreeCompletesThroughBranchesAndFanOut(t *testing.T) {
@@ -228,7 +212,7 @@ func TestAckingLostParticlesAreReplayedThenDeadLettered(t *testing.T) {
 	stop := advance(wall, 20*time.Millisecond)
 	defer stop()
 	src := newTrackedSource(40)
-	var dead deadLetters
+	var dead connectortest.DeadLetters
 	topo := newTopology(t, ackingConfig(wall, &dead))
 	topo.AddSource("src", topology.Single(src), topology.SourceConfig{})
 	topo.AddBolt("leaky", operation.Stateless(operation.Func(func(_ context.Context, in particle.Particle, out operation.Emitter) error {
@@ -248,8 +232,8 @@ func TestAckingLostParticlesAreReplayedThenDeadLettered(t *testing.T) {
 	stats := topo.Stats("src")
 	assert.Equal(t, uint64(4*2), stats.Replayed.Load(), "two replays each before giving up")
 	assert.Equal(t, uint64(4), stats.DeadLettered.Load())
-	require.Len(t, dead.all(), 4)
-	for _, d := range dead.all() {
+	require.Len(t, dead.All(), 4)
+	for _, d := range dead.All() {
 		require.NotNil(t, d.Particle)
 		assert.Zero(t, d.Particle.Time%10)
 	}
@@ -299,7 +283,7 @@ func overload(t *testing.T, hard time.Duration) {
 
 func TestAckingFailedOperationDeadLettersAfterAttempts(t *testing.T) {
 	src := newTrackedSource(5)
-	var dead deadLetters
+	var dead connectortest.DeadLetters
 	boom := errors.New("cannot store")
 	topo := newTopology(t, ackingConfig(streamclock.System{}, &dead))
 	topo.AddSource("src", topology.Single(src), topology.SourceConfig{})
@@ -316,6 +300,6 @@ func TestAckingFailedOperationDeadLettersAfterAttempts(t *testing.T) {
 	src.assertEachEndedOnce(t)
 	assert.Equal(t, int64(3), calls.Load(), "max attempts")
 	require.Equal(t, acker.Failed, src.failed[3])
-	require.Len(t, dead.all(), 1)
-	assert.ErrorIs(t, dead.all()[0].Err, boom)
+	require.Len(t, dead.All(), 1)
+	assert.ErrorIs(t, dead.All()[0].Err, boom)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sensorstorm/sensorstorm/connectortest"
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/streamclock"
@@ -55,7 +56,7 @@ func TestFailingDestinationIsRetriedWhereItFailed(t *testing.T) {
 	defer stop()
 	const n = 30
 	src := newTrackedSource(n)
-	var dead deadLetters
+	var dead connectortest.DeadLetters
 	cfg := ackingConfig(wall, &dead)
 	cfg.Replay = true
 	cfg.Acking.HardTimeout = time.Hour
@@ -73,7 +74,7 @@ func TestFailingDestinationIsRetriedWhereItFailed(t *testing.T) {
 	src.assertEachEndedOnce(t)
 	assert.Len(t, src.acked, n, "every message acknowledged")
 	assert.Empty(t, src.failed)
-	assert.Empty(t, dead.all())
+	assert.Empty(t, dead.All())
 	var times []int64
 	for _, p := range sink.all() {
 		times = append(times, p.Time)
@@ -93,7 +94,7 @@ func TestDestinationGivenUpOnStopsTheRun(t *testing.T) {
 	defer stop()
 	const n = 20
 	src := newTrackedSource(n)
-	var dead deadLetters
+	var dead connectortest.DeadLetters
 	cfg := ackingConfig(wall, &dead)
 	cfg.Replay = true
 	cfg.Destination = topology.DestinationConfig{InitialInterval: 10 * time.Millisecond, MaxInterval: 100 * time.Millisecond, GiveUpAfter: 2 * time.Second}
@@ -106,7 +107,7 @@ func TestDestinationGivenUpOnStopsTheRun(t *testing.T) {
 	require.ErrorIs(t, err, operation.ErrDestination)
 	assert.False(t, errors.Is(err, context.Canceled), "the abort is said once: %v", err)
 
-	assert.Empty(t, dead.all(), "valid data is never dead-lettered for its destination")
+	assert.Empty(t, dead.All(), "valid data is never dead-lettered for its destination")
 	src.mu.Lock()
 	defer src.mu.Unlock()
 	assert.Empty(t, src.failed, "nor failed")

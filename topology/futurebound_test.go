@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sensorstorm/sensorstorm/connectortest"
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/streamclock"
 	"github.com/sensorstorm/sensorstorm/syncbuffer"
@@ -56,7 +57,7 @@ func TestFutureBound(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var dead deadLetters
+			var dead connectortest.DeadLetters
 			topo := newTopology(t, topology.Config{Wall: streamclock.NewFake(start), Replay: tc.replay, DeadLetters: &dead})
 			topo.AddSource("src", topology.Single(times(start, start.Add(time.Second), wild, start.Add(2*time.Second))), topology.SourceConfig{})
 			var rec recorder
@@ -74,8 +75,8 @@ func TestFutureBound(t *testing.T) {
 			assert.Equal(t, tc.wantInvalid, topo.Stats("src").Invalid.Load(), "judged where it enters")
 			assert.Equal(t, tc.wantLate, topo.Stats("sink").Late.Load())
 			if tc.wantInvalid > 0 {
-				require.Len(t, dead.all(), 1)
-				assert.ErrorIs(t, dead.all()[0].Err, topology.ErrFutureTimestamp)
+				require.Len(t, dead.All(), 1)
+				assert.ErrorIs(t, dead.All()[0].Err, topology.ErrFutureTimestamp)
 			}
 		})
 	}

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt"
+	"github.com/sensorstorm/sensorstorm/connectortest"
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/syncbuffer"
@@ -153,31 +154,14 @@ type pipeline struct {
 	topo   *topology.Topology
 	cancel context.CancelFunc
 	done   chan error
-	dead   *deadLetters
-}
-
-type deadLetters struct {
-	mu      sync.Mutex
-	letters []topology.DeadLetter
-}
-
-func (d *deadLetters) DeadLetter(_ context.Context, l topology.DeadLetter) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.letters = append(d.letters, l)
-}
-
-func (d *deadLetters) all() []topology.DeadLetter {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return append([]topology.DeadLetter(nil), d.letters...)
+	dead   *connectortest.DeadLetters
 }
 
 func startPipeline(t testing.TB, cfg mqtt.Config, rec *recorder, window time.Duration, parallelism int) *pipeline {
 	t.Helper()
 	src, err := mqtt.NewSource(cfg)
 	require.NoError(t, err)
-	dead := &deadLetters{}
+	dead := &connectortest.DeadLetters{}
 	topo, err := topology.New(topology.Config{Acking: topology.AckingConfig{Enabled: true}, DeadLetters: dead})
 	require.NoError(t, err)
 	topo.AddSource("mqtt", topology.Single(src), topology.SourceConfig{})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt"
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt/mosquittotest"
+	"github.com/sensorstorm/sensorstorm/connectortest"
 	"github.com/sensorstorm/sensorstorm/operation"
 )
 
@@ -99,7 +100,7 @@ func TestPayloadTooLarge(t *testing.T) {
 
 			assert.Equal(t, map[int64]int{1: 1, 2: 1}, rec.seen(t))
 			assert.Equal(t, uint64(2), p.src.Stats().Invalid.Load())
-			dead := p.dead.all()
+			dead := p.dead.All()
 			require.Len(t, dead, 2)
 			for i, want := range []string{"5009 bytes", "1001 bytes"} {
 				assert.ErrorIs(t, dead[i].Err, mqtt.ErrPayloadTooLarge)
@@ -129,7 +130,7 @@ func TestLargePayloadsMemory(t *testing.T) {
 	runtime.ReadMemStats(&ms)
 	t.Logf("heap in use after %d payloads of %d MiB: %.1f MiB", n, size>>20, float64(ms.HeapInuse)/(1<<20))
 	assert.Less(t, ms.HeapInuse, uint64(48<<20))
-	assert.Len(t, p.dead.all(), n)
+	assert.Len(t, p.dead.All(), n)
 	assert.Equal(t, uint64(n), p.src.Stats().Acked.Load())
 }
 
@@ -165,7 +166,7 @@ func TestMaxBufferedBytes(t *testing.T) {
 func TestSinkBadInput(t *testing.T) {
 	const n = 100
 	broker := mosquittotest.Start(t, mosquittotest.Config{})
-	dead := &deadLetters{}
+	dead := &connectortest.DeadLetters{}
 	sink, err := mqtt.NewSink(mqtt.SinkConfig{ConnConfig: mqtt.ConnConfig{Brokers: []string{broker.URL()}, ClientID: "sink-bad"},
 		Topic: "results/{sensor}"})
 	require.NoError(t, err)
@@ -179,7 +180,7 @@ func TestSinkBadInput(t *testing.T) {
 	assert.Zero(t, topo.Stats("gen").Failed.Load())
 	assert.Equal(t, uint64(n/2), sink.Stats().Confirmed.Load())
 	assert.Equal(t, uint64(n/2), sink.Stats().Invalid.Load())
-	letters := dead.all()
+	letters := dead.All()
 	require.Len(t, letters, n/2)
 	for _, l := range letters {
 		assert.ErrorIs(t, l.Err, mqtt.ErrTopicTemplate)

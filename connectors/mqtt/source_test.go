@@ -164,7 +164,7 @@ func TestBadPayloads(t *testing.T) {
 	st := p.src.Stats()
 	assert.Equal(t, uint64(2*n/3), st.Invalid.Load())
 	assert.Equal(t, uint64(n+1), st.Acked.Load())
-	dead := p.dead.all()
+	dead := p.dead.All()
 	require.Len(t, dead, 2*n/3)
 	for _, d := range dead {
 		var de *particle.DecodeError

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -130,24 +129,6 @@ func readings(n int) []particle.Particle {
 		ps[i] = reading(i)
 	}
 	return ps
-}
-
-// deadLetters collects a topology's dead letters.
-type deadLetters struct {
-	mu  sync.Mutex
-	all []topology.DeadLetter
-}
-
-func (d *deadLetters) DeadLetter(_ context.Context, l topology.DeadLetter) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.all = append(d.all, l)
-}
-
-func (d *deadLetters) get() []topology.DeadLetter {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return append([]topology.DeadLetter(nil), d.all...)
 }
 
 // run runs a topology with acking in which a source emits ps into sink,

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sensorstorm/sensorstorm/connectors/postgres"
+	"github.com/sensorstorm/sensorstorm/connectortest"
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/topology"
@@ -78,14 +79,14 @@ func TestSinkTypeConflict(t *testing.T) {
 	sink := newSink(t, postgres.Config{Table: d.table("readings"), BatchSize: 16})
 	ps := readings(n)
 	ps[50].Fields[1].Value = particle.String("warm")
-	var dead deadLetters
+	var dead connectortest.DeadLetters
 	topo, err := run(t, sink, topology.Config{DeadLetters: &dead}, ps, nil)
 	require.NoError(t, err)
 
 	assert.Equal(t, uint64(n), topo.Stats("gen").Acked.Load())
 	assert.Equal(t, n-1, d.count(t, "SELECT count(*) FROM "+d.table("readings")))
-	require.Len(t, dead.get(), 1)
-	l := dead.get()[0]
+	require.Len(t, dead.All(), 1)
+	l := dead.All()[0]
 	assert.Equal(t, "rejected", l.Reason)
 	assert.ErrorIs(t, l.Err, postgres.ErrColumn)
 	assert.ErrorContains(t, l.Err, `"v": column has type double precision, the particle's value needs text`)
@@ -131,13 +132,13 @@ func TestSinkRowRefused(t *testing.T) {
 			sink := newSink(t, postgres.Config{Table: d.table("readings"), BatchSize: n})
 			ps := readings(n)
 			tt.bad(&ps[40])
-			var dead deadLetters
+			var dead connectortest.DeadLetters
 			topo, err := run(t, sink, topology.Config{DeadLetters: &dead}, ps, nil)
 			require.NoError(t, err)
 
 			assert.Equal(t, n-1, d.count(t, "SELECT count(*) FROM "+d.table("readings")))
 			assert.Zero(t, d.count(t, "SELECT count(*) FROM "+d.table("readings")+" WHERE n = 40"))
-			letters := dead.get()
+			letters := dead.All()
 			require.Len(t, letters, 1)
 			assert.ErrorIs(t, letters[0].Err, operation.ErrRejected)
 			assert.ErrorContains(t, letters[0].Err, tt.reason)
@@ -158,7 +159,7 @@ func TestSinkConnectionLost(t *testing.T) {
 	d := openDB(t)
 	sink := newSink(t, postgres.Config{URL: serverURL() + "&application_name=sink_lost", Table: d.table("readings"), BatchSize: 50})
 	ps := readings(n)
-	var dead deadLetters
+	var dead connectortest.DeadLetters
 	cfg := topology.Config{DeadLetters: &dead, Destination: topology.DestinationConfig{InitialInterval: time.Millisecond, MaxInterval: 10 * time.Millisecond}}
 	kills := 0
 	topo, err := run(t, sink, cfg, ps, func(i int, out topology.SourceEmitter) error {
@@ -183,7 +184,7 @@ func TestSinkConnectionLost(t *testing.T) {
 	require.NoError(t, err)
 
 	assert.Equal(t, 3, kills)
-	assert.Empty(t, dead.get())
+	assert.Empty(t, dead.All())
 	assert.Equal(t, uint64(n), topo.Stats("gen").Acked.Load())
 	assert.Equal(t, n, d.count(t, "SELECT count(*) FROM "+d.table("readings")))
 	assert.Positive(t, topo.Stats("write").DestinationRetries.Load())
@@ -196,7 +197,7 @@ func TestSinkServerRestart(t *testing.T) {
 	const n = 1000
 	d := openDB(t)
 	sink := newSink(t, postgres.Config{Table: d.table("readings"), BatchSize: 50})
-	var dead deadLetters
+	var dead connectortest.DeadLetters
 	cfg := topology.Config{DeadLetters: &dead, Destination: topology.DestinationConfig{InitialInterval: time.Millisecond, MaxInterval: 50 * time.Millisecond}}
 	topo, err := run(t, sink, cfg, readings(n), func(i int, out topology.SourceEmitter) error {
 		if i != n/2 {
@@ -212,7 +213,7 @@ func TestSinkServerRestart(t *testing.T) {
 	})
 	require.NoError(t, err)
 
-	assert.Empty(t, dead.get())
+	assert.Empty(t, dead.All())
 	assert.Equal(t, uint64(n), topo.Stats("gen").Acked.Load())
 	assert.Equal(t, n, d.count(t, "SELECT count(*) FROM "+d.table("readings")))
 	assert.Equal(t, n*(n-1)/2, d.count(t, "SELECT sum(n) FROM "+d.table("readings")))
@@ -222,11 +223,11 @@ func TestSinkServerRestart(t *testing.T) {
 // stops with topology.ErrGaveUp, nothing acknowledged or dead-lettered.
 func TestSinkUnreachable(t *testing.T) {
 	sink := newSink(t, postgres.Config{URL: "postgres://postgres@127.0.0.1:1/postgres?connect_timeout=1", Table: "readings"})
-	var dead deadLetters
+	var dead connectortest.DeadLetters
 	cfg := topology.Config{DeadLetters: &dead, Destination: topology.DestinationConfig{InitialInterval: time.Millisecond, MaxInterval: 10 * time.Millisecond, GiveUpAfter: 200 * time.Millisecond}}
 	topo, err := run(t, sink, cfg, []particle.Particle{reading(0), reading(1)}, nil)
 	require.ErrorIs(t, err, topology.ErrGaveUp)
 	assert.ErrorIs(t, err, operation.ErrDestination)
-	assert.Empty(t, dead.get())
+	assert.Empty(t, dead.All())
 	assert.Zero(t, topo.Stats("gen").Acked.Load())
 }
