@@ -47,22 +47,30 @@ func (s *flakySink) all() []particle.Particle {
 	return append([]particle.Particle(nil), s.got...)
 }
 
+// destinationRig returns a replay topology with acking on a fake wall
+// clock advanced in steps of step until the test ends, fed by a tracked
+// source of n particles, whose destinations are retried by dest.
+func destinationRig(t *testing.T, n int, step time.Duration, dest topology.DestinationConfig) (*trackedSource, *connectortest.DeadLetters, *topology.Topology) {
+	wall := streamclock.NewFake(time.Unix(1000, 0))
+	t.Cleanup(advance(wall, step))
+	src := newTrackedSource(n)
+	dead := &connectortest.DeadLetters{}
+	cfg := ackingConfig(wall, dead)
+	cfg.Replay = true
+	cfg.Acking.HardTimeout = time.Hour
+	cfg.Destination = dest
+	topo := newTopology(t, cfg)
+	topo.AddSource("src", topology.Single(src), topology.SourceConfig{})
+	return src, dead, topo
+}
+
 // A window result that its sink fails to write, a few times, is written
 // once the destination recovers: retried where it failed, not replayed
 // from the source and never dead-lettered. The source sees no loss.
 func TestFailingDestinationIsRetriedWhereItFailed(t *testing.T) {
-	wall := streamclock.NewFake(time.Unix(1000, 0))
-	stop := advance(wall, 20*time.Millisecond)
-	defer stop()
 	const n = 30
-	src := newTrackedSource(n)
-	var dead connectortest.DeadLetters
-	cfg := ackingConfig(wall, &dead)
-	cfg.Replay = true
-	cfg.Acking.HardTimeout = time.Hour
-	cfg.Destination = topology.DestinationConfig{InitialInterval: 10 * time.Millisecond, MaxInterval: 50 * time.Millisecond}
-	topo := newTopology(t, cfg)
-	topo.AddSource("src", topology.Single(src), topology.SourceConfig{})
+	src, dead, topo := destinationRig(t, n, 20*time.Millisecond,
+		topology.DestinationConfig{InitialInterval: 10 * time.Millisecond, MaxInterval: 50 * time.Millisecond})
 	count := func() operation.Operation { return operation.Aggregate(operation.Tumbling(10), nil, sumAgg{}) }
 	topo.AddBolt("window", count, topology.BoltConfig{}).Input("src", topology.Global())
 	var left atomic.Int64
@@ -89,17 +97,9 @@ func TestFailingDestinationIsRetriedWhereItFailed(t *testing.T) {
 // give-up time has passed: nothing is dead-lettered, and what was not
 // written is neither acknowledged nor failed, for the next run to replay.
 func TestDestinationGivenUpOnStopsTheRun(t *testing.T) {
-	wall := streamclock.NewFake(time.Unix(1000, 0))
-	stop := advance(wall, 50*time.Millisecond)
-	defer stop()
 	const n = 20
-	src := newTrackedSource(n)
-	var dead connectortest.DeadLetters
-	cfg := ackingConfig(wall, &dead)
-	cfg.Replay = true
-	cfg.Destination = topology.DestinationConfig{InitialInterval: 10 * time.Millisecond, MaxInterval: 100 * time.Millisecond, GiveUpAfter: 2 * time.Second}
-	topo := newTopology(t, cfg)
-	topo.AddSource("src", topology.Single(src), topology.SourceConfig{})
+	src, dead, topo := destinationRig(t, n, 50*time.Millisecond,
+		topology.DestinationConfig{InitialInterval: 10 * time.Millisecond, MaxInterval: 100 * time.Millisecond, GiveUpAfter: 2 * time.Second})
 	sink := &flakySink{fail: func(p particle.Particle) bool { return p.Time >= 5 }}
 	topo.AddBolt("sink", operation.Stateless(sink), topology.BoltConfig{}).Input("src", topology.Global())
 	err := topo.Run(context.Background())
