@@ -21,7 +21,7 @@ type Collector struct {
 
 	in, out, processed, meta, duplicates, late, invalid, errs, panics *prometheus.Desc
 	behind, full, destRetries                                         *prometheus.Desc
-	buffered, watermark, lag                                          *prometheus.Desc
+	buffered, bufferedBytes, watermark, lag                           *prometheus.Desc
 	acked, failed, replayed, dead                                     *prometheus.Desc
 	pending, stale                                                    *prometheus.Desc
 }
@@ -40,27 +40,28 @@ func New(topo *topology.Topology, now func() time.Time) *Collector {
 	}
 	return &Collector{
 		topo: topo, now: now,
-		in:          desc("particles_in_total", "Particles received by the component.", comp...),
-		out:         desc("particles_out_total", "Particles emitted by the component.", comp...),
-		processed:   desc("processed_total", "Data particles given to the component's operation.", comp...),
-		meta:        desc("meta_total", "Meta particles handled and forwarded.", comp...),
-		duplicates:  desc("duplicates_total", "Extra copies of meta particles dropped.", comp...),
-		late:        desc("late_total", "Data particles older than their input's high-water mark minus the window.", comp...),
-		behind:      desc("behind_total", "Data particles older than what was released after an idle input stopped holding the watermark.", comp...),
-		full:        desc("full_buffers_total", "Times a synchronization buffer filled and its instance stopped taking input.", comp...),
-		destRetries: desc("destination_retries_total", "Calls retried because their destination failed.", comp...),
-		invalid:     desc("invalid_total", "Bad input: undecodable, or too far ahead of the stream clock.", comp...),
-		errs:        desc("errors_total", "Inputs the operation failed.", comp...),
-		panics:      desc("panics_total", "Inputs the operation panicked on.", comp...),
-		buffered:    desc("buffered_particles", "Particles waiting in the component's synchronization buffers.", comp...),
-		watermark:   desc("watermark_seconds", "Highest watermark of the component's instances, Unix seconds.", comp...),
-		lag:         desc("watermark_lag_seconds", "Wall clock minus the component's watermark.", comp...),
-		acked:       desc("acked_total", "Trees of the source that completed.", comp...),
-		failed:      desc("failed_total", "Failed attempts of the source's trees, by reason.", "component", "reason"),
-		replayed:    desc("replayed_total", "Particles the source emitted again after a failure.", comp...),
-		dead:        desc("dead_letters_total", "Particles of the source given up on and dead-lettered.", comp...),
-		pending:     desc("pending_trees", "Trees not finished yet."),
-		stale:       desc("stale_acks_total", "Acks and fails for trees that had already finished."),
+		in:            desc("particles_in_total", "Particles received by the component.", comp...),
+		out:           desc("particles_out_total", "Particles emitted by the component.", comp...),
+		processed:     desc("processed_total", "Data particles given to the component's operation.", comp...),
+		meta:          desc("meta_total", "Meta particles handled and forwarded.", comp...),
+		duplicates:    desc("duplicates_total", "Extra copies of meta particles dropped.", comp...),
+		late:          desc("late_total", "Data particles older than their input's high-water mark minus the window.", comp...),
+		behind:        desc("behind_total", "Data particles older than what was released after an idle input stopped holding the watermark.", comp...),
+		full:          desc("full_buffers_total", "Times a synchronization buffer filled and its instance stopped taking input.", comp...),
+		destRetries:   desc("destination_retries_total", "Calls retried because their destination failed.", comp...),
+		invalid:       desc("invalid_total", "Bad input: undecodable, or too far ahead of the stream clock.", comp...),
+		errs:          desc("errors_total", "Inputs the operation failed.", comp...),
+		panics:        desc("panics_total", "Inputs the operation panicked on.", comp...),
+		buffered:      desc("buffered_particles", "Particles waiting in the component's synchronization buffers.", comp...),
+		bufferedBytes: desc("buffered_bytes", "Estimated bytes of the particles waiting in the component's synchronization buffers.", comp...),
+		watermark:     desc("watermark_seconds", "Highest watermark of the component's instances, Unix seconds.", comp...),
+		lag:           desc("watermark_lag_seconds", "Wall clock minus the component's watermark.", comp...),
+		acked:         desc("acked_total", "Trees of the source that completed.", comp...),
+		failed:        desc("failed_total", "Failed attempts of the source's trees, by reason.", "component", "reason"),
+		replayed:      desc("replayed_total", "Particles the source emitted again after a failure.", comp...),
+		dead:          desc("dead_letters_total", "Particles of the source given up on and dead-lettered.", comp...),
+		pending:       desc("pending_trees", "Trees not finished yet."),
+		stale:         desc("stale_acks_total", "Acks and fails for trees that had already finished."),
 	}
 }
 
@@ -68,7 +69,7 @@ func New(topo *topology.Topology, now func() time.Time) *Collector {
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.in, c.out, c.processed, c.meta, c.duplicates, c.late, c.invalid, c.errs, c.panics,
 		c.behind, c.full, c.destRetries,
-		c.buffered, c.watermark, c.lag, c.acked, c.failed, c.replayed, c.dead, c.pending, c.stale} {
+		c.buffered, c.bufferedBytes, c.watermark, c.lag, c.acked, c.failed, c.replayed, c.dead, c.pending, c.stale} {
 		ch <- d
 	}
 }
@@ -108,6 +109,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			counter(c.failed, n, name, acker.Reason(r).String())
 		}
 		gauge(c.buffered, float64(s.Buffered.Load()), name)
+		gauge(c.bufferedBytes, float64(s.BufferedBytes.Load()), name)
 		// A watermark of zero was never set; MaxInt64 marks the end of
 		// the stream: neither is a point in time.
 		if wm := s.Watermark.Load(); wm != 0 && wm != math.MaxInt64 {

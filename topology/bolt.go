@@ -75,6 +75,7 @@ type boltInstance struct {
 	gaveUp    error
 	sentDrain bool
 	buffered  int64 // this instance's share of stats.Buffered
+	bytes     int64 // and of stats.BufferedBytes
 	backlog   backlog
 
 	// the input being processed: its children's edges go to curXor, or to
@@ -124,7 +125,8 @@ func (b *boltInstance) run(ctx context.Context) error {
 	}
 	b.release(ctx, b.now())
 	b.stats.Buffered.Add(-b.buffered)
-	b.buffered = 0
+	b.stats.BufferedBytes.Add(-b.bytes)
+	b.buffered, b.bytes = 0, 0
 	b.watermark(ctx, math.MaxInt64)
 	if f, ok := b.op.(operation.Flusher); ok {
 		b.attempt(ctx, func() error { return f.Flush(ctx, b) })
@@ -198,6 +200,9 @@ func (b *boltInstance) settle(ctx context.Context) {
 	n := int64(b.buf.Len())
 	b.stats.Buffered.Add(n - b.buffered)
 	b.buffered = n
+	bytes := b.buf.Bytes()
+	b.stats.BufferedBytes.Add(bytes - b.bytes)
+	b.bytes = bytes
 }
 
 // settleBacklog accounts the time the instance had work waiting: busy, or

@@ -37,8 +37,8 @@ type ComponentStats struct {
 	// Watermark is the highest watermark of any instance, in ns.
 	Watermark atomic.Int64
 	// Buffered is the number of particles held in the instances' sync
-	// buffers now.
-	Buffered atomic.Int64
+	// buffers now; BufferedBytes their estimated size.
+	Buffered, BufferedBytes atomic.Int64
 }
 
 // AckStats describes the acker of a running topology.
