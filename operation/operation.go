@@ -103,8 +103,8 @@ type Spanner interface {
 // TickHandler is implemented by operations that act on the passing of
 // stream time: processing-time timers, eviction of idle state. OnTick is
 // called about every housekeeping interval (topology.Config) with the
-// instance's stream-clock time, which in a replay runs at the replay speed.
-// Particles emitted are not anchored.
+// run's stream-clock time, which in a replay runs at the replay speed and
+// stands still while it is paused. Particles emitted are not anchored.
 type TickHandler interface {
 	OnTick(ctx context.Context, now int64, out Emitter) error
 }
