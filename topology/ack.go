@@ -2,6 +2,7 @@ package topology
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,12 +29,16 @@ type tree struct {
 	msgID   any
 	p       particle.Particle
 	attempt int
+	// notify, when set, is told the outcome instead of a source: the
+	// tree of a batch taken from a Feed.
+	notify func(error)
 }
 
 // outcome is a finished tree, reported outside the lock. Only failures
 // carry the particle, for replay or the dead-letter sink.
 type outcome struct {
 	src     *sourceInstance
+	notify  func(error)
 	msgID   any
 	attempt int
 	done    bool
@@ -115,7 +120,7 @@ func (a *ackService) startAll(ts []newTree, roots []acker.RootID, results []outc
 			// full table is a broken invariant, not a load condition.
 			panic("topology: acker table full despite pending tokens: " + err.Error())
 		case done:
-			results = append(results, outcome{src: t.src, msgID: t.msgID, attempt: t.attempt, done: true})
+			results = append(results, outcome{src: t.src, notify: t.notify, msgID: t.msgID, attempt: t.attempt, done: true})
 		default:
 			*a.trees.at(root.Slot()) = t.tree
 		}
@@ -178,7 +183,7 @@ func (a *ackService) expire(now int64, paused time.Duration) {
 
 func (a *ackService) finishLocked(results []outcome, root acker.RootID, done bool, r acker.Reason, err error) []outcome {
 	t := a.trees.at(root.Slot())
-	o := outcome{src: t.src, msgID: t.msgID, attempt: t.attempt, done: done, reason: r, err: err}
+	o := outcome{src: t.src, notify: t.notify, msgID: t.msgID, attempt: t.attempt, done: done, reason: r, err: err}
 	if !done {
 		o.p = t.p
 	}
@@ -193,6 +198,12 @@ func (a *ackService) report(results []outcome) {
 		o := &results[i]
 		s := o.src
 		switch {
+		case o.notify != nil && o.done:
+			o.notify(nil)
+		case o.notify != nil && o.err != nil:
+			o.notify(fmt.Errorf("%w: %s: %w", ErrRemoteFailed, o.reason, o.err))
+		case o.notify != nil:
+			o.notify(fmt.Errorf("%w: %s", ErrRemoteFailed, o.reason))
 		case o.done && s.ackr == nil:
 			// Completions of one source come in runs: count them at once.
 			n := 1

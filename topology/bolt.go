@@ -54,6 +54,18 @@ type boltInstance struct {
 	inbox  chan *batch
 	inputs int
 	ended  int
+	// endedInputs marks the inputs whose end of stream arrived: a remote
+	// input may deliver it twice.
+	endedInputs []bool
+	// outlet and inlet are the ends of the edges into this instance when
+	// they cross processes; abandon closes when the inlet stops, and
+	// stopInlet stops it. eosAcks are the remote batches' own edges that
+	// carried end of stream: acked once this instance ended its streams.
+	outlet    Outlet
+	inlet     Inlet
+	abandon   chan struct{}
+	stopInlet context.CancelFunc
+	eosAcks   []ackOp
 	// drainedInputs marks the inputs that sent no new data since drained
 	// or ended; once all have, the instance drains its own outputs.
 	drainedInputs []bool
@@ -102,6 +114,10 @@ var _ operation.Emitter = (*boltInstance)(nil)
 func (b *boltInstance) run(ctx context.Context) error {
 	ticks, stop := b.topo.cfg.Wall.NewTicker(b.topo.cfg.HousekeepingInterval)
 	defer stop()
+	if b.stopInlet != nil {
+		defer b.stopInlet()
+	}
+	b.endedInputs = make([]bool, b.inputs)
 	b.lastWM = math.MinInt64
 	b.nextTick = math.MinInt64
 	for b.ended < b.inputs {
@@ -116,6 +132,8 @@ func (b *boltInstance) run(ctx context.Context) error {
 			b.receive(ctx, bt)
 		case <-ticks:
 			b.housekeep(ctx)
+		case <-b.abandon:
+			return nil
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -136,7 +154,12 @@ func (b *boltInstance) run(ctx context.Context) error {
 	}
 	b.failHeld(errors.New("topology: end of stream with held input"))
 	b.flushAcks()
-	return b.router.endOfStream(ctx)
+	if err := b.router.endOfStream(ctx); err != nil {
+		return err
+	}
+	b.acks = append(b.acks, b.eosAcks...)
+	b.flushAcks()
+	return nil
 }
 
 // checkFull reports whether the buffer is full, and logs when it fills.
@@ -179,15 +202,28 @@ func (b *boltInstance) receive(ctx context.Context, bt *batch) {
 		b.drained++
 		b.buf.EndOfStream(bt.input)
 	}
-	if bt.eos {
+	if bt.eos && !b.endedInputs[bt.input] {
+		b.endedInputs[bt.input] = true
 		b.ended++
 	}
+	self, eos := bt.self, bt.eos
 	b.topo.pool.put(bt)
 	b.release(ctx, b.now())
 	b.settle(ctx)
 	if b.drained == b.inputs && b.ended < b.inputs && !b.sentDrain {
 		b.sentDrain = true
 		_ = b.router.drain(ctx)
+	}
+	if self.root != 0 {
+		// A remote batch is done once its progress and marks were handed
+		// on; its end of stream, once this instance ended its own.
+		op := ackOp{root: self.root, xor: self.edge}
+		if eos {
+			b.eosAcks = append(b.eosAcks, op)
+		} else {
+			b.acks = append(b.acks, op)
+			b.flushAcks()
+		}
 	}
 }
 

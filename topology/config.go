@@ -69,6 +69,11 @@ type Config struct {
 	// DeadLetters receives bad input, late particles dropped by policy and
 	// trees that failed for good. Defaults to counting them only.
 	DeadLetters DeadLetterSink `yaml:"-"`
+	// Transport carries edges into bolt instances across processes; nil
+	// keeps every edge in process. It needs Acking.Enabled. With one,
+	// cancelling Run's context abandons this process's share of the run
+	// to the others instead of draining it: see Transport.
+	Transport Transport `yaml:"-"`
 }
 
 // DestinationConfig configures how a bolt instance retries a call of its
@@ -175,6 +180,9 @@ func (c *Config) Validate() error {
 	}
 	if c.TickInterval < 0 {
 		errs = append(errs, errors.New("negative tick interval"))
+	}
+	if c.Transport != nil && !c.Acking.Enabled {
+		errs = append(errs, errors.New("a transport needs acking: delivery across processes is acknowledged hop by hop"))
 	}
 	if c.Acking.MaxPending < 1 || c.Acking.MaxAttempts < 1 {
 		errs = append(errs, errors.New("acking: max pending and max attempts must be positive"))

@@ -56,6 +56,8 @@ type schedule struct {
 	batch, inbox int
 	flushEvery   int
 	seed         uint64
+	// remote sends every edge into a bolt through a Transport.
+	remote bool
 }
 
 func drawCase(t *rapid.T) pipelineCase {
@@ -89,6 +91,7 @@ func drawCase(t *rapid.T) pipelineCase {
 			inbox:      rapid.IntRange(1, 4).Draw(t, "inbox"),
 			flushEvery: rapid.IntRange(0, 5).Draw(t, "flush"),
 			seed:       uint64(i) + 1,
+			remote:     rapid.Bool().Draw(t, "remote"),
 		})
 	}
 	return c
@@ -154,7 +157,13 @@ func (g *gatherLines) Process(_ context.Context, in particle.Particle, _ operati
 // run runs c under schedule s and returns the lines of the window stage and
 // of the last stage.
 func (c pipelineCase) run(t require.TestingT, s schedule) (windows, last []string) {
-	topo, err := topology.New(topology.Config{Replay: true, BatchSize: s.batch, InboxSize: s.inbox})
+	cfg := topology.Config{Replay: true, BatchSize: s.batch, InboxSize: s.inbox}
+	var lb *loopback
+	if s.remote {
+		lb = newLoopback()
+		cfg.Transport, cfg.Acking.Enabled = lb, true
+	}
+	topo, err := topology.New(cfg)
 	require.NoError(t, err)
 	var names []string
 	for i, rs := range c.sources {
@@ -206,6 +215,9 @@ func (c pipelineCase) run(t require.TestingT, s schedule) (windows, last []strin
 	}
 	topo.AddBolt("out", operation.Stateless(&out), topology.BoltConfig{}).Input(lastFrom, topology.Global())
 	require.NoError(t, topo.Run(context.Background()))
+	if lb != nil {
+		lb.requireAllDone(t)
+	}
 	for _, name := range []string{"perkey", "windows", "total", "out"} {
 		if st := topo.Stats(name); st != nil {
 			require.Zero(t, st.Late.Load()+st.Behind.Load(), "late at %s: results in order are never late", name)

@@ -69,6 +69,9 @@ type batch struct {
 	promise int64
 	drained bool
 	eos     bool
+	// self is the batch's own edge in its tree when it came from a Feed:
+	// acked once the receiver handed on its progress and marks.
+	self anchor
 }
 
 // batchPool recycles batches so that steady-state transport does not
@@ -92,6 +95,6 @@ func (bp *batchPool) get(input int) *batch {
 
 func (bp *batchPool) put(b *batch) {
 	clear(b.items)
-	b.items, b.drained, b.eos = b.items[:0], false, false
+	b.items, b.drained, b.eos, b.self = b.items[:0], false, false, anchor{}
 	bp.pool.Put(b)
 }

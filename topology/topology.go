@@ -193,8 +193,11 @@ type run struct {
 	pool     *batchPool
 	acks     *ackService // nil without acking
 	drainCtx context.Context
-	sources  []*sourceInstance
-	bolts    []*boltInstance
+	// stopped reports that Run's context ended. With a Transport, the
+	// process then abandons its share of the run to the others.
+	stopped func() bool
+	sources []*sourceInstance
+	bolts   []*boltInstance
 }
 
 func (r *run) wallNanos() int64 { return r.cfg.Wall.Now().UnixNano() }
@@ -232,6 +235,7 @@ func (t *Topology) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	r.stopped = func() bool { return ctx.Err() != nil }
 	t.current.Store(r)
 	srcCtx, stopSources := context.WithCancel(ctx)
 	defer stopSources()
@@ -257,6 +261,18 @@ func (t *Topology) Run(ctx context.Context) error {
 		}
 	}
 	for _, b := range r.bolts {
+		if b.inlet != nil {
+			inCtx, stopInlet := context.WithCancel(srcCtx)
+			b.stopInlet = stopInlet
+			wg.Go(func() {
+				err := b.inlet.Run(inCtx, &feed{b: b, pending: newTokens(t.cfg.Acking.MaxPending), edges: acker.NewEdgeIDs()})
+				close(b.abandon)
+				if inCtx.Err() != nil {
+					err = nil
+				}
+				fail(err)
+			})
+		}
 		wg.Go(func() { fail(b.run(drainCtx)) })
 	}
 	var aux sync.WaitGroup
@@ -297,7 +313,22 @@ func (t *Topology) Run(ctx context.Context) error {
 	stopAux()
 	aux.Wait()
 	errs = append(errs, r.closeOperations()...)
+	if r.stopped() && t.cfg.Transport != nil {
+		errs = dropAbandoned(errs)
+	}
 	return errors.Join(dropAborted(errs)...)
+}
+
+// dropAbandoned removes the errors of a run abandoned to the other
+// processes: the refused sends and the cancellations.
+func dropAbandoned(errs []error) []error {
+	var out []error
+	for _, e := range errs {
+		if !errors.Is(e, errAbandoned) && !errors.Is(e, context.Canceled) {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // closeOperations closes the operations that are io.Closers once every
@@ -404,6 +435,7 @@ func (t *Topology) build(drainCtx context.Context) (*run, error) {
 		}
 	}
 	byName := map[string][]*boltInstance{}
+	remote := 0
 	for _, spec := range t.bolts {
 		inputs := 0
 		for _, in := range spec.inputs {
@@ -431,6 +463,12 @@ func (t *Topology) build(drainCtx context.Context) (*run, error) {
 				heldInputs: map[operation.Anchor]*held{}, drainedInputs: make([]bool, inputs),
 			}
 			b.router = newRouter(r.pool)
+			if t.cfg.Transport != nil {
+				if out, in, ok := t.cfg.Transport.Edge(spec.name, i); ok {
+					b.outlet, b.inlet, b.abandon = out, in, make(chan struct{})
+					remote++
+				}
+			}
 			r.bolts = append(r.bolts, b)
 			byName[spec.name] = append(byName[spec.name], b)
 			instances[spec.name] = append(instances[spec.name], &b.router)
@@ -444,6 +482,10 @@ func (t *Topology) build(drainCtx context.Context) (*run, error) {
 			for _, up := range instances[in.from] {
 				var targets []target
 				for _, down := range byName[spec.name] {
+					if down.outlet != nil {
+						targets = append(targets, target{inbox: &remoteInbox{out: down.outlet, run: r}, input: next})
+						continue
+					}
 					ib := chanInbox{ch: down.inbox}
 					if t.cfg.Acking.Enabled {
 						// Only the acker's progress timeout needs the backlog.
@@ -457,7 +499,7 @@ func (t *Topology) build(drainCtx context.Context) (*run, error) {
 		}
 	}
 	if t.cfg.Acking.Enabled {
-		acks, err := newAckService(t.timeouts(r.bolts), len(r.sources)*t.cfg.Acking.MaxPending, r.wallNanos)
+		acks, err := newAckService(t.timeouts(r.bolts), (len(r.sources)+remote)*t.cfg.Acking.MaxPending, r.wallNanos)
 		if err != nil {
 			return nil, fmt.Errorf("topology: %w", err)
 		}

@@ -1,0 +1,194 @@
+package topology
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/sensorstorm/sensorstorm/acker"
+	"github.com/sensorstorm/sensorstorm/particle"
+)
+
+// Transport carries the edges into some bolt instances across a process
+// boundary. With a Transport (Config.Transport), every process builds the
+// whole topology; the edges into an instance the Transport claims go out
+// through its Outlet, and the instance takes its input only from its
+// Inlet, never from the instances of its own process directly. Which
+// process's copy of the instance receives anything is the Transport's
+// business.
+//
+// Delivery is acknowledged hop by hop: a particle sent through an Outlet
+// completes its local tree once the Outlet reports it durable, and a batch
+// taken from an Inlet is reported done once every particle in it completed
+// its tree in this process. Acking must be on.
+type Transport interface {
+	// Edge returns the two ends of the edges into instance index of bolt,
+	// or ok false to keep them in process.
+	Edge(bolt string, index int) (out Outlet, in Inlet, ok bool)
+}
+
+// Outlet sends batches towards one bolt instance. Its upstream instances
+// call Send concurrently; the calls of one upstream instance come one at a
+// time, and their order must be kept.
+type Outlet interface {
+	// Send hands b on, in order, blocking while the receiving side is
+	// full. It returns an error when b was not sent. Otherwise it calls
+	// done once, from any goroutine, when b is durable (nil) or was lost
+	// (an error); a batch that carries Drained or EOS is durable before
+	// Send returns. b belongs to the caller again once Send returns.
+	Send(ctx context.Context, b *RemoteBatch, done func(error)) error
+}
+
+// Inlet feeds one bolt instance from outside the process.
+type Inlet interface {
+	// Run delivers batches to feed until ctx ends or it fails. When Run
+	// returns, the instance stops without flushing or ending its
+	// streams: what it had not finished is the Transport's to deliver
+	// again, to whichever process takes the instance over.
+	Run(ctx context.Context, feed Feed) error
+}
+
+// Feed is the instance's side of an Inlet.
+type Feed interface {
+	// Deliver hands b to the instance, blocking while its inbox is full
+	// or while Config.Acking.MaxPending batches are unfinished. It calls
+	// done exactly once, from any goroutine: with nil when every particle
+	// of b completed its tree and b's progress was handed on, with an
+	// error wrapping ErrRemoteFailed when one failed, or with the error
+	// Deliver returns when it could not deliver b. The engine keeps b's
+	// particles; b itself is the caller's again once Deliver returns.
+	Deliver(ctx context.Context, b *RemoteBatch, done func(error)) error
+}
+
+// RemoteBatch is a batch between instances in transit across processes:
+// what an upstream instance tells one downstream instance.
+type RemoteBatch struct {
+	// Input is the sender's input number at the receiver.
+	Input int
+	// Items are the particles, in the order sent.
+	Items []RemoteItem
+	// High and Promise are the sender's progress after the items: its
+	// high-water mark on the stream and its forwarded watermark.
+	High, Promise int64
+	// Drained tells that only replays of failed particles follow from the
+	// sender; EOS that nothing follows.
+	Drained, EOS bool
+}
+
+// RemoteItem is one particle of a RemoteBatch.
+type RemoteItem struct {
+	Particle particle.Particle
+	// High is the sender's high-water mark when it sent the particle: the
+	// receiver judges lateness against it.
+	High int64
+	// Replay marks a particle emitted again after a failure, or derived
+	// from one.
+	Replay bool
+}
+
+// ErrRemoteFailed is the error a Feed's done callback reports when a
+// particle of the batch failed: the batch should be delivered again.
+var ErrRemoteFailed = errors.New("topology: particle from a remote batch failed")
+
+// remoteInbox is the inbox of a bolt instance in another process, as seen
+// by one upstream instance.
+type remoteInbox struct {
+	out     Outlet
+	run     *run
+	scratch RemoteBatch
+}
+
+// errAbandoned is what a remote inbox returns once Run's context ended:
+// the process stops without ending the streams that others continue.
+var errAbandoned = errors.New("topology: run abandoned to the other processes")
+
+func (ri *remoteInbox) deliver(ctx context.Context, b *batch) error {
+	if ri.run.stopped() {
+		return errAbandoned
+	}
+	rb := &ri.scratch
+	*rb = RemoteBatch{Input: b.input, Items: rb.Items[:0], High: b.high, Promise: b.promise, Drained: b.drained, EOS: b.eos}
+	var edges []anchor
+	for i := range b.items {
+		env := &b.items[i]
+		rb.Items = append(rb.Items, RemoteItem{Particle: env.p, High: env.high, Replay: env.replay})
+		env.each(func(a anchor) { edges = append(edges, a) })
+	}
+	done := ri.completer(edges)
+	err := ri.out.Send(ctx, rb, done)
+	clear(rb.Items)
+	if err != nil {
+		return err
+	}
+	ri.run.pool.put(b)
+	return nil
+}
+
+// completer returns the callback that completes or fails the copies sent
+// in one batch: sent and durable, a copy is processed.
+func (ri *remoteInbox) completer(edges []anchor) func(error) {
+	return func(err error) {
+		if ri.run.acks == nil || len(edges) == 0 {
+			return
+		}
+		ops := make([]ackOp, len(edges))
+		for i, a := range edges {
+			ops[i] = ackOp{root: a.root, xor: a.edge}
+			if err != nil {
+				ops[i] = ackOp{root: a.root, fail: true, reason: acker.Failed, err: err}
+			}
+		}
+		ri.run.acks.apply(ops, nil)
+	}
+}
+
+// feed is a bolt instance's Feed.
+type feed struct {
+	b       *boltInstance
+	pending *tokens
+	edges   *acker.EdgeIDs
+}
+
+var _ Feed = (*feed)(nil)
+
+func (f *feed) Deliver(ctx context.Context, rb *RemoteBatch, done func(error)) error {
+	if rb.Input < 0 || rb.Input >= f.b.inputs {
+		err := fmt.Errorf("topology: bolt %s[%d]: remote batch from input %d of %d", f.b.name, f.b.index, rb.Input, f.b.inputs)
+		done(err)
+		return err
+	}
+	r := f.b.topo
+	if err := f.pending.take(ctx, func() error { return nil }); err != nil {
+		done(err)
+		return err
+	}
+	bt := r.pool.get(rb.Input)
+	bt.high, bt.promise, bt.drained, bt.eos = rb.High, rb.Promise, rb.Drained, rb.EOS
+	// One tree per batch: every particle is an edge of it, and so is the
+	// batch itself, acked once its progress and marks were handed on.
+	bt.self = anchor{edge: f.edges.Next()}
+	xor := bt.self.edge
+	for i := range rb.Items {
+		it := &rb.Items[i]
+		e := f.edges.Next()
+		xor ^= e
+		bt.items = append(bt.items, envelope{p: it.Particle, high: it.High, replay: it.Replay, first: anchor{edge: e}, tracked: true})
+	}
+	notify := func(err error) {
+		f.pending.give(1)
+		done(err)
+	}
+	roots, _ := r.acks.startAll([]newTree{{tree: tree{notify: notify}, xor: xor}}, nil, nil)
+	bt.self.root = roots[0]
+	for i := range bt.items {
+		bt.items[i].first.root = roots[0]
+	}
+	r.advance(rb.High)
+	ib := chanInbox{ch: f.b.inbox, backlog: &f.b.backlog, wall: r.wallNanos}
+	if err := ib.deliver(ctx, bt); err != nil {
+		r.pool.put(bt)
+		r.acks.apply([]ackOp{{root: roots[0], fail: true, reason: acker.Failed, err: err}}, nil)
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,156 @@
+package topology_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sensorstorm/sensorstorm/operation"
+	"github.com/sensorstorm/sensorstorm/particle"
+	"github.com/sensorstorm/sensorstorm/topology"
+)
+
+// loopback is a Transport within one process: every bolt instance's
+// edges go through a queue of copied batches, durable once queued. It
+// records how every delivered batch ended.
+type loopback struct {
+	mu     sync.Mutex
+	queues map[string]*queue
+	done   []error
+	sent   int
+}
+
+type queue struct {
+	lb      *loopback
+	mu      sync.Mutex
+	batches []topology.RemoteBatch
+	ready   chan struct{}
+}
+
+func newLoopback() *loopback { return &loopback{queues: map[string]*queue{}} }
+
+func (l *loopback) Edge(bolt string, index int) (topology.Outlet, topology.Inlet, bool) {
+	q := &queue{lb: l, ready: make(chan struct{}, 1)}
+	l.mu.Lock()
+	l.queues[fmt.Sprintf("%s/%d", bolt, index)] = q
+	l.mu.Unlock()
+	return q, q, true
+}
+
+func (q *queue) Send(_ context.Context, b *topology.RemoteBatch, done func(error)) error {
+	c := *b
+	c.Items = slices.Clone(b.Items)
+	q.mu.Lock()
+	q.batches = append(q.batches, c)
+	q.mu.Unlock()
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+	q.lb.mu.Lock()
+	q.lb.sent++
+	q.lb.mu.Unlock()
+	done(nil)
+	return nil
+}
+
+func (q *queue) Run(ctx context.Context, feed topology.Feed) error {
+	for {
+		q.mu.Lock()
+		batches := q.batches
+		q.batches = nil
+		q.mu.Unlock()
+		for i := range batches {
+			err := feed.Deliver(ctx, &batches[i], func(err error) {
+				q.lb.mu.Lock()
+				q.lb.done = append(q.lb.done, err)
+				q.lb.mu.Unlock()
+			})
+			if err != nil {
+				return err
+			}
+		}
+		select {
+		case <-q.ready:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// requireAllDone checks that every batch sent was delivered and completed.
+func (l *loopback) requireAllDone(t require.TestingT) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	require.Len(t, l.done, l.sent, "every batch sent completes once")
+	for _, err := range l.done {
+		require.NoError(t, err)
+	}
+}
+
+// A tracked particle's tree completes only once the batch that carried it
+// across the transport was durable and every particle of the receiving
+// batch completed its own tree; a failure there reaches the receiving
+// side's done callback, not the source.
+func TestRemoteEdgesAckHopByHop(t *testing.T) {
+	lb := newLoopback()
+	topo, err := topology.New(topology.Config{Transport: lb, Acking: topology.AckingConfig{Enabled: true, MaxAttempts: 1}})
+	require.NoError(t, err)
+	src := newTrackedSource(50)
+	topo.AddSource("src", topology.Single(src), topology.SourceConfig{})
+	failOdd := operation.Func(func(_ context.Context, in particle.Particle, _ operation.Emitter) error {
+		if in.Seq%10 == 3 {
+			return fmt.Errorf("refused %d", in.Seq)
+		}
+		return nil
+	})
+	topo.AddBolt("sink", operation.Stateless(failOdd), topology.BoltConfig{Parallelism: 2}).Input("src", topology.Shuffle())
+	require.NoError(t, topo.Run(context.Background()))
+	src.assertEachEndedOnce(t)
+	require.Zero(t, topo.Stats("src").Failed.Load(), "the source's trees end at the hop")
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	require.Len(t, lb.done, lb.sent)
+	var failed int
+	for _, err := range lb.done {
+		if err != nil {
+			require.ErrorIs(t, err, topology.ErrRemoteFailed)
+			failed++
+		}
+	}
+	require.Positive(t, failed, "the batches with a refused particle failed")
+}
+
+// Cancelling a run with a transport abandons it: remote-fed instances stop
+// without ending their streams, and Run returns without error.
+func TestRemoteRunIsAbandonedOnCancel(t *testing.T) {
+	lb := newLoopback()
+	topo, err := topology.New(topology.Config{Transport: lb, Acking: topology.AckingConfig{Enabled: true}, DrainTimeout: time.Minute})
+	require.NoError(t, err)
+	started := make(chan struct{})
+	topo.AddSource("src", topology.Single(topology.SourceFunc(func(ctx context.Context, out topology.SourceEmitter) error {
+		close(started)
+		<-ctx.Done()
+		return nil
+	})), topology.SourceConfig{})
+	topo.AddBolt("sink", operation.Stateless(operation.Func(func(context.Context, particle.Particle, operation.Emitter) error { return nil })), topology.BoltConfig{}).Input("src", topology.Shuffle())
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-started
+		cancel()
+	}()
+	require.NoError(t, topo.Run(ctx))
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	require.Zero(t, lb.sent, "no end of stream goes out of an abandoned run")
+}
+
+func TestTransportNeedsAcking(t *testing.T) {
+	_, err := topology.New(topology.Config{Transport: newLoopback()})
+	require.ErrorContains(t, err, "acking")
+}
