@@ -1,0 +1,189 @@
+package jetstreamedge
+
+import (
+	"errors"
+	"io"
+	"math"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+
+	"github.com/sensorstorm/sensorstorm/metaparticle"
+	"github.com/sensorstorm/sensorstorm/particle"
+	"github.com/sensorstorm/sensorstorm/topology"
+)
+
+func drawValue(t *rapid.T) particle.Value {
+	switch rapid.IntRange(0, 4).Draw(t, "kind") {
+	case 0:
+		return particle.Float(rapid.Float64().Draw(t, "f"))
+	case 1:
+		return particle.Int(rapid.Int64().Draw(t, "i"))
+	case 2:
+		return particle.Uint(rapid.Uint64().Draw(t, "u"))
+	case 3:
+		return particle.String(rapid.StringMatching(`[a-c]{0,3}`).Draw(t, "s"))
+	default:
+		return particle.Bool(rapid.Bool().Draw(t, "b"))
+	}
+}
+
+func drawBatch(t *rapid.T) topology.RemoteBatch {
+	b := topology.RemoteBatch{
+		Input:   rapid.IntRange(0, 1000).Draw(t, "input"),
+		High:    rapid.SampledFrom([]int64{math.MinInt64, 0, 1e18}).Draw(t, "high"),
+		Promise: rapid.Int64().Draw(t, "promise"),
+		Drained: rapid.Bool().Draw(t, "drained"),
+		EOS:     rapid.Bool().Draw(t, "eos"),
+	}
+	key := rapid.StringMatching(`[a-c]{0,2}`)
+	for range rapid.IntRange(0, 20).Draw(t, "n") {
+		p := particle.Particle{
+			Time:   rapid.Int64Range(-5, 5).Draw(t, "t") * 1e9,
+			Origin: rapid.Uint32Range(0, 3).Draw(t, "origin"),
+			Seq:    rapid.Uint64().Draw(t, "seq"),
+		}
+		if rapid.IntRange(0, 5).Draw(t, "meta") == 0 {
+			p.Meta = rapid.SampledFrom([]particle.Meta{
+				metaparticle.Tick{Domain: metaparticle.StreamTime},
+				metaparticle.SpeedChange{Speed: 10},
+				metaparticle.SpeedChange{Paused: true},
+			}).Draw(t, "m")
+		} else {
+			p.Measurement = key.Draw(t, "measurement")
+			for range rapid.IntRange(0, 3).Draw(t, "tags") {
+				p.Tags = append(p.Tags, particle.Tag{Key: key.Draw(t, "tk"), Value: key.Draw(t, "tv")})
+			}
+			for range rapid.IntRange(0, 3).Draw(t, "fields") {
+				p.Fields = append(p.Fields, particle.Field{Key: key.Draw(t, "fk"), Value: drawValue(t)})
+			}
+		}
+		high := p.Time + rapid.SampledFrom([]int64{0, 0, 7, 3e9}).Draw(t, "ahead")
+		b.Items = append(b.Items, topology.RemoteItem{Particle: p, High: high, Replay: rapid.Bool().Draw(t, "replay")})
+	}
+	return b
+}
+
+// Every batch decodes to itself.
+func TestCodecRoundTrip(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		b := drawBatch(t)
+		var e encoder
+		data, err := e.appendBatch(nil, &b)
+		require.NoError(t, err)
+		var got topology.RemoteBatch
+		require.NoError(t, decodeBatch(data, &got))
+		if len(b.Items) == 0 {
+			b.Items = got.Items[:0]
+		}
+		require.Equal(t, b, got)
+	})
+}
+
+type customMeta struct{}
+
+func (customMeta) MetaType() string { return "custom" }
+
+func TestCodecRefusesUnknownMeta(t *testing.T) {
+	var e encoder
+	b := topology.RemoteBatch{Items: []topology.RemoteItem{{Particle: particle.Particle{Meta: customMeta{}}}}}
+	_, err := e.appendBatch(nil, &b)
+	var unknown *UnknownMetaError
+	require.ErrorAs(t, err, &unknown)
+	require.Equal(t, "custom", unknown.Type)
+}
+
+// A message that decodes re-encodes to a message that decodes to the same
+// batch; anything else is ErrMalformed, never a panic.
+func FuzzDecode(f *testing.F) {
+	var e encoder
+	for _, b := range []topology.RemoteBatch{
+		{},
+		{Input: 3, High: 5, Promise: 4, EOS: true},
+		{Items: []topology.RemoteItem{
+			{Particle: particle.Particle{Time: 1, Origin: 2, Seq: 3, Measurement: "m", Tags: []particle.Tag{{Key: "k", Value: "v"}},
+				Fields: []particle.Field{{Key: "f", Value: particle.Float(1.5)}, {Key: "s", Value: particle.String("v")}}}, High: 1},
+			{Particle: particle.Particle{Time: 2, Origin: 2, Seq: 4, Meta: metaparticle.SpeedChange{Speed: 2}}, High: 9, Replay: true},
+		}},
+	} {
+		data, err := e.appendBatch(nil, &b)
+		require.NoError(f, err)
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var b topology.RemoteBatch
+		if err := decodeBatch(data, &b); err != nil {
+			require.ErrorIs(t, err, ErrMalformed)
+			return
+		}
+		again, err := e.appendBatch(nil, &b)
+		require.NoError(t, err)
+		var b2 topology.RemoteBatch
+		require.NoError(t, decodeBatch(again, &b2))
+		require.Equal(t, b, b2)
+	})
+}
+
+// library1 returns the particles of the test recording.
+func library1(tb testing.TB) []particle.Particle {
+	data, err := os.ReadFile("../testdata/library1-r1.lp")
+	require.NoError(tb, err)
+	d, err := particle.NewDecoderBytes(data, "library1", particle.DecoderConfig{Origin: 1})
+	require.NoError(tb, err)
+	var ps []particle.Particle
+	for {
+		var p particle.Particle
+		err := d.Decode(&p)
+		if errors.Is(err, io.EOF) {
+			return ps
+		}
+		require.NoError(tb, err)
+		ps = append(ps, p)
+	}
+}
+
+// BenchmarkCodec encodes and decodes the test recording in batches of
+// 256, and reports the bytes per particle on the wire against line
+// protocol's.
+func BenchmarkCodec(b *testing.B) {
+	ps := library1(b)
+	var batches []topology.RemoteBatch
+	var lpBytes int
+	for i := 0; i < len(ps); i += 256 {
+		var rb topology.RemoteBatch
+		for _, p := range ps[i:min(i+256, len(ps))] {
+			rb.Items = append(rb.Items, topology.RemoteItem{Particle: p, High: p.Time})
+			line, err := particle.AppendLineProtocol(nil, &p, particle.Nanosecond)
+			require.NoError(b, err)
+			lpBytes += len(line)
+		}
+		batches = append(batches, rb)
+	}
+	var (
+		e       encoder
+		buf     []byte
+		wire    int
+		decoded topology.RemoteBatch
+	)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		wire = 0
+		for i := range batches {
+			var err error
+			buf, err = e.appendBatch(buf[:0], &batches[i])
+			if err != nil {
+				b.Fatal(err)
+			}
+			wire += len(buf)
+			if err := decodeBatch(buf, &decoded); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(wire)/float64(len(ps)), "B/particle")
+	b.ReportMetric(float64(lpBytes)/float64(len(ps)), "lp-B/particle")
+	b.ReportMetric(float64(len(ps))*float64(b.N)/b.Elapsed().Seconds(), "particles/s")
+}

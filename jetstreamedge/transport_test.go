@@ -1,0 +1,181 @@
+package jetstreamedge_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/sensorstorm/sensorstorm/jetstreamedge"
+	"github.com/sensorstorm/sensorstorm/natstest"
+	"github.com/sensorstorm/sensorstorm/particle"
+	"github.com/sensorstorm/sensorstorm/topology"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// worker is one process's view of the cluster: its own connection and
+// transport.
+type worker struct {
+	nc *nats.Conn
+	t  *jetstreamedge.Transport
+}
+
+func newWorker(t *testing.T, c *natstest.Cluster, cfg jetstreamedge.Config) *worker {
+	t.Helper()
+	nc, err := nats.Connect(c.URL())
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	tr, err := jetstreamedge.New(ctx, nc, cfg)
+	require.NoError(t, err)
+	return &worker{nc: nc, t: tr}
+}
+
+// delivery is a batch a feed received, and its done callback.
+type delivery struct {
+	b    topology.RemoteBatch
+	done func(error)
+}
+
+// heldFeed hands every delivery to the test, which completes it.
+type heldFeed struct{ got chan delivery }
+
+func (f *heldFeed) Deliver(ctx context.Context, b *topology.RemoteBatch, done func(error)) error {
+	c := *b
+	c.Items = slices.Clone(b.Items)
+	select {
+	case f.got <- delivery{b: c, done: done}:
+		return nil
+	case <-ctx.Done():
+		done(ctx.Err())
+		return ctx.Err()
+	}
+}
+
+// runInlet runs the inlet of bolt/index on w until the returned stop.
+func runInlet(w *worker, bolt string, index int, feed topology.Feed) (stop func()) {
+	_, in, _ := w.t.Edge(bolt, index)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = in.Run(ctx, feed) })
+	return func() {
+		cancel()
+		wg.Wait()
+	}
+}
+
+// send publishes b to bolt/index from w and waits until it is durable.
+func send(t *testing.T, w *worker, bolt string, index int, b topology.RemoteBatch) {
+	t.Helper()
+	out, _, _ := w.t.Edge(bolt, index)
+	durable := make(chan error, 1)
+	require.NoError(t, out.Send(context.Background(), &b, func(err error) { durable <- err }))
+	require.NoError(t, <-durable)
+}
+
+func data(origin uint32, seqs ...uint64) topology.RemoteBatch {
+	b := topology.RemoteBatch{High: int64(seqs[len(seqs)-1]), Promise: 0}
+	for _, s := range seqs {
+		p := particle.Particle{Time: int64(s), Origin: origin, Seq: s, Measurement: "m",
+			Fields: []particle.Field{{Key: "v", Value: particle.Int(int64(s))}}}
+		b.Items = append(b.Items, topology.RemoteItem{Particle: p, High: p.Time})
+	}
+	return b
+}
+
+// ackPending returns the consumer's unacknowledged messages.
+func ackPending(t *testing.T, w *worker, pipeline, bolt string, index int) int {
+	t.Helper()
+	js, err := jetstream.New(w.nc)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := js.Consumer(ctx, jetstreamedge.StreamName(pipeline), jetstreamedge.ConsumerName(bolt, index))
+	require.NoError(t, err)
+	info, err := c.Info(ctx)
+	require.NoError(t, err)
+	return info.NumAckPending
+}
+
+func receive(t *testing.T, f *heldFeed) delivery {
+	t.Helper()
+	select {
+	case d := <-f.got:
+		return d
+	case <-time.After(20 * time.Second):
+		t.Fatal("nothing delivered within 20s")
+		return delivery{}
+	}
+}
+
+// A message is acknowledged only once the engine reports every particle
+// in it done, and copies of particles already received are dropped.
+func TestAckOnlyAfterLocalCompletionAndDedup(t *testing.T) {
+	c := natstest.StartCluster(t, 3)
+	cfg := jetstreamedge.Config{Pipeline: "acks", Replicas: 3}
+	w := newWorker(t, c, cfg)
+	feed := &heldFeed{got: make(chan delivery)}
+	stop := runInlet(w, "sink", 0, feed)
+	defer stop()
+
+	send(t, w, "sink", 0, data(7, 1, 2))
+	d := receive(t, feed)
+	require.Len(t, d.b.Items, 2)
+	require.Equal(t, 1, ackPending(t, w, "acks", "sink", 0), "unacknowledged while the particles are in progress")
+	d.done(nil)
+	require.Eventually(t, func() bool { return ackPending(t, w, "acks", "sink", 0) == 0 }, 10*time.Second, 20*time.Millisecond)
+
+	send(t, w, "sink", 0, data(7, 2, 3))
+	d = receive(t, feed)
+	require.Len(t, d.b.Items, 1, "the copy of (7, 2) is dropped")
+	require.Equal(t, uint64(3), d.b.Items[0].Particle.Seq)
+	require.Equal(t, uint64(1), w.t.Stats().Duplicates.Load())
+	d.done(nil)
+}
+
+// A message a worker took and never finished is delivered to another
+// worker once the first stopped pulling: its units move.
+func TestRedeliveryAfterAWorkerDies(t *testing.T) {
+	c := natstest.StartCluster(t, 3)
+	cfg := jetstreamedge.Config{Pipeline: "moves", Replicas: 3, AckWait: time.Second, PinnedTTL: time.Second}
+	first, second := newWorker(t, c, cfg), newWorker(t, c, cfg)
+	feed1 := &heldFeed{got: make(chan delivery)}
+	stop1 := runInlet(first, "count", 1, feed1)
+	send(t, first, "count", 1, data(3, 10, 11, 12))
+	d := receive(t, feed1)
+	require.Len(t, d.b.Items, 3)
+
+	feed2 := &heldFeed{got: make(chan delivery)}
+	stop2 := runInlet(second, "count", 1, feed2)
+	defer stop2()
+	// The first worker dies with the message in progress.
+	stop1()
+	first.nc.Close()
+	d2 := receive(t, feed2)
+	require.Len(t, d2.b.Items, 3, "the new worker has seen none of them")
+	d2.done(nil)
+	require.Eventually(t, func() bool { return ackPending(t, second, "moves", "count", 1) == 0 }, 10*time.Second, 20*time.Millisecond)
+}
+
+// A message whose particles failed is delivered again, whole.
+func TestFailedMessageIsDeliveredAgain(t *testing.T) {
+	c := natstest.StartCluster(t, 1)
+	w := newWorker(t, c, jetstreamedge.Config{Pipeline: "nak"})
+	feed := &heldFeed{got: make(chan delivery)}
+	stop := runInlet(w, "b", 0, feed)
+	defer stop()
+	send(t, w, "b", 0, data(1, 5, 6))
+	d := receive(t, feed)
+	d.done(topology.ErrRemoteFailed)
+	d = receive(t, feed)
+	require.Len(t, d.b.Items, 2, "failed particles are not taken for copies")
+	d.done(nil)
+}

@@ -1,0 +1,154 @@
+// Package natstest starts NATS servers with JetStream inside a test:
+// a real cluster on loopback, on ports picked at random, with its storage
+// in the test's temporary directory, shut down when the test ends.
+//
+// # What it is not
+//
+// Not a mock: the servers are github.com/nats-io/nats-server/v2, the same
+// code as a deployed server. Not for production: the cluster has no
+// authentication and listens on 127.0.0.1 only.
+package natstest
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// readyWithin is how long a server may take to accept connections and
+// its cluster to elect a JetStream leader.
+const readyWithin = 20 * time.Second
+
+// Cluster is a JetStream cluster of servers on loopback.
+type Cluster struct {
+	tb      testing.TB
+	opts    []*server.Options
+	servers []*server.Server
+}
+
+// StartCluster starts n servers (n >= 1) routed to each other as one
+// JetStream cluster and waits until it has a leader. It fails the test
+// with a clear message when a server does not start.
+func StartCluster(tb testing.TB, n int) *Cluster {
+	tb.Helper()
+	c := &Cluster{tb: tb, servers: make([]*server.Server, n)}
+	routePorts := make([]int, n)
+	for i := range routePorts {
+		routePorts[i] = freePort(tb)
+	}
+	for i := range n {
+		o := &server.Options{
+			ServerName: fmt.Sprintf("n%d", i+1),
+			Host:       "127.0.0.1",
+			Port:       server.RANDOM_PORT,
+			JetStream:  true,
+			StoreDir:   tb.TempDir(),
+			NoLog:      true,
+			NoSigs:     true,
+		}
+		if n > 1 {
+			o.Cluster = server.ClusterOpts{Name: "sensorstorm-test", Host: "127.0.0.1", Port: routePorts[i]}
+			for j, p := range routePorts {
+				if j != i {
+					o.Routes = append(o.Routes, &url.URL{Scheme: "nats", Host: fmt.Sprintf("127.0.0.1:%d", p)})
+				}
+			}
+		}
+		c.opts = append(c.opts, o)
+	}
+	tb.Cleanup(c.shutdown)
+	for i := range n {
+		c.Start(i)
+	}
+	c.WaitReady()
+	return c
+}
+
+// freePort returns a loopback port that was free a moment ago: routes
+// must be known before the servers start.
+func freePort(tb testing.TB) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("natstest: no free port: %v", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// Start starts server i, which must be stopped, on its previous ports and
+// storage once it ran before.
+func (c *Cluster) Start(i int) {
+	c.tb.Helper()
+	s, err := server.NewServer(c.opts[i])
+	if err != nil {
+		c.tb.Fatalf("natstest: server %d: %v", i, err)
+	}
+	s.Start()
+	if !s.ReadyForConnections(readyWithin) {
+		s.Shutdown()
+		c.tb.Fatalf("natstest: server %d did not accept connections within %s", i, readyWithin)
+	}
+	// A restart keeps its client port, so that clients reconnect.
+	c.opts[i].Port = s.Addr().(*net.TCPAddr).Port
+	c.servers[i] = s
+}
+
+// Stop shuts server i down and waits until it has stopped.
+func (c *Cluster) Stop(i int) {
+	if s := c.servers[i]; s != nil {
+		s.Shutdown()
+		s.WaitForShutdown()
+		c.servers[i] = nil
+	}
+}
+
+func (c *Cluster) shutdown() {
+	for i := range c.servers {
+		c.Stop(i)
+	}
+}
+
+// WaitReady waits until every running server sees a JetStream leader and
+// is current with it.
+func (c *Cluster) WaitReady() {
+	c.tb.Helper()
+	deadline := time.Now().Add(readyWithin)
+	for time.Now().Before(deadline) {
+		if c.ready() {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	c.tb.Fatalf("natstest: no JetStream leader within %s", readyWithin)
+}
+
+func (c *Cluster) ready() bool {
+	leader := false
+	for _, s := range c.servers {
+		if s == nil {
+			continue
+		}
+		if len(c.servers) > 1 && !s.JetStreamIsCurrent() {
+			return false
+		}
+		leader = leader || s.JetStreamIsLeader() || len(c.servers) == 1
+	}
+	return leader
+}
+
+// URL returns the client URLs of the running servers, comma-separated as
+// nats.Connect takes them.
+func (c *Cluster) URL() string {
+	var urls []string
+	for i, s := range c.servers {
+		if s != nil {
+			urls = append(urls, fmt.Sprintf("nats://127.0.0.1:%d", c.opts[i].Port))
+		}
+	}
+	return strings.Join(urls, ",")
+}
