@@ -60,6 +60,12 @@ type Config struct {
 	// DedupWindow is how many particle identities an inlet remembers to
 	// drop redelivered copies. Defaults to DefaultDedupWindow.
 	DedupWindow int `yaml:"dedup_window"`
+	// Prefer, if set, tells whether this worker should run the unit of a
+	// consumer. A worker starts pulling at once for the units it
+	// prefers, and PinnedTTL later for the others, so that the server
+	// pins each unit to the worker that prefers it when that worker is
+	// there. Defaults to preferring every unit.
+	Prefer func(consumer string) bool `yaml:"-"`
 	// Logger receives the transport's logs. Defaults to discarding them.
 	Logger *slog.Logger `yaml:"-"`
 }
@@ -114,4 +120,3 @@ func (c *Config) Validate() error {
 	}
 	return nil
 }
-

@@ -16,18 +16,18 @@ import (
 )
 
 // StreamName returns the name of the stream of pipeline.
-func StreamName(pipeline string) string { return "SENSORSTORM_" + token(pipeline) }
+func StreamName(pipeline string) string { return "SENSORSTORM_" + Token(pipeline) }
 
 // SubjectPrefix returns the prefix of the subjects of pipeline.
-func SubjectPrefix(pipeline string) string { return "sensorstorm." + token(pipeline) + "." }
+func SubjectPrefix(pipeline string) string { return "sensorstorm." + Token(pipeline) + "." }
 
 // ConsumerName returns the durable consumer of instance index of bolt.
-func ConsumerName(bolt string, index int) string { return fmt.Sprintf("%s_%d", token(bolt), index) }
+func ConsumerName(bolt string, index int) string { return fmt.Sprintf("%s_%d", Token(bolt), index) }
 
-// token makes a name safe as a subject token and in stream and consumer
+// Token makes a name safe as a subject token and in stream and consumer
 // names: letters, digits, '-' and '_' stay, anything else becomes '_'
 // followed by its code in hex, so that different names stay different.
-func token(name string) string {
+func Token(name string) string {
 	var b strings.Builder
 	for _, r := range name {
 		switch {
@@ -64,6 +64,9 @@ type Transport struct {
 	dones    sync.Map // *nats.Msg -> func(error)
 	encoders sync.Pool
 	stats    Stats
+
+	mu     sync.Mutex // guards inlets
+	inlets []*inlet
 }
 
 var _ topology.Transport = (*Transport)(nil)
@@ -113,8 +116,26 @@ func (t *Transport) Stats() *Stats { return &t.stats }
 // Edge implements topology.Transport: every bolt instance is fed through
 // its subject.
 func (t *Transport) Edge(bolt string, index int) (topology.Outlet, topology.Inlet, bool) {
-	subject := SubjectPrefix(t.cfg.Pipeline) + token(bolt) + "." + fmt.Sprint(index)
-	return &outlet{t: t, subject: subject}, &inlet{t: t, subject: subject, consumer: ConsumerName(bolt, index)}, true
+	subject := SubjectPrefix(t.cfg.Pipeline) + Token(bolt) + "." + fmt.Sprint(index)
+	in := &inlet{t: t, subject: subject, consumer: ConsumerName(bolt, index)}
+	t.mu.Lock()
+	t.inlets = append(t.inlets, in)
+	t.mu.Unlock()
+	return &outlet{t: t, subject: subject}, in, true
+}
+
+// ActiveUnits returns the consumers this transport received messages from
+// at or after since: the bolt instances this worker runs.
+func (t *Transport) ActiveUnits(since time.Time) []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var units []string
+	for _, in := range t.inlets {
+		if last := in.lastReceived.Load(); last != 0 && last >= since.UnixNano() {
+			units = append(units, in.consumer)
+		}
+	}
+	return units
 }
 
 // pending is a message published and not yet confirmed.
@@ -192,6 +213,8 @@ type inlet struct {
 	t        *Transport
 	subject  string
 	consumer string
+	// lastReceived is the wall time of the last message, in ns.
+	lastReceived atomic.Int64
 }
 
 // Run implements topology.Inlet: it pulls in the priority group until ctx
@@ -212,34 +235,96 @@ func (in *inlet) Run(ctx context.Context, feed topology.Feed) error {
 	if err != nil {
 		return fmt.Errorf("jetstreamedge: consumer %s: %w", in.consumer, err)
 	}
+	if t.cfg.Prefer != nil && !t.cfg.Prefer(in.consumer) {
+		// Let the worker that prefers the unit be pinned first; if it
+		// is not there, this one takes the unit after the wait.
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(t.cfg.PinnedTTL):
+		}
+	}
 	msgs, err := cons.Messages(jetstream.PullPriorityGroup(PriorityGroup), jetstream.PullMaxMessages(t.cfg.FetchBatch),
 		jetstream.PullExpiry(max(t.cfg.PinnedTTL/2, time.Second)))
 	if err != nil {
 		return fmt.Errorf("jetstreamedge: consumer %s: %w", in.consumer, err)
 	}
-	stop := context.AfterFunc(ctx, msgs.Stop)
-	defer stop()
-	defer msgs.Stop()
 	r := newReceiver(in, feed)
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	keepCtx, stopKeeping := context.WithCancel(ctx)
-	defer stopKeeping()
-	wg.Go(func() { r.keepAlive(keepCtx, t.cfg.AckWait/3) })
+	inner, stopInner := context.WithCancel(ctx)
+	defer stopInner()
+	stop := context.AfterFunc(inner, msgs.Stop)
+	defer stop()
+	wg.Go(func() { r.keepAlive(inner, t.cfg.AckWait/3) })
+	// The iterator sends pull requests only while it is asked for the
+	// next message: it is asked all the time, so that this worker stays
+	// pinned while the instance is busy or its inbox full. What it
+	// hands over waits in q, which MaxAckPending bounds.
+	q := &msgQueue{ready: make(chan struct{}, 1)}
+	var pullErr error
+	wg.Go(func() {
+		defer stopInner()
+		pullErr = in.pull(inner, msgs, q)
+	})
+	for {
+		select {
+		case <-inner.Done():
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return pullErr
+		case <-q.ready:
+		}
+		for _, m := range q.take() {
+			if err := r.receive(inner, m); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// pull hands the consumer's messages to q until ctx ends or the iterator
+// closes.
+func (in *inlet) pull(ctx context.Context, msgs jetstream.MessagesContext, q *msgQueue) error {
 	for {
 		m, err := msgs.Next()
 		switch {
 		case ctx.Err() != nil:
-			return ctx.Err()
+			return nil
 		case errors.Is(err, jetstream.ErrMsgIteratorClosed):
 			return fmt.Errorf("jetstreamedge: consumer %s: %w", in.consumer, err)
 		case err != nil:
 			// Heartbeats missed, a pin lost: the iterator pulls again.
-			t.cfg.Logger.Debug("pull", "consumer", in.consumer, "err", err)
+			in.t.cfg.Logger.Debug("pull", "consumer", in.consumer, "err", err)
 			continue
 		}
-		if err := r.receive(ctx, m); err != nil {
-			return err
-		}
+		in.lastReceived.Store(time.Now().UnixNano())
+		q.put(m)
 	}
+}
+
+// msgQueue holds the messages pulled and not yet delivered.
+type msgQueue struct {
+	mu    sync.Mutex
+	msgs  []jetstream.Msg
+	ready chan struct{} // signalled after a put
+}
+
+func (q *msgQueue) put(m jetstream.Msg) {
+	q.mu.Lock()
+	q.msgs = append(q.msgs, m)
+	q.mu.Unlock()
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+func (q *msgQueue) take() []jetstream.Msg {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	msgs := q.msgs
+	q.msgs = nil
+	return msgs
 }

@@ -32,6 +32,12 @@ type Options struct {
 	Logger      *slog.Logger
 	Wall        streamclock.Wall
 	DeadLetters topology.DeadLetterSink
+	// Transport, if set, carries the edges into bolt instances across
+	// processes (see topology.Transport); acking is then on.
+	Transport topology.Transport
+	// WrapSource, if set, wraps every source instance, for example in a
+	// lease that lets one process of a cluster run it.
+	WrapSource func(name string, instance int, src topology.Source) topology.Source
 }
 
 // setDefaults fills in what depends on the whole pipeline: see the
@@ -172,8 +178,13 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 	if opts.Stdout == nil {
 		opts.Stdout = os.Stdout
 	}
+	acking := p.Acking
+	if opts.Transport != nil {
+		acking.Enabled = true
+	}
 	topo, err := topology.New(topology.Config{
-		Replay: !p.Live(), Acking: p.Acking, Logger: opts.Logger, Wall: opts.Wall, DeadLetters: opts.DeadLetters,
+		Replay: !p.Live(), Acking: acking, Logger: opts.Logger, Wall: opts.Wall, DeadLetters: opts.DeadLetters,
+		Transport: opts.Transport,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: %w", err)
@@ -205,6 +216,10 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 		}
 		if err != nil {
 			return fail(&Error{File: p.File, Line: s.pos.line, Column: s.pos.col, Err: fmt.Errorf("source %q: %w", s.Name, err)})
+		}
+		if wrap := opts.WrapSource; wrap != nil {
+			inner, name := factory, s.Name
+			factory = func(i int) topology.Source { return wrap(name, i, inner(i)) }
 		}
 		topo.AddSource(s.Name, factory, topology.SourceConfig{Parallelism: s.Parallelism})
 	}

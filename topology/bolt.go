@@ -159,6 +159,7 @@ func (b *boltInstance) run(ctx context.Context) error {
 	}
 	b.acks = append(b.acks, b.eosAcks...)
 	b.flushAcks()
+	b.stats.Ended.Add(1)
 	return nil
 }
 

@@ -34,6 +34,9 @@ type ComponentStats struct {
 	// FailedBy counts a source's failed attempts by reason, indexed by
 	// acker.Reason.
 	FailedBy [acker.Shutdown + 1]atomic.Uint64
+	// Ended counts the bolt instances that ended their streams: every
+	// input ended, the buffer flushed, end of stream sent on.
+	Ended atomic.Uint64
 	// Watermark is the highest watermark of any instance, in ns.
 	Watermark atomic.Int64
 	// Buffered is the number of particles held in the instances' sync

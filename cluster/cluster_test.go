@@ -1,0 +1,187 @@
+package cluster_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/sensorstorm/sensorstorm/cluster"
+	"github.com/sensorstorm/sensorstorm/jetstreamedge"
+	"github.com/sensorstorm/sensorstorm/natstest"
+	"github.com/sensorstorm/sensorstorm/pipeline"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// threeStages is a pipeline of three stages over the test recording:
+// fields groupings into a dedup and a ten-minute window, then a sink.
+const threeStages = "../pipelines/library1-mean.yaml"
+
+// lockedBuffer is a sink's standard output, read while it runs.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// singleProcess runs the pipeline file in one process and returns its
+// output.
+func singleProcess(t *testing.T, file string) string {
+	t.Helper()
+	p, err := pipeline.Load(file)
+	require.NoError(t, err)
+	var out lockedBuffer
+	built, err := p.Build(pipeline.Options{Stdout: &out})
+	require.NoError(t, err)
+	require.NoError(t, built.Run(context.Background()))
+	return out.String()
+}
+
+// clusterWorker is one worker process of a test, in this process.
+type clusterWorker struct {
+	name   string
+	nc     *nats.Conn
+	w      *cluster.Worker
+	built  *pipeline.Built
+	out    lockedBuffer
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	err    error
+}
+
+func startWorker(t *testing.T, c *natstest.Cluster, file, pipelineName, name string) *clusterWorker {
+	t.Helper()
+	cw := &clusterWorker{name: name}
+	var err error
+	cw.nc, err = nats.Connect(c.URL(), nats.Name(name))
+	require.NoError(t, err)
+	t.Cleanup(cw.nc.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cw.w, err = cluster.Join(ctx, cw.nc, cluster.Config{
+		Pipeline: pipelineName, Worker: name, LeaseTTL: 3 * time.Second,
+		Edges: jetstreamedge.Config{Replicas: 3, AckWait: 5 * time.Second, PinnedTTL: 2 * time.Second},
+	})
+	require.NoError(t, err)
+	p, err := pipeline.Load(file)
+	require.NoError(t, err)
+	cw.built, err = p.Build(pipeline.Options{Stdout: &cw.out, Transport: cw.w.Transport(), WrapSource: cw.w.WrapSource})
+	require.NoError(t, err)
+	runCtx, stop := context.WithCancel(context.Background())
+	cw.cancel = stop
+	cw.wg.Go(func() { _ = cw.w.Run(runCtx) })
+	return cw
+}
+
+// run starts the worker's pipeline.
+func (cw *clusterWorker) run() {
+	ctx, cancel := context.WithCancel(context.Background())
+	stopAnnouncing := cw.cancel
+	cw.cancel = func() {
+		cancel()
+		stopAnnouncing()
+	}
+	cw.wg.Go(func() { cw.err = cw.built.Run(ctx) })
+}
+
+// status returns the status of the pipeline name.
+func status(t *testing.T, nc *nats.Conn, name string) cluster.Status {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	all, err := cluster.ReadStatus(ctx, nc)
+	require.NoError(t, err)
+	for _, st := range all {
+		if st.Pipeline == jetstreamedge.Token(name) {
+			return st
+		}
+	}
+	return cluster.Status{}
+}
+
+func (cw *clusterWorker) stop() {
+	cw.cancel()
+	cw.wg.Wait()
+}
+
+// ended sums the instances of component that ended over the workers.
+func ended(workers []*clusterWorker, component string) uint64 {
+	var n uint64
+	for _, w := range workers {
+		n += w.built.Stats(component).Ended.Load()
+	}
+	return n
+}
+
+func sortedLines(s string) []string {
+	lines := strings.SplitAfter(s, "\n")
+	slices.Sort(lines)
+	return lines
+}
+
+// A replayed recording through a three-stage pipeline (fields groupings,
+// windows) on two workers gives the output of the single-process run.
+func TestTwoWorkersGiveTheSingleProcessOutput(t *testing.T) {
+	want := singleProcess(t, threeStages)
+	require.NotEmpty(t, want)
+	c := natstest.StartCluster(t, 3)
+	name := fmt.Sprintf("mean-%d", time.Now().UnixNano())
+	workers := []*clusterWorker{
+		startWorker(t, c, threeStages, name, "w1"),
+		startWorker(t, c, threeStages, name, "w2"),
+	}
+	// Both announced, each worker pins the units it prefers.
+	require.Eventually(t, func() bool { return len(status(t, workers[0].nc, name).Workers) == 2 }, 10*time.Second, 20*time.Millisecond)
+	for _, w := range workers {
+		w.run()
+	}
+	require.Eventually(t, func() bool { return ended(workers, "out") == 1 }, 90*time.Second, 50*time.Millisecond,
+		"the sink instance ends on one worker")
+	var report strings.Builder
+	st := status(t, workers[0].nc, name)
+	require.NoError(t, st.Write(&report))
+	t.Log("\n" + report.String())
+	require.Equal(t, []string{"source.wsn.0"}, st.Done)
+	var got strings.Builder
+	for _, w := range workers {
+		require.Positive(t, w.w.Transport().Stats().Received.Load(), "worker %s ran units", w.name)
+		w.stop()
+		require.NoError(t, w.err, "worker %s", w.name)
+		got.WriteString(w.out.String())
+		t.Logf("worker %s: %d bytes of output, units %v, transport %+v", w.name, len(w.out.String()),
+			w.w.Transport().ActiveUnits(time.Time{}), counts(w.w.Transport().Stats()))
+	}
+	require.Equal(t, sortedLines(want), sortedLines(got.String()))
+	for _, w := range workers {
+		if out := w.out.String(); out != "" {
+			require.Equal(t, want, out, "one worker ran the sink: the same bytes in the same order")
+		}
+	}
+}
+
+func counts(s *jetstreamedge.Stats) map[string]uint64 {
+	return map[string]uint64{
+		"published": s.Published.Load(), "particles": s.PublishedParticles.Load(), "bytes": s.PublishedBytes.Load(),
+		"received": s.Received.Load(), "redelivered": s.Redelivered.Load(), "duplicates": s.Duplicates.Load(),
+	}
+}

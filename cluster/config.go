@@ -1,0 +1,64 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/sensorstorm/sensorstorm/jetstreamedge"
+)
+
+// Defaults for Config.
+const (
+	DefaultLeaseTTL = 10 * time.Second
+)
+
+// Config configures a Worker.
+type Config struct {
+	// Pipeline names the pipeline; workers of the same pipeline share its
+	// stream and buckets. Required.
+	Pipeline string
+	// Worker names this worker. Defaults to the host name and the
+	// process id.
+	Worker string
+	// LeaseTTL is how long a source's lease outlives its holder: the
+	// time a dead worker's sources take to move. The holder renews it
+	// every third of it. Defaults to DefaultLeaseTTL.
+	LeaseTTL time.Duration
+	// Edges configures the transport; its Pipeline and Logger are set
+	// from this Config. Its PinnedTTL is how fast bolt instances move.
+	Edges jetstreamedge.Config
+	// Logger receives the worker's logs. Defaults to discarding them.
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.Worker == "" {
+		host, _ := os.Hostname()
+		c.Worker = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	if c.LeaseTTL == 0 {
+		c.LeaseTTL = DefaultLeaseTTL
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	c.Edges.Pipeline, c.Edges.Logger = c.Pipeline, c.Logger
+}
+
+// Validate reports the invalid fields.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Pipeline == "" {
+		errs = append(errs, errors.New("no pipeline name"))
+	}
+	if c.LeaseTTL < time.Second {
+		errs = append(errs, fmt.Errorf("lease TTL %s under a second", c.LeaseTTL))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("cluster: invalid config: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,171 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sensorstorm/sensorstorm/jetstreamedge"
+)
+
+// Status is the state of one pipeline's cluster.
+type Status struct {
+	// Pipeline is the pipeline's name as its stream has it
+	// (jetstreamedge.Token).
+	Pipeline string
+	// Workers are the workers announced now.
+	Workers []Announcement
+	// Leases maps the source instances replayed now to their workers;
+	// Done lists those replayed to their end.
+	Leases map[string]string
+	Done   []string
+	// Units are the bolt instances, one per consumer.
+	Units []Unit
+}
+
+// Unit is the state of one bolt instance's consumer.
+type Unit struct {
+	Consumer string
+	// Pending counts the messages not yet delivered: the lag.
+	// AckPending those delivered and not acknowledged; Redelivered
+	// those delivered more than once.
+	Pending               uint64
+	AckPending, Redeliver int
+	// Pinned tells whether a worker is pinned to the unit; Workers are
+	// the workers that announced they received data for it.
+	Pinned  bool
+	Workers []string
+}
+
+// ReadStatus returns the status of every pipeline with a stream on nc's
+// JetStream, sorted by name.
+func ReadStatus(ctx context.Context, nc *nats.Conn) ([]Status, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	prefix := jetstreamedge.StreamName("")
+	var out []Status
+	names := js.StreamNames(ctx)
+	for name := range names.Name() {
+		if tok, ok := strings.CutPrefix(name, prefix); ok {
+			st, err := readStatus(ctx, js, name, tok)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, st)
+		}
+	}
+	if err := names.Err(); err != nil {
+		return nil, fmt.Errorf("cluster: streams: %w", err)
+	}
+	slices.SortFunc(out, func(a, b Status) int { return strings.Compare(a.Pipeline, b.Pipeline) })
+	return out, nil
+}
+
+func readStatus(ctx context.Context, js jetstream.JetStream, stream, tok string) (Status, error) {
+	st := Status{Pipeline: tok, Leases: map[string]string{}}
+	units := map[string][]string{}
+	err := eachEntry(ctx, js, workerBucket(tok), func(_ string, v []byte) {
+		var a Announcement
+		if json.Unmarshal(v, &a) == nil {
+			st.Workers = append(st.Workers, a)
+			for _, u := range a.Units {
+				units[u] = append(units[u], a.Worker)
+			}
+		}
+	})
+	if err == nil {
+		err = eachEntry(ctx, js, leaseBucket(tok), func(k string, v []byte) { st.Leases[k] = string(v) })
+	}
+	if err == nil {
+		err = eachEntry(ctx, js, doneBucket(tok), func(k string, _ []byte) { st.Done = append(st.Done, k) })
+	}
+	if err != nil {
+		return st, err
+	}
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		return st, fmt.Errorf("cluster: stream %s: %w", stream, err)
+	}
+	consumers := s.ListConsumers(ctx)
+	for info := range consumers.Info() {
+		u := Unit{Consumer: info.Name, Pending: info.NumPending, AckPending: info.NumAckPending,
+			Redeliver: info.NumRedelivered, Workers: units[info.Name]}
+		for _, g := range info.PriorityGroups {
+			u.Pinned = u.Pinned || g.PinnedClientID != ""
+		}
+		st.Units = append(st.Units, u)
+	}
+	if err := consumers.Err(); err != nil {
+		return st, fmt.Errorf("cluster: consumers of %s: %w", stream, err)
+	}
+	slices.SortFunc(st.Units, func(a, b Unit) int { return strings.Compare(a.Consumer, b.Consumer) })
+	slices.SortFunc(st.Workers, func(a, b Announcement) int { return strings.Compare(a.Worker, b.Worker) })
+	slices.Sort(st.Done)
+	return st, nil
+}
+
+// eachEntry calls fn with every key and value of bucket; a bucket that
+// does not exist has none.
+func eachEntry(ctx context.Context, js jetstream.JetStream, bucket string, fn func(k string, v []byte)) error {
+	kv, err := js.KeyValue(ctx, bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("cluster: bucket %s: %w", bucket, err)
+	}
+	keys, err := kv.ListKeys(ctx)
+	if err != nil {
+		return fmt.Errorf("cluster: bucket %s: %w", bucket, err)
+	}
+	for k := range keys.Keys() {
+		if e, err := kv.Get(ctx, k); err == nil {
+			fn(k, e.Value())
+		}
+	}
+	return nil
+}
+
+// Write writes s for people: workers, sources, then units with their lag.
+func (s *Status) Write(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "pipeline %s: %d workers, %d units\n", s.Pipeline, len(s.Workers), len(s.Units))
+	fmt.Fprintln(tw, "WORKER\tSINCE\tLEASES\tUNITS")
+	for _, a := range s.Workers {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.Worker, a.Since.UTC().Format("2006-01-02T15:04:05Z"), list(a.Leases), list(a.Units))
+	}
+	fmt.Fprintln(tw, "SOURCE\tSTATE")
+	var sources []string
+	for k := range s.Leases {
+		sources = append(sources, k)
+	}
+	slices.Sort(sources)
+	for _, k := range sources {
+		fmt.Fprintf(tw, "%s\treplayed by %s\n", k, s.Leases[k])
+	}
+	for _, k := range s.Done {
+		fmt.Fprintf(tw, "%s\tdone\n", k)
+	}
+	fmt.Fprintln(tw, "UNIT\tPINNED\tLAG\tACK PENDING\tREDELIVERED\tWORKERS")
+	for _, u := range s.Units {
+		fmt.Fprintf(tw, "%s\t%t\t%d\t%d\t%d\t%s\n", u.Consumer, u.Pinned, u.Pending, u.AckPending, u.Redeliver, list(u.Workers))
+	}
+	return tw.Flush()
+}
+
+func list(s []string) string {
+	if len(s) == 0 {
+		return "-"
+	}
+	return strings.Join(s, ",")
+}

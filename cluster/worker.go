@@ -1,0 +1,171 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sensorstorm/sensorstorm/jetstreamedge"
+	"github.com/sensorstorm/sensorstorm/topology"
+)
+
+// Bucket names of a pipeline, given as its jetstreamedge.Token: leases
+// and worker announcements expire, the marks of finished sources stay.
+func leaseBucket(tok string) string  { return "sensorstorm_" + tok + "_leases" }
+func workerBucket(tok string) string { return "sensorstorm_" + tok + "_workers" }
+func doneBucket(tok string) string   { return "sensorstorm_" + tok + "_done" }
+
+// sourceKey is the key of a source instance in the lease and done buckets.
+func sourceKey(name string, instance int) string {
+	return fmt.Sprintf("source.%s.%d", jetstreamedge.Token(name), instance)
+}
+
+// Announcement is what a worker tells the others about itself, renewed
+// every third of the lease TTL.
+type Announcement struct {
+	Worker string    `json:"worker"`
+	Since  time.Time `json:"since"`
+	// Leases are the source instances the worker replays now.
+	Leases []string `json:"leases"`
+	// Units are the consumers (bolt instances) it received data from since
+	// its last announcement.
+	Units []string `json:"units"`
+}
+
+// Worker is one process of a pipeline's cluster.
+type Worker struct {
+	cfg     Config
+	edges   *jetstreamedge.Transport
+	leases  jetstream.KeyValue
+	workers jetstream.KeyValue
+	done    jetstream.KeyValue
+	since   time.Time
+
+	mu   sync.Mutex // guards held
+	held map[string]bool
+}
+
+// Join makes the pipeline's stream and buckets on nc's JetStream, or
+// updates them, and returns the worker. Give its Transport and WrapSource
+// to the pipeline's build, and call Run beside the topology's.
+func Join(ctx context.Context, nc *nats.Conn, cfg Config) (*Worker, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	w := &Worker{cfg: cfg, held: map[string]bool{}, since: time.Now()}
+	if cfg.Edges.Prefer == nil {
+		cfg.Edges.Prefer = w.prefers
+	}
+	w.edges, err = jetstreamedge.New(ctx, nc, cfg.Edges)
+	if err != nil {
+		return nil, err
+	}
+	replicas := max(cfg.Edges.Replicas, 1)
+	tok := jetstreamedge.Token(cfg.Pipeline)
+	for _, b := range []struct {
+		kv   *jetstream.KeyValue
+		name string
+		ttl  time.Duration
+	}{
+		{&w.leases, leaseBucket(tok), cfg.LeaseTTL},
+		{&w.workers, workerBucket(tok), cfg.LeaseTTL},
+		{&w.done, doneBucket(tok), 0},
+	} {
+		*b.kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: b.name, TTL: b.ttl, Replicas: replicas})
+		if err != nil {
+			return nil, fmt.Errorf("cluster: bucket %s: %w", b.name, err)
+		}
+	}
+	return w, nil
+}
+
+// Name returns the worker's name.
+func (w *Worker) Name() string { return w.cfg.Worker }
+
+// Transport returns the transport of the pipeline's edges.
+func (w *Worker) Transport() *jetstreamedge.Transport { return w.edges }
+
+// Run announces the worker until ctx ends, then withdraws the
+// announcement.
+func (w *Worker) Run(ctx context.Context) error {
+	ticker := time.NewTicker(w.cfg.LeaseTTL / 3)
+	defer ticker.Stop()
+	last := w.since
+	for {
+		now := time.Now()
+		if err := w.announce(ctx, last); err != nil && ctx.Err() == nil {
+			w.cfg.Logger.Warn("announcing the worker failed", "worker", w.cfg.Worker, "err", err)
+		}
+		last = now
+		select {
+		case <-ctx.Done():
+			withdraw, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			defer cancel()
+			_ = w.workers.Delete(withdraw, jetstreamedge.Token(w.cfg.Worker))
+			return nil
+		case <-ticker.C:
+		}
+	}
+}
+
+func (w *Worker) announce(ctx context.Context, since time.Time) error {
+	w.mu.Lock()
+	a := Announcement{Worker: w.cfg.Worker, Since: w.since, Units: w.edges.ActiveUnits(since)}
+	for k := range w.held {
+		a.Leases = append(a.Leases, k)
+	}
+	w.mu.Unlock()
+	slices.Sort(a.Leases)
+	data, err := json.Marshal(a)
+	if err != nil {
+		return err
+	}
+	_, err = w.workers.Put(ctx, jetstreamedge.Token(w.cfg.Worker), data)
+	return err
+}
+
+// WrapSource returns src leased: of all the workers, the one holding the
+// lease of this source instance replays it. See the package doc.
+func (w *Worker) WrapSource(name string, instance int, src topology.Source) topology.Source {
+	l := &leasedSource{w: w, key: sourceKey(name, instance), inner: src, confirmed: make(chan struct{}, 1)}
+	l.innerAckr, _ = src.(topology.Acknowledger)
+	return l
+}
+
+// prefers tells whether this worker should run the unit of consumer: the
+// worker whose name hashes highest with it, among those announced
+// (rendezvous hashing), so that units spread evenly and a worker that
+// joins or leaves moves only its share.
+func (w *Worker) prefers(consumer string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	names := []string{jetstreamedge.Token(w.cfg.Worker)}
+	if keys, err := w.workers.Keys(ctx); err == nil {
+		names = append(names, keys...)
+	}
+	best, bestHash := "", uint64(0)
+	for _, n := range names {
+		h := fnv.New64a()
+		h.Write([]byte(n + "/" + consumer))
+		if v := h.Sum64(); best == "" || v > bestHash {
+			best, bestHash = n, v
+		}
+	}
+	return best == names[0]
+}
+
+// errLeaseLost cancels a source whose lease could not be renewed.
+var errLeaseLost = errors.New("cluster: lease lost")
