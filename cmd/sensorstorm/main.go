@@ -51,6 +51,7 @@ func commands(stdin io.Reader) []command {
 		{"bench", "bench [flags]              measure MQTT ingest against a bare subscriber", bench},
 		{"run", "run [flags] PIPELINE.yaml  run a pipeline from a config file", runPipeline},
 		{"validate", "validate [flags] PIPELINE.yaml  check a pipeline config without running it", validatePipeline},
+		{"cluster", "cluster status --cluster URL  show the workers, sources and units of a cluster", clusterCommand},
 		{"version", "version                    print the version and the VCS revision", version},
 		{"help", "help [COMMAND]             print this, or the usage of a command", help},
 	}

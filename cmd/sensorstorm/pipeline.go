@@ -39,6 +39,7 @@ func runPipeline(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	dir := c.fs.String("dir", "", "resolve the pipeline's relative paths against this `DIR` (default: the pipeline file's directory)")
 	var deadLetter string
 	registerDeadLetter(c.fs, &deadLetter)
+	clusterOpts := registerClusterFlags(c.fs)
 	rest, code, ok := c.parse(args, stdout)
 	if !ok {
 		return code
@@ -65,7 +66,17 @@ func runPipeline(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintln(stderr, "sensorstorm:", err)
 		return exitError
 	}
-	topo, err := p.Build(pipeline.Options{Dir: *dir, Stdout: stdout, Logger: logger, DeadLetters: dead})
+	opts := pipeline.Options{Dir: *dir, Stdout: stdout, Logger: logger, DeadLetters: dead}
+	leave, err := clusterOpts.join(ctx, p, &opts, logger)
+	if err != nil {
+		dead.Close()
+		fmt.Fprintln(stderr, "sensorstorm:", err)
+		return exitError
+	}
+	if leave != nil {
+		defer leave()
+	}
+	topo, err := p.Build(opts)
 	if err != nil {
 		dead.Close()
 		fmt.Fprintln(stderr, err)

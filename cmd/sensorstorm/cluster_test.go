@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sensorstorm/sensorstorm/natstest"
+)
+
+// Two workers run a recording's pipeline on a JetStream server: together
+// they write what one process writes, and cluster status shows the
+// source done and the pipeline's units.
+func TestRunOnACluster(t *testing.T) {
+	var single, stderr strings.Builder
+	const file = "../../pipelines/library1-mean.yaml"
+	require.Equal(t, exitOK, run(context.Background(), []string{"run", file}, &single, &stderr), stderr.String())
+
+	c := natstest.StartCluster(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	outs := make([]strings.Builder, 2)
+	errs := make([]strings.Builder, 2)
+	codes := make([]int, 2)
+	var wg sync.WaitGroup
+	for i, name := range []string{"w1", "w2"} {
+		wg.Go(func() {
+			codes[i] = run(ctx, []string{"run", "--cluster", c.URL(), "--worker", name, file}, &outs[i], &errs[i])
+		})
+	}
+	// With two workers, each copy of an instance that ran nothing gets
+	// the end of stream the other worker sends again, and both end.
+	wg.Wait()
+	require.NoError(t, ctx.Err(), "the workers ended on their own")
+	var got []string
+	for i := range outs {
+		require.Equal(t, exitOK, codes[i], errs[i].String())
+		got = append(got, strings.SplitAfter(outs[i].String(), "\n")...)
+	}
+	want := strings.SplitAfter(single.String(), "\n")
+	slices.Sort(want)
+	got = slices.DeleteFunc(got, func(s string) bool { return s == "" })
+	want = slices.DeleteFunc(want, func(s string) bool { return s == "" })
+	slices.Sort(got)
+	require.Equal(t, want, got)
+
+	var status, statusErr strings.Builder
+	require.Equal(t, exitOK, run(context.Background(), []string{"cluster", "status", "--cluster", c.URL()}, &status, &statusErr), statusErr.String())
+	assert.Contains(t, status.String(), "pipeline library1-mean:")
+	assert.Regexp(t, `source\.wsn\.0\s+done`, status.String())
+	for _, unit := range []string{"dedup_0", "dedup_1", "stats10m_0", "stats10m_1", "out_0"} {
+		assert.Contains(t, status.String(), unit)
+	}
+}
+
+func TestClusterStatusNeedsAURL(t *testing.T) {
+	var stdout, stderr strings.Builder
+	assert.Equal(t, exitUsage, run(context.Background(), []string{"cluster", "status"}, &stdout, &stderr))
+	assert.Contains(t, stderr.String(), "--cluster is required")
+}
