@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -48,6 +49,9 @@ type Worker struct {
 	workers jetstream.KeyValue
 	done    jetstream.KeyValue
 	since   time.Time
+	// incarnation numbers the particles this worker's bolt instances
+	// derive apart from other workers'.
+	incarnation uint32
 
 	mu   sync.Mutex // guards held
 	held map[string]bool
@@ -65,7 +69,7 @@ func Join(ctx context.Context, nc *nats.Conn, cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	w := &Worker{cfg: cfg, held: map[string]bool{}, since: time.Now()}
+	w := &Worker{cfg: cfg, held: map[string]bool{}, since: time.Now(), incarnation: rand.Uint32()}
 	if cfg.Edges.Prefer == nil {
 		cfg.Edges.Prefer = w.prefers
 	}
@@ -94,6 +98,10 @@ func Join(ctx context.Context, nc *nats.Conn, cfg Config) (*Worker, error) {
 
 // Name returns the worker's name.
 func (w *Worker) Name() string { return w.cfg.Worker }
+
+// Incarnation returns a number that tells this worker's run apart from
+// others: give it to the pipeline's build (pipeline.Options.Incarnation).
+func (w *Worker) Incarnation() uint32 { return w.incarnation }
 
 // Transport returns the transport of the pipeline's edges.
 func (w *Worker) Transport() *jetstreamedge.Transport { return w.edges }

@@ -35,6 +35,8 @@ type Options struct {
 	// Transport, if set, carries the edges into bolt instances across
 	// processes (see topology.Transport); acking is then on.
 	Transport topology.Transport
+	// Incarnation is passed to the topology (topology.Config.Incarnation).
+	Incarnation uint32
 	// WrapSource, if set, wraps every source instance, for example in a
 	// lease that lets one process of a cluster run it.
 	WrapSource func(name string, instance int, src topology.Source) topology.Source
@@ -184,7 +186,7 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 	}
 	topo, err := topology.New(topology.Config{
 		Replay: !p.Live(), Acking: acking, Logger: opts.Logger, Wall: opts.Wall, DeadLetters: opts.DeadLetters,
-		Transport: opts.Transport,
+		Transport: opts.Transport, Incarnation: opts.Incarnation,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: %w", err)

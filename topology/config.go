@@ -69,6 +69,14 @@ type Config struct {
 	// DeadLetters receives bad input, late particles dropped by policy and
 	// trees that failed for good. Defaults to counting them only.
 	DeadLetters DeadLetterSink `yaml:"-"`
+	// Incarnation tells this process's run apart from the runs of the
+	// same topology in other processes: bolt instances number what they
+	// emit from Incarnation<<32, so that when an instance moves to another
+	// process, the particles it derives there never take the identities
+	// of those derived before, which receivers would drop as copies.
+	// Sources number alike in every process: a recording replayed again
+	// gives its particles their identities again. Defaults to 0.
+	Incarnation uint32 `yaml:"-"`
 	// Transport carries edges into bolt instances across processes; nil
 	// keeps every edge in process. It needs Acking.Enabled. With one,
 	// cancelling Run's context abandons this process's share of the run

@@ -154,3 +154,39 @@ func TestTransportNeedsAcking(t *testing.T) {
 	_, err := topology.New(topology.Config{Transport: newLoopback()})
 	require.ErrorContains(t, err, "acking")
 }
+
+// A bolt instance numbers what it derives from its run's incarnation
+// on; sources number alike in every run.
+func TestIncarnationNumbersDerivedParticles(t *testing.T) {
+	topo, err := topology.New(topology.Config{Incarnation: 3})
+	require.NoError(t, err)
+	var got gatherSeqs
+	topo.AddSource("src", topology.Single(topology.SourceFunc(func(_ context.Context, out topology.SourceEmitter) error {
+		return out.Emit(particle.Particle{Time: 1, Measurement: "m"}, nil)
+	})), topology.SourceConfig{})
+	topo.AddBolt("pass", operation.Stateless(operation.Func(func(_ context.Context, in particle.Particle, out operation.Emitter) error {
+		got.add("src", in.Seq)
+		out.Emit(in)
+		return nil
+	})), topology.BoltConfig{}).Input("src", topology.Shuffle())
+	topo.AddBolt("sink", operation.Stateless(operation.Func(func(_ context.Context, in particle.Particle, _ operation.Emitter) error {
+		got.add("pass", in.Seq)
+		return nil
+	})), topology.BoltConfig{}).Input("pass", topology.Shuffle())
+	require.NoError(t, topo.Run(context.Background()))
+	require.Equal(t, map[string][]uint64{"src": {1}, "pass": {3<<32 + 1}}, got.seqs)
+}
+
+type gatherSeqs struct {
+	mu   sync.Mutex
+	seqs map[string][]uint64
+}
+
+func (g *gatherSeqs) add(from string, seq uint64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.seqs == nil {
+		g.seqs = map[string][]uint64{}
+	}
+	g.seqs[from] = append(g.seqs[from], seq)
+}

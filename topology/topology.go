@@ -459,7 +459,7 @@ func (t *Topology) build(drainCtx context.Context) (*run, error) {
 			b := &boltInstance{
 				name: spec.name, index: i, origin: origin, op: spec.factory(), buf: buf,
 				late: buf.Config().Late, inbox: make(chan *batch, t.cfg.InboxSize), inputs: inputs,
-				topo: r, stats: t.stats[spec.name], edges: acker.NewEdgeIDs(),
+				topo: r, stats: t.stats[spec.name], edges: acker.NewEdgeIDs(), seq: uint64(t.cfg.Incarnation) << 32,
 				heldInputs: map[operation.Anchor]*held{}, drainedInputs: make([]bool, inputs),
 			}
 			b.router = newRouter(r.pool)
