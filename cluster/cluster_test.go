@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -20,7 +21,15 @@ import (
 	"github.com/sensorstorm/sensorstorm/pipeline"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if settings := os.Getenv(workerEnv); settings != "" {
+		os.Exit(workerProcess(settings))
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// natstestCluster starts a 3-node JetStream cluster.
+func natstestCluster(t *testing.T) *natstest.Cluster { return natstest.StartCluster(t, 3) }
 
 // threeStages is a pipeline of three stages over the test recording:
 // fields groupings into a dedup and a ten-minute window, then a sink.
@@ -78,10 +87,7 @@ func startWorker(t *testing.T, c *natstest.Cluster, file, pipelineName, name str
 	t.Cleanup(cw.nc.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cw.w, err = cluster.Join(ctx, cw.nc, cluster.Config{
-		Pipeline: pipelineName, Worker: name, LeaseTTL: 3 * time.Second,
-		Edges: jetstreamedge.Config{Replicas: 3, AckWait: 5 * time.Second, PinnedTTL: 2 * time.Second},
-	})
+	cw.w, err = cluster.Join(ctx, cw.nc, testConfig(pipelineName, name))
 	require.NoError(t, err)
 	p, err := pipeline.Load(file)
 	require.NoError(t, err)
@@ -104,13 +110,16 @@ func (cw *clusterWorker) run() {
 	cw.wg.Go(func() { cw.err = cw.built.Run(ctx) })
 }
 
-// status returns the status of the pipeline name.
+// status returns the status of the pipeline name, empty when it cannot
+// be read.
 func status(t *testing.T, nc *nats.Conn, name string) cluster.Status {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	all, err := cluster.ReadStatus(ctx, nc)
-	require.NoError(t, err)
+	if err != nil {
+		t.Logf("status: %v", err)
+	}
 	for _, st := range all {
 		if st.Pipeline == jetstreamedge.Token(name) {
 			return st

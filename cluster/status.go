@@ -58,6 +58,10 @@ func ReadStatus(ctx context.Context, nc *nats.Conn) ([]Status, error) {
 	for name := range names.Name() {
 		if tok, ok := strings.CutPrefix(name, prefix); ok {
 			st, err := readStatus(ctx, js, name, tok)
+			if errors.Is(err, jetstream.ErrStreamNotFound) {
+				// Deleted, or not yet created everywhere.
+				continue
+			}
 			if err != nil {
 				return nil, err
 			}
