@@ -84,17 +84,21 @@ type process struct {
 	cmd  *exec.Cmd
 	out  lockedBuffer
 	errs lockedBuffer
-	done chan error
+	done chan struct{} // closed when the process exited, with err set
+	err  error
 }
 
 func startProcess(t *testing.T, url, file, pipelineName, name string) *process {
 	t.Helper()
-	p := &process{name: name, done: make(chan error, 1)}
+	p := &process{name: name, done: make(chan struct{})}
 	p.cmd = exec.Command(os.Args[0], "-test.run=^$")
 	p.cmd.Env = append(os.Environ(), workerEnv+"="+strings.Join([]string{url, file, pipelineName, name}, "|"))
 	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.errs
 	require.NoError(t, p.cmd.Start())
-	go func() { p.done <- p.cmd.Wait() }()
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
 	t.Cleanup(func() {
 		_ = p.cmd.Process.Kill()
 		<-p.done
@@ -153,9 +157,8 @@ func TestKilledWorkersUnitsMove(t *testing.T) {
 	t.Logf("killed %s after %d lines of output from both", killed.name, len(lines(killed.out.String()))+len(lines(survivor.out.String())))
 
 	select {
-	case err := <-survivor.done:
-		require.NoError(t, err, "survivor: %s", survivor.errs.String())
-		survivor.done <- err
+	case <-survivor.done:
+		require.NoError(t, survivor.err, "survivor: %s", survivor.errs.String())
 	case <-time.After(90 * time.Second):
 		t.Fatalf("the survivor did not finish: %s", survivor.errs.String())
 	}
