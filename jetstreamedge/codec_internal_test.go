@@ -126,8 +126,9 @@ func FuzzDecode(f *testing.F) {
 	})
 }
 
-// library1 returns the particles of the test recording.
-func library1(tb testing.TB) []particle.Particle {
+// Recording returns the particles of the test recording; the external
+// tests use it too.
+func Recording(tb testing.TB) []particle.Particle {
 	data, err := os.ReadFile("../testdata/library1-r1.lp")
 	require.NoError(tb, err)
 	d, err := particle.NewDecoderBytes(data, "library1", particle.DecoderConfig{Origin: 1})
@@ -148,7 +149,7 @@ func library1(tb testing.TB) []particle.Particle {
 // 256, and reports the bytes per particle on the wire against line
 // protocol's.
 func BenchmarkCodec(b *testing.B) {
-	ps := library1(b)
+	ps := Recording(b)
 	var batches []topology.RemoteBatch
 	var lpBytes int
 	for i := 0; i < len(ps); i += 256 {
