@@ -7,9 +7,12 @@
 // server pins another, and the unacknowledged messages are delivered to it
 // again, so that it rebuilds the instance's windows. What consumers cannot
 // express, which worker replays a file source, a lease in a key-value
-// bucket decides: the holder renews it, and when it dies the lease expires
-// and another worker takes it and replays the source from the start (the
-// downstream instances drop the copies by identity). A source that was
+// bucket decides: the holder renews it, recording with it a checkpoint,
+// the prefix of the source's particles that JetStream confirmed; when it
+// dies the lease expires, and another worker takes it and replays the
+// source past the checkpoint (topology.Skipper keeps the particles'
+// identities, so that the downstream instances drop the copies of those
+// emitted after the checkpoint). A source that was
 // replayed to its end, with everything it emitted confirmed by JetStream,
 // is marked done and never replayed again. Workers announce themselves,
 // their leases and the units they received data for in a bucket whose

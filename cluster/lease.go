@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,6 +26,17 @@ type leasedSource struct {
 
 	emitted, ended atomic.Int64
 	confirmed      chan struct{} // signalled when ended catches up with emitted
+
+	// The particles are numbered from 1 in the order the inner source
+	// emits them; a checkpoint is the prefix of them that JetStream
+	// confirmed, from which a worker taking the lease over resumes.
+	mu       sync.Mutex // guards what follows: Ack comes from the engine
+	next     uint64     // the number of the last particle emitted or skipped
+	skip     uint64     // the particles to skip: the checkpoint taken over
+	prefix   uint64     // every particle up to it was confirmed
+	acked    map[uint64]struct{}
+	skipper  topology.Skipper
+	recorded uint64 // the checkpoint last written
 }
 
 var (
@@ -32,8 +44,16 @@ var (
 	_ topology.Acknowledger = (*leasedSource)(nil)
 )
 
-// leaseID wraps the inner source's message id: every particle is tracked.
-type leaseID struct{ inner any }
+// leaseID wraps the inner source's message id: every particle is tracked
+// under its number.
+type leaseID struct {
+	inner any
+	n     uint64
+}
+
+// checkpointKey is the key of a source instance's checkpoint in the done
+// bucket.
+func checkpointKey(key string) string { return "checkpoint." + key }
 
 // Run waits for the lease, then replays the inner source unless another
 // worker already replayed it to its end: then it returns at once, and the
@@ -80,6 +100,9 @@ func (l *leasedSource) runHeld(ctx context.Context, out topology.SourceEmitter, 
 		l.release(ctx)
 		return nil
 	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return err
+	}
+	if err := l.resume(heldCtx, out); err != nil {
 		return err
 	}
 	err := l.inner.Run(heldCtx, &trackingEmitter{SourceEmitter: out, l: l})
@@ -129,6 +152,66 @@ func (l *leasedSource) renew(ctx context.Context, lose context.CancelCauseFunc, 
 			return
 		}
 		rev = next
+		l.checkpoint(ctx)
+	}
+}
+
+// resume reads the checkpoint a previous holder left: the particles up to
+// it were confirmed, and are skipped, keeping their numbers, when out can
+// skip.
+func (l *leasedSource) resume(ctx context.Context, out topology.SourceEmitter) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.next, l.skip, l.prefix, l.acked = 0, 0, 0, map[uint64]struct{}{}
+	l.skipper, _ = out.(topology.Skipper)
+	e, err := l.w.done.Get(ctx, checkpointKey(l.key))
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return nil
+	case err != nil:
+		return err
+	}
+	n, err := strconv.ParseUint(string(e.Value()), 10, 64)
+	if err != nil || l.skipper == nil {
+		return nil
+	}
+	l.skip, l.prefix, l.recorded = n, n, n
+	l.w.cfg.Logger.Info("resuming past the checkpoint", "lease", l.key, "confirmed", n)
+	return nil
+}
+
+// checkpoint records the confirmed prefix when it moved.
+func (l *leasedSource) checkpoint(ctx context.Context) {
+	l.mu.Lock()
+	n := l.prefix
+	l.mu.Unlock()
+	if n == l.recorded {
+		return
+	}
+	if _, err := l.w.done.Put(ctx, checkpointKey(l.key), []byte(strconv.FormatUint(n, 10))); err == nil {
+		l.recorded = n
+	}
+}
+
+// number numbers the next particle and tells whether to skip it.
+func (l *leasedSource) number() (n uint64, skip bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.next++
+	return l.next, l.next <= l.skip
+}
+
+// confirm records that particle n was confirmed.
+func (l *leasedSource) confirm(n uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.acked[n] = struct{}{}
+	for {
+		if _, ok := l.acked[l.prefix+1]; !ok {
+			return
+		}
+		delete(l.acked, l.prefix+1)
+		l.prefix++
 	}
 }
 
@@ -140,18 +223,22 @@ func (l *leasedSource) release(ctx context.Context) {
 
 // Ack implements topology.Acknowledger.
 func (l *leasedSource) Ack(msgID any) {
-	if id := msgID.(leaseID); id.inner != nil && l.innerAckr != nil {
+	id := msgID.(leaseID)
+	if id.inner != nil && l.innerAckr != nil {
 		l.innerAckr.Ack(id.inner)
 	}
+	l.confirm(id.n)
 	l.end()
 }
 
 // Fail implements topology.Acknowledger. The particle was dead-lettered:
-// it counts as ended.
+// it counts as ended, and as confirmed.
 func (l *leasedSource) Fail(msgID any, reason acker.Reason, err error) {
-	if id := msgID.(leaseID); id.inner != nil && l.innerAckr != nil {
+	id := msgID.(leaseID)
+	if id.inner != nil && l.innerAckr != nil {
 		l.innerAckr.Fail(id.inner, reason, err)
 	}
+	l.confirm(id.n)
 	l.end()
 }
 
@@ -171,8 +258,16 @@ type trackingEmitter struct {
 }
 
 func (e *trackingEmitter) Emit(p particle.Particle, msgID any) error {
+	n, skip := e.l.number()
+	if skip {
+		e.l.skipper.Skip(1)
+		if msgID != nil && e.l.innerAckr != nil {
+			e.l.innerAckr.Ack(msgID)
+		}
+		return nil
+	}
 	e.l.emitted.Add(1)
-	if err := e.SourceEmitter.Emit(p, leaseID{inner: msgID}); err != nil {
+	if err := e.SourceEmitter.Emit(p, leaseID{inner: msgID, n: n}); err != nil {
 		e.l.emitted.Add(-1)
 		return err
 	}

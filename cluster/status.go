@@ -27,6 +27,10 @@ type Status struct {
 	// Done lists those replayed to their end.
 	Leases map[string]string
 	Done   []string
+	// Checkpoints maps source instances to the number of particles from
+	// their start that JetStream confirmed, from which a worker taking
+	// a lease over resumes.
+	Checkpoints map[string]string
 	// Units are the bolt instances, one per consumer.
 	Units []Unit
 }
@@ -76,7 +80,7 @@ func ReadStatus(ctx context.Context, nc *nats.Conn) ([]Status, error) {
 }
 
 func readStatus(ctx context.Context, js jetstream.JetStream, stream, tok string) (Status, error) {
-	st := Status{Pipeline: tok, Leases: map[string]string{}}
+	st := Status{Pipeline: tok, Leases: map[string]string{}, Checkpoints: map[string]string{}}
 	units := map[string][]string{}
 	err := eachEntry(ctx, js, workerBucket(tok), func(_ string, v []byte) {
 		var a Announcement
@@ -91,7 +95,13 @@ func readStatus(ctx context.Context, js jetstream.JetStream, stream, tok string)
 		err = eachEntry(ctx, js, leaseBucket(tok), func(k string, v []byte) { st.Leases[k] = string(v) })
 	}
 	if err == nil {
-		err = eachEntry(ctx, js, doneBucket(tok), func(k string, _ []byte) { st.Done = append(st.Done, k) })
+		err = eachEntry(ctx, js, doneBucket(tok), func(k string, v []byte) {
+			if src, ok := strings.CutPrefix(k, checkpointKey("")); ok {
+				st.Checkpoints[src] = string(v)
+			} else {
+				st.Done = append(st.Done, k)
+			}
+		})
 	}
 	if err != nil {
 		return st, err
@@ -155,7 +165,7 @@ func (s *Status) Write(w io.Writer) error {
 	}
 	slices.Sort(sources)
 	for _, k := range sources {
-		fmt.Fprintf(tw, "%s\treplayed by %s\n", k, s.Leases[k])
+		fmt.Fprintf(tw, "%s\treplayed by %s, %s confirmed\n", k, s.Leases[k], or(s.Checkpoints[k], "0"))
 	}
 	for _, k := range s.Done {
 		fmt.Fprintf(tw, "%s\tdone\n", k)
@@ -165,6 +175,13 @@ func (s *Status) Write(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%t\t%d\t%d\t%d\t%s\n", u.Consumer, u.Pinned, u.Pending, u.AckPending, u.Redeliver, list(u.Workers))
 	}
 	return tw.Flush()
+}
+
+func or(s, alt string) string {
+	if s == "" {
+		return alt
+	}
+	return s
 }
 
 func list(s []string) string {

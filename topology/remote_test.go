@@ -190,3 +190,20 @@ func (g *gatherSeqs) add(from string, seq uint64) {
 	}
 	g.seqs[from] = append(g.seqs[from], seq)
 }
+
+// A source that skips particles keeps the numbers of those after.
+func TestSkipKeepsIdentities(t *testing.T) {
+	topo, err := topology.New(topology.Config{})
+	require.NoError(t, err)
+	var got gatherSeqs
+	topo.AddSource("src", topology.Single(topology.SourceFunc(func(_ context.Context, out topology.SourceEmitter) error {
+		out.(topology.Skipper).Skip(2)
+		return out.Emit(particle.Particle{Time: 1, Measurement: "m"}, nil)
+	})), topology.SourceConfig{})
+	topo.AddBolt("sink", operation.Stateless(operation.Func(func(_ context.Context, in particle.Particle, _ operation.Emitter) error {
+		got.add("src", in.Seq)
+		return nil
+	})), topology.BoltConfig{}).Input("src", topology.Shuffle())
+	require.NoError(t, topo.Run(context.Background()))
+	require.Equal(t, []uint64{3}, got.seqs["src"])
+}

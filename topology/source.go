@@ -62,6 +62,25 @@ type SourceEmitter interface {
 	Flush() error
 }
 
+// Skipper is implemented by the SourceEmitter the engine hands to sources.
+// A source that resumes a replay past particles emitted before, in this
+// process or another, skips them so that the particles after keep the
+// identities they had: receivers then drop the copies of those emitted
+// twice.
+type Skipper interface {
+	// Skip accounts n data particles as emitted without emitting them.
+	Skip(n uint64)
+}
+
+var _ Skipper = (*sourceInstance)(nil)
+
+// Skip implements Skipper.
+func (s *sourceInstance) Skip(n uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq += n
+}
+
 // metaSeqBit marks the sequence numbers of meta particles.
 const metaSeqBit = 1 << 63
 
