@@ -251,11 +251,14 @@ func (in *inlet) Run(ctx context.Context, feed topology.Feed) error {
 	}
 	r := newReceiver(in, feed)
 	var wg sync.WaitGroup
-	defer wg.Wait()
 	inner, stopInner := context.WithCancel(ctx)
-	defer stopInner()
-	stop := context.AfterFunc(inner, msgs.Stop)
-	defer stop()
+	defer func() {
+		// Stopping the iterator ends the puller's wait for the next
+		// message.
+		stopInner()
+		msgs.Stop()
+		wg.Wait()
+	}()
 	wg.Go(func() { r.keepAlive(inner, t.cfg.AckWait/3) })
 	// The iterator sends pull requests only while it is asked for the
 	// next message: it is asked all the time, so that this worker stays
