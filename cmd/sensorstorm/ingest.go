@@ -16,6 +16,7 @@ import (
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/spool"
+	"github.com/sensorstorm/sensorstorm/statuspage"
 	"github.com/sensorstorm/sensorstorm/syncbuffer"
 	"github.com/sensorstorm/sensorstorm/topology"
 )
@@ -40,6 +41,7 @@ type ingestFlags struct {
 	publish    string
 	record     string
 	deadLetter string
+	status     statusFlags
 }
 
 const ingestUsage = `usage: sensorstorm ingest --broker URL --topic FILTER [--topic FILTER ...] [flags]
@@ -89,6 +91,7 @@ func (f *ingestFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.publish, "publish", "", "also publish results to this topic template, e.g. results/{sensor}")
 	fs.StringVar(&f.record, "record", "", "also record everything that came in to DIR/ingest-<start time>.lp, for sensorstorm replay")
 	registerDeadLetter(fs, &f.deadLetter)
+	f.status.register(fs, false)
 }
 
 func ingest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -104,6 +107,9 @@ func ingest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if name := c.missing("broker", "topic"); name != "" {
 		return c.usageError("missing required flag --%s", name)
+	}
+	if code, ok := f.status.check(c); !ok {
+		return code
 	}
 	if f.src.Password == "" {
 		f.src.Password = os.Getenv("SENSORSTORM_MQTT_PASSWORD")
@@ -136,16 +142,17 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 	if err != nil {
 		return exitError, err
 	}
+	tap := f.status.tap()
 	t, err := topology.New(topology.Config{
 		Logger:      logger,
-		DeadLetters: dead,
+		DeadLetters: tap.DeadLetters(dead),
 		Acking:      topology.AckingConfig{Enabled: true, MaxPending: ingestMaxPending},
 	})
 	if err != nil {
 		return exitError, err
 	}
 	buf := syncbuffer.Config{Window: f.window, Late: f.late}
-	t.AddSource("mqtt", topology.Single(src), topology.SourceConfig{})
+	t.AddSource("mqtt", tap.Source(topology.Single(src)), topology.SourceConfig{})
 	t.AddBolt("out", operation.Stateless(out), topology.BoltConfig{Buffer: buf}).Input("mqtt", topology.Global())
 	if f.publish != "" {
 		sink, err := mqtt.NewSink(mqtt.SinkConfig{
@@ -174,8 +181,16 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 		t.AddBolt("record", operation.Stateless(rec), topology.BoltConfig{Buffer: buf}).Input("mqtt", topology.Global())
 	}
 
+	stopStatus, err := serveStatus(f.status.addr, statuspage.Config{
+		Topology: t, Title: "ingest " + strings.Join(f.src.Topics, " "), Tap: tap, Logger: logger,
+		MQTT: &statuspage.MQTT{Source: src, Brokers: f.src.Brokers},
+	}, func(url string) { logger.Info("serving the status page", "url", url) })
+	if err != nil {
+		return exitError, err
+	}
 	start := time.Now()
 	runErr := t.Run(ctx)
+	stopStatus()
 	closeErr := errors.Join(src.Close(), dead.Close())
 	st := src.Stats()
 	fmt.Fprintf(stderr, "ingest: messages=%d written=%d replayed=%d redelivered=%d acked=%d failed=%d reconnects=%d elapsed=%s\n",
