@@ -3,6 +3,8 @@ package statuspage
 import (
 	"cmp"
 	"context"
+	"encoding/json"
+	"errors"
 	"math"
 	"slices"
 	"strconv"
@@ -116,6 +118,27 @@ func (p Point) MarshalJSON() ([]byte, error) {
 	}
 	return append(b, ']'), nil
 }
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (p *Point) UnmarshalJSON(b []byte) error {
+	var a []*float64
+	if err := json.Unmarshal(b, &a); err != nil {
+		return err
+	}
+	if len(a) == 0 || a[0] == nil {
+		return errNoPointTime
+	}
+	p.T, p.V = int64(*a[0]), make([]float64, len(a)-1)
+	for i, v := range a[1:] {
+		p.V[i] = math.NaN()
+		if v != nil {
+			p.V[i] = *v
+		}
+	}
+	return nil
+}
+
+var errNoPointTime = errors.New("statuspage: a point needs a time")
 
 // Mark is a particle of a series that was dead-lettered: late, invalid,
 // given up on. T is its event time in milliseconds since the Unix epoch.
