@@ -23,7 +23,11 @@ func ExampleServer() {
 	srv := httptest.NewServer(page) // a command serves it on --http-addr
 	defer srv.Close()
 
-	res, _ := http.Get(srv.URL + "/snapshot")
+	res, err := http.Get(srv.URL + "/snapshot")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer res.Body.Close()
 	var snap statuspage.Snapshot
 	_ = json.NewDecoder(res.Body).Decode(&snap)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io/fs"
 	"log/slog"
+	"math"
 	"net/http"
 	"sync"
 	"time"
@@ -47,7 +48,8 @@ type Config struct {
 	// MQTT, if set, is the MQTT source whose connection the page shows.
 	MQTT *MQTT
 	// Clock is the run's stream clock, against which watermark lag is
-	// measured. Defaults to the wall clock.
+	// measured. Defaults to the topology's (Topology.StreamTime) while it
+	// runs, else the wall clock.
 	Clock streamclock.Clock
 	// Wall gives the time of updates and their ticker. Defaults to
 	// streamclock.System.
@@ -79,8 +81,14 @@ func (c *Config) setDefaults() {
 		c.Wall = streamclock.System{}
 	}
 	if c.Clock == nil {
-		wall := c.Wall
-		c.Clock = streamclock.Func(func() int64 { return wall.Now().UnixNano() })
+		wall, topo := c.Wall, c.Topology
+		c.Clock = streamclock.Func(func() int64 {
+			// A replay's clock stands at MinInt64 before its first particle.
+			if t, ok := topo.StreamTime(); ok && t != math.MinInt64 {
+				return t
+			}
+			return wall.Now().UnixNano()
+		})
 	}
 	if c.Interval <= 0 {
 		c.Interval = DefaultInterval

@@ -185,7 +185,7 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if err != nil {
 		return fail(exitError, err)
 	}
-	page := statuspage.Config{Topology: t, Title: "replay " + strings.Join(o.files, " "), Tap: tap, Replay: src, Clock: src, Logger: logger}
+	page := statuspage.Config{Topology: t, Title: "replay " + strings.Join(o.files, " "), Tap: tap, Replay: src, Logger: logger}
 	if o.status.control {
 		page.Control = replaysrc.Handler(src)
 	}

@@ -9,6 +9,7 @@ const MIN_SPEED = 0.01, MAX_SPEED = 10000;
 
 let shape = "";      // the graph drawn: component names and edges
 let last = null;     // the latest snapshot
+let chosenByUser = false; // the field to plot was picked on the page
 
 function el(tag, attrs, parent) {
   const e = document.createElementNS(SVG, tag);
@@ -161,22 +162,45 @@ function updateSensors(snap) {
   for (const s of tap.series) s.fields.forEach((f) => fields.add(f));
   const have = [...select.options].map((o) => o.value);
   for (const f of fields) if (!have.includes(f)) select.add(new Option(f, f));
+  if (!chosenByUser && select.options.length > 0) select.value = reading(tap.series) || select.value;
   const chosen = select.value;
   $("unfollowed").textContent = tap.unfollowed ? `(${tap.unfollowed} particles of further series not shown)` : "";
   const plots = $("plots");
   plots.textContent = "";
-  for (const s of tap.series) plots.appendChild(plot(s, chosen));
+  const common = commonParts(tap.series);
+  const sorted = [...tap.series].sort((a, b) => a.key.localeCompare(b.key, undefined, { numeric: true }));
+  for (const s of sorted) plots.appendChild(plot(s, chosen, common));
+}
+
+// reading picks the field to plot first: the first with a fraction in
+// its values, a reading rather than a counter or a sequence number.
+function reading(series) {
+  for (const s of series) {
+    for (let i = 0; i < s.fields.length; i++) {
+      if (s.points.some((p) => p[i + 1] != null && !Number.isInteger(p[i + 1]))) return s.fields[i];
+    }
+  }
+  return "";
+}
+
+// commonParts returns the parts of the series keys (the measurement, each
+// tag) that every series shares: a plot names its series by the others.
+function commonParts(series) {
+  const counts = new Map();
+  for (const s of series) for (const p of new Set(s.key.split(","))) counts.set(p, (counts.get(p) || 0) + 1);
+  return new Set([...counts].filter(([, n]) => n === series.length && series.length > 1).map(([p]) => p));
 }
 
 // plot draws one series' chosen field over its recent points, and its
 // dead-lettered particles as ticks at the bottom.
-function plot(s, name) {
+function plot(s, name, common) {
   const div = document.createElement("div");
   div.className = "plot";
   div.dataset.series = s.key;
   const key = document.createElement("div");
   key.className = "key";
-  key.title = key.textContent = s.key;
+  key.title = s.key;
+  key.textContent = s.key.split(",").filter((p) => !common.has(p)).join(",") || s.key;
   div.appendChild(key);
   const W = 200, H = 60, svg = el("svg", { viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: "none" }, div);
   const i = s.fields.indexOf(name) + 1;
@@ -189,7 +213,11 @@ function plot(s, name) {
     const vs = pts.map((p) => p[i]), lo = Math.min(...vs), hi = Math.max(...vs, lo + 1e-9);
     const y = (v) => H - 8 - ((v - lo) / (hi - lo)) * (H - 14);
     el("polyline", { points: pts.map((p) => `${x(p[0]).toFixed(1)},${y(p[i]).toFixed(1)}`).join(" ") }, svg);
-    el("title", {}, svg).textContent = `${name}: ${vs[vs.length - 1]} (min ${lo}, max ${hi})`;
+    el("title", {}, svg).textContent = `${name}: ${vs[vs.length - 1]} (min ${lo}, max ${Math.max(...vs)})`;
+    const value = document.createElement("span");
+    value.className = "value";
+    value.textContent = `${vs[vs.length - 1]}  [${lo} … ${Math.max(...vs)}]`;
+    key.prepend(value);
   }
   for (const m of s.marks) {
     const kind = m.reason === "late" || m.reason === "invalid" ? m.reason : "other";
@@ -228,7 +256,7 @@ $("pause").onclick = () => post("pause");
 $("resume").onclick = () => post("resume");
 $("unpaced").onclick = () => post("speed?factor=max");
 $("realtime").onclick = () => post("speed?factor=1");
-$("field").onchange = () => last && updateSensors(last);
+$("field").onchange = () => { chosenByUser = true; if (last) updateSensors(last); };
 
 const events = new EventSource("events");
 events.addEventListener("snapshot", (e) => {
