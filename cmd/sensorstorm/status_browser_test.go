@@ -39,21 +39,26 @@ func cmpOr(a, b string) string {
 }
 
 // announced is a stderr that hands on the status page's URL once the
-// command printed it.
+// command printed it, as pattern's first group (default: replay's line).
 type announced struct {
-	mu   sync.Mutex
-	buf  strings.Builder
-	url  chan string
-	sent bool
+	mu      sync.Mutex
+	buf     strings.Builder
+	url     chan string
+	sent    bool
+	pattern *regexp.Regexp
 }
 
-var pageURL = regexp.MustCompile(`status page on (http://\S+)`)
+var replayPageURL = regexp.MustCompile(`status page on (http://\S+)`)
 
 func (a *announced) Write(b []byte) (int, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.buf.Write(b)
-	if m := pageURL.FindStringSubmatch(a.buf.String()); m != nil && !a.sent {
+	pattern := a.pattern
+	if pattern == nil {
+		pattern = replayPageURL
+	}
+	if m := pattern.FindStringSubmatch(a.buf.String()); m != nil && !a.sent {
 		a.sent = true
 		a.url <- m[1]
 	}
