@@ -85,8 +85,8 @@ type series struct {
 	tags        []particle.Tag
 	fields      []string
 
-	epoch                   uint64 // of the counts below
-	pointsTaken, marksTaken int    // in epoch
+	epoch uint64 // of taken
+	taken [2]int // points and marks taken in epoch: takePoint, takeMark
 
 	ring     []Point
 	head     int // next slot of ring once full
@@ -182,27 +182,27 @@ func (t *Tap) Tick() {
 // Offer samples p if someone watches and its series has room this tick.
 // It keeps nothing of p but copies.
 func (t *Tap) Offer(p *particle.Particle) {
-	if t.watchers.Load() == 0 || p.Meta != nil {
-		return
+	if t.watchers.Load() == 0 {
+		return // the common case, without building the closure
 	}
-	h := seriesHash(p)
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := t.lookup(h, p)
-	if s == nil {
-		return
-	}
-	s.turn(t.epoch)
-	if s.pointsTaken >= t.cfg.PointsPerTick {
-		return
-	}
-	s.pointsTaken++
-	s.add(p, t.cfg)
+	t.take(p, takePoint, func(s *series) { s.add(p, t.cfg) })
 }
 
 // mark records that p was dead-lettered for reason, within the tick's
 // limit.
 func (t *Tap) mark(p *particle.Particle, reason string) {
+	t.take(p, takeMark, func(s *series) { s.addMark(Mark{T: p.Time / 1e6, Reason: reason}, t.cfg.History) })
+}
+
+// What a series takes, each up to PointsPerTick a tick.
+const (
+	takePoint = iota
+	takeMark
+)
+
+// take calls keep with p's series, under mu, if someone watches and the
+// series may take one more of what this tick.
+func (t *Tap) take(p *particle.Particle, what int, keep func(*series)) {
 	if t.watchers.Load() == 0 || p.Meta != nil {
 		return
 	}
@@ -213,18 +213,14 @@ func (t *Tap) mark(p *particle.Particle, reason string) {
 	if s == nil {
 		return
 	}
-	s.turn(t.epoch)
-	if s.marksTaken >= t.cfg.PointsPerTick {
+	if s.epoch != t.epoch {
+		s.epoch, s.taken = t.epoch, [2]int{}
+	}
+	if s.taken[what] >= t.cfg.PointsPerTick {
 		return
 	}
-	s.marksTaken++
-	m := Mark{T: p.Time / 1e6, Reason: reason}
-	if len(s.marks) < t.cfg.History {
-		s.marks = append(s.marks, m)
-		return
-	}
-	s.marks[s.markHead] = m
-	s.markHead = (s.markHead + 1) % len(s.marks)
+	s.taken[what]++
+	keep(s)
 }
 
 // lookup returns p's series, following it if there is room, or nil.
@@ -336,11 +332,14 @@ func (s *series) is(p *particle.Particle) bool {
 	return s.measurement == p.Measurement && slices.Equal(s.tags, p.Tags)
 }
 
-// turn resets the counts when a new tick has started.
-func (s *series) turn(epoch uint64) {
-	if s.epoch != epoch {
-		s.epoch, s.pointsTaken, s.marksTaken = epoch, 0, 0
+// addMark appends m, keeping the history newest.
+func (s *series) addMark(m Mark, history int) {
+	if len(s.marks) < history {
+		s.marks = append(s.marks, m)
+		return
 	}
+	s.marks[s.markHead] = m
+	s.markHead = (s.markHead + 1) % len(s.marks)
 }
 
 // add appends p as a point, reusing the slot it overwrites.
