@@ -69,6 +69,12 @@ func TestIngestStatusPage(t *testing.T) {
 		t.Fatalf("ingest ended with %d before serving the page:\n%s", code, stderr)
 	}
 
+	var snap statuspage.Snapshot
+	waitUntil(t, 20*time.Second, "the page shows the connection", func() bool {
+		getJSON(t, url+"snapshot", &snap)
+		// Connected means subscribed: what is published now arrives.
+		return snap.MQTT != nil && len(snap.MQTT.Brokers) == 1 && snap.MQTT.Brokers[0].State == "connected"
+	})
 	pub := paho.NewClient(paho.NewClientOptions().AddBroker(broker.URL()).SetClientID("status-page-publisher"))
 	require.True(t, pub.Connect().WaitTimeout(10*time.Second))
 	defer pub.Disconnect(100)
@@ -77,7 +83,6 @@ func TestIngestStatusPage(t *testing.T) {
 		msg := fmt.Sprintf("env,room=a t=%d %d", 20+i, base+int64(i)*int64(time.Millisecond))
 		require.True(t, pub.Publish("sensors/a", 1, false, msg).WaitTimeout(10*time.Second))
 	}
-	var snap statuspage.Snapshot
 	waitUntil(t, 20*time.Second, "the page shows the messages", func() bool {
 		getJSON(t, url+"snapshot", &snap)
 		return snap.MQTT != nil && snap.MQTT.Received == 5 && snap.MQTT.Acked == 5
