@@ -152,7 +152,8 @@ func rate(now, prev uint64, d time.Duration) float64 {
 	return float64(now-prev) / d.Seconds()
 }
 
-// componentSnapshot describes the component c of t.
+// componentSnapshot describes the component c from its counters s, its
+// watermark lag measured at the stream time stream (ns).
 func componentSnapshot(c topology.GraphComponent, s *topology.ComponentStats, stream int64) ComponentSnapshot {
 	cs := ComponentSnapshot{
 		GraphComponent: c,
