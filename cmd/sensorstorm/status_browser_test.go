@@ -147,6 +147,9 @@ func TestStatusPageInChromium(t *testing.T) {
 	require.Equal(t, []string{"replay", "out"}, components, "the graph shows every component of the replay")
 	poll("sensor plots", `document.querySelectorAll("#plots .plot polyline").length > 0`)
 
+	do("speed up", chromedp.Click(`#faster`))
+	poll("doubled speed", `last && last.replay.speed === "400x" && document.getElementById("speed").textContent === "400x"`)
+
 	// Paused, the counts stand still: the page must show what /metrics says.
 	do("pause", chromedp.Click(`#pause`))
 	poll("paused", `last && last.replay.paused`)
