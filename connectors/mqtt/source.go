@@ -3,7 +3,6 @@ package mqtt
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -423,7 +422,7 @@ func (s *Source) spoolAndHandOn(ctx context.Context) error {
 				// replayed: a crash may lose its dead letter, not data.
 				continue
 			}
-			rec = encodeRecord(rec[:0], m)
+			rec = spool.AppendRecord(rec[:0], spool.Record{Source: m.topic, Received: m.recv, Payload: m.payload})
 			seq, err := s.spool.Append(rec)
 			if err != nil {
 				return fmt.Errorf("mqtt: %w", err)
@@ -615,12 +614,12 @@ func (s *Source) replay(ctx context.Context, out topology.SourceEmitter) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		m, ok := decodeRecord(rec)
+		r, ok := spool.ParseRecord(rec)
 		if !ok {
 			// Written by this package and checksummed: a bug, not bad input.
 			return fmt.Errorf("mqtt: spool record %d unreadable", seq)
 		}
-		m.seq = seq
+		m := &message{topic: r.Source, recv: r.Received, payload: bytes.Clone(r.Payload), seq: seq}
 		s.stats.Replayed.Add(1)
 		return s.emit(out, []*message{m})
 	})
@@ -724,25 +723,4 @@ func (s *Source) Close() error {
 		}
 	})
 	return s.closeErr
-}
-
-// A spool record is uvarint(len(topic)) topic, receive time (int64 LE),
-// payload.
-func encodeRecord(b []byte, m *message) []byte {
-	b = binary.AppendUvarint(b, uint64(len(m.topic)))
-	b = append(b, m.topic...)
-	b = binary.LittleEndian.AppendUint64(b, uint64(m.recv))
-	return append(b, m.payload...)
-}
-
-func decodeRecord(b []byte) (*message, bool) {
-	n, k := binary.Uvarint(b)
-	if k <= 0 || uint64(len(b)-k) < n+8 {
-		return nil, false
-	}
-	b = b[k:]
-	m := &message{topic: string(b[:n])}
-	m.recv = int64(binary.LittleEndian.Uint64(b[n:]))
-	m.payload = append([]byte(nil), b[n+8:]...)
-	return m, true
 }
