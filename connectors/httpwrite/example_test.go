@@ -40,16 +40,17 @@ func Example() {
 	req, _ := http.NewRequest(http.MethodPost, "http://"+src.Addr().String()+"/api/v2/write?bucket=home&org=me&precision=s",
 		strings.NewReader("env,room=kitchen temp=21.5 1700000000\n"))
 	req.Header.Set("Authorization", "Token secret")
-	resp, err := http.DefaultClient.Do(req)
-	if err == nil {
+	status := "no answer"
+	if resp, err := http.DefaultClient.Do(req); err == nil {
 		resp.Body.Close()
+		status = resp.Status // 204: durable in the spool
 	}
-	fmt.Println(resp.StatusCode, err) // 204: durable in the spool
+	fmt.Println(status)
 
 	stop() // the end of the stream releases the point
 	<-done
 	<-printed
 	// Output:
-	// 204 <nil>
+	// 204 No Content
 	// env,room=kitchen temp=21.5 1700000000
 }
