@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	influxdb2 "github.com/influxdata/influxdb-client-go/v2"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sensorstorm/sensorstorm/connectors/mqtt/mosquittotest"
+)
+
+// freeAddr returns a loopback address with a port free at the time.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
+}
+
+// startHTTPIngest starts ingest serving --http-write and waits until it
+// listens.
+func startHTTPIngest(t *testing.T, bin string, args ...string) (*exec.Cmd, *mosquittotest.LockedBuffer) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"ingest"}, args...)...)
+	stderr := &mosquittotest.LockedBuffer{}
+	cmd.Stderr = stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	waitUntil(t, 20*time.Second, "ingest listening", func() bool { return strings.Contains(stderr.String(), "httpwrite: listening") })
+	return cmd, stderr
+}
+
+// TestIngestHTTPWriteCrash writes with InfluxDB's Go client (batching,
+// gzip, its own retries) to ingest --http-write, kills ingest with
+// SIGKILL mid-stream and starts it again on the same address and state:
+// the client's retries and the spool make the run lossless, every point
+// in the output, found by its content.
+func TestIngestHTTPWriteCrash(t *testing.T) {
+	const n = 20000
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	out, addr := filepath.Join(dir, "out.lp"), freeAddr(t)
+	args := []string{"--http-write", addr, "--state-dir", filepath.Join(dir, "state"), "--out", out, "--window", "100ms"}
+	first, _ := startHTTPIngest(t, bin, args...)
+
+	// Retries never give up within the test; the retry buffer holds every
+	// point.
+	opts := influxdb2.DefaultOptions().SetUseGZip(true).SetBatchSize(200).SetFlushInterval(50).
+		SetRetryInterval(100).SetMaxRetryInterval(500).SetMaxRetries(100_000).SetMaxRetryTime(300_000).
+		SetRetryBufferLimit(10 * n)
+	client := influxdb2.NewClientWithOptions("http://"+addr, "", opts)
+	defer client.Close()
+	wa := client.WriteAPI("org", "bucket")
+	errs := wa.Errors()
+	written := make(chan struct{})
+	base := time.Now()
+	go func() {
+		defer close(written)
+		for i := range n {
+			wa.WritePoint(influxdb2.NewPoint("reading", map[string]string{"sensor": fmt.Sprint("s", i%4)},
+				map[string]any{"n": i}, base.Add(time.Duration(i)*time.Millisecond)))
+			if i%100 == 0 {
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+	}()
+	var clientErrs int
+	countErrs := func() {
+		for {
+			select {
+			case <-errs:
+				clientErrs++
+			default:
+				return
+			}
+		}
+	}
+
+	waitUntil(t, 60*time.Second, "output mid-stream", func() bool { countErrs(); return len(readOutput(t, out)) >= n/4 })
+	require.NoError(t, first.Process.Signal(syscall.SIGKILL))
+	_ = first.Wait()
+	killedAt := len(readOutput(t, out))
+
+	second, stderr := startHTTPIngest(t, bin, args...)
+	<-written
+	// A reading past the window releases the last ones, which would
+	// otherwise wait for newer data (or the idle timeout) in the buffer.
+	wa.WritePoint(influxdb2.NewPoint("reading", map[string]string{"sensor": "s0"}, map[string]any{"n": -1}, base.Add((n+1000)*time.Millisecond)))
+	// The client retries when it writes next: flush what it holds.
+	waitUntil(t, 60*time.Second, "every point in the output", func() bool {
+		countErrs()
+		wa.Flush()
+		return len(readOutput(t, out)) >= n
+	})
+	require.NoError(t, second.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, second.Wait(), "exit status after SIGTERM: %s", stderr.String())
+	assert.Regexp(t, `(?m)^ingest: http requests=\d+ accepted=\d+ `, stderr.String())
+	assert.Regexp(t, `(?m)^summary: read=\d+ `, stderr.String())
+
+	seen := readOutput(t, out)
+	dups := 0
+	for i := range n {
+		require.Positive(t, seen[i], "point %d lost", i)
+		dups += seen[i] - 1
+	}
+	t.Logf("killed with %d points out; %d points, %d duplicates after the restart; %d write errors retried by the client", killedAt, n, dups, clientErrs)
+	t.Logf("second run: %s", regexp.MustCompile(`(?m)^ingest: http.*$`).FindString(stderr.String()))
+}
+
+// TestIngestHTTPWrite runs ingest with --http-write alone: a token is
+// required, a write is in the output, a bad line is dead-lettered with
+// its position, and the usage names what is missing without it.
+func TestIngestHTTPWrite(t *testing.T) {
+	dir := t.TempDir()
+	out, dead, addr := filepath.Join(dir, "out.lp"), filepath.Join(dir, "dead.jsonl"), freeAddr(t)
+	t.Setenv("SENSORSTORM_HTTP_TOKEN", "secret")
+	ctx := t.Context()
+	stderr := &mosquittotest.LockedBuffer{}
+	code := make(chan int, 1)
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		code <- run(runCtx, []string{"ingest", "--http-write", addr, "--state-dir", filepath.Join(dir, "state"),
+			"--out", out, "--dead-letter", dead, "--window", "10ms"}, &bytes.Buffer{}, stderr)
+	}()
+	waitUntil(t, 20*time.Second, "ingest listening", func() bool { return strings.Contains(stderr.String(), "httpwrite: listening") })
+	write := func(token string) int {
+		req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/api/v2/write?bucket=b&precision=s",
+			strings.NewReader(fmt.Sprintf("reading n=1i %d\nreading n=\nreading n=2i %d\n", time.Now().Unix(), time.Now().Unix()+1)))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Token "+token)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	assert.Equal(t, http.StatusUnauthorized, write("nope"))
+	assert.Equal(t, http.StatusBadRequest, write("secret"), "a partial write")
+	cancel()
+	assert.Equal(t, exitOK, <-code, stderr.String())
+	seen := readOutput(t, out)
+	assert.Equal(t, map[int]int{1: 1, 2: 1}, seen)
+	assert.Contains(t, stderr.String(), "summary: read=3 emitted=2 late=0 invalid=1")
+	b, err := os.ReadFile(dead)
+	require.NoError(t, err)
+	letters := string(b)
+	assert.Contains(t, letters, `"line":2,"column":11`)
+	assert.Contains(t, letters, `"source":"/api/v2/write?bucket=b\u0026precision=s"`)
+
+	var usage bytes.Buffer
+	assert.Equal(t, exitUsage, run(ctx, []string{"ingest", "--http-write", addr, "--broker", "tcp://x:1"}, &bytes.Buffer{}, &usage))
+	assert.Contains(t, usage.String(), "missing required flag --topic")
+	usage.Reset()
+	assert.Equal(t, exitUsage, run(ctx, []string{"ingest"}, &bytes.Buffer{}, &usage))
+	assert.Contains(t, usage.String(), "or serve --http-write alone")
+}
