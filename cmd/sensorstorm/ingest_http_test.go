@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -32,19 +31,6 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
-// startHTTPIngest starts ingest serving --http-write and waits until it
-// listens.
-func startHTTPIngest(t *testing.T, bin string, args ...string) (*exec.Cmd, *mosquittotest.LockedBuffer) {
-	t.Helper()
-	cmd := exec.Command(bin, append([]string{"ingest"}, args...)...)
-	stderr := &mosquittotest.LockedBuffer{}
-	cmd.Stderr = stderr
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	waitUntil(t, 20*time.Second, "ingest listening", func() bool { return strings.Contains(stderr.String(), "httpwrite: listening") })
-	return cmd, stderr
-}
-
 // TestIngestHTTPWriteCrash writes with InfluxDB's Go client (batching,
 // gzip, its own retries) to ingest --http-write, kills ingest with
 // SIGKILL mid-stream and starts it again on the same address and state:
@@ -56,7 +42,7 @@ func TestIngestHTTPWriteCrash(t *testing.T) {
 	dir := t.TempDir()
 	out, addr := filepath.Join(dir, "out.lp"), freeAddr(t)
 	args := []string{"--http-write", addr, "--state-dir", filepath.Join(dir, "state"), "--out", out, "--window", "100ms"}
-	first, _ := startHTTPIngest(t, bin, args...)
+	first, _ := startIngestUntil(t, bin, "httpwrite: listening", args...)
 
 	// Retries never give up within the test; the retry buffer holds every
 	// point.
@@ -96,7 +82,7 @@ func TestIngestHTTPWriteCrash(t *testing.T) {
 	_ = first.Wait()
 	killedAt := len(readOutput(t, out))
 
-	second, stderr := startHTTPIngest(t, bin, args...)
+	second, stderr := startIngestUntil(t, bin, "httpwrite: listening", args...)
 	<-written
 	// A reading past the window releases the last ones, which would
 	// otherwise wait for newer data (or the idle timeout) in the buffer.

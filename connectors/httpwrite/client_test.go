@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sensorstorm/sensorstorm/connectors/httpwrite"
+	"github.com/sensorstorm/sensorstorm/connectortest"
 )
 
 // TestInfluxDBClient writes with InfluxDB's official Go client, gzip on,
@@ -59,7 +60,7 @@ func TestInfluxDBClient(t *testing.T) {
 		t.Fatalf("batching write: %v", err)
 	default:
 	}
-	waitFor(t, 20*time.Second, "every point", func() bool { return len(srv.particles()) >= 2*n })
+	connectortest.WaitFor(t, 20*time.Second, "every point", func() bool { return len(srv.particles()) >= 2*n })
 
 	seen := map[string]map[int64]int{"blocking": {}, "batching": {}}
 	for _, p := range srv.particles() {
@@ -90,5 +91,5 @@ func TestInfluxDBClient(t *testing.T) {
 	err = wrong.WriteAPIBlocking("org", "bucket").WriteRecord(ctx, "env n=1i")
 	require.True(t, errors.As(err, &herr), "%v", err)
 	assert.Equal(t, http.StatusUnauthorized, herr.StatusCode)
-	waitFor(t, 20*time.Second, "the partial write's valid lines", func() bool { return len(srv.particles()) >= 2*n+2 })
+	connectortest.WaitFor(t, 20*time.Second, "the partial write's valid lines", func() bool { return len(srv.particles()) >= 2*n+2 })
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sensorstorm/sensorstorm/connectors/httpwrite"
+	"github.com/sensorstorm/sensorstorm/connectortest"
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/streamclock"
 )
@@ -128,7 +129,7 @@ func TestWrite(t *testing.T) {
 				}
 			}
 			if tc.points > 0 {
-				waitFor(t, 10*time.Second, "the points", func() bool { return len(srv.particles()) >= tc.points })
+				connectortest.WaitFor(t, 10*time.Second, "the points", func() bool { return len(srv.particles()) >= tc.points })
 			}
 			srv.stop(t)
 			assert.Len(t, srv.particles(), tc.points)
@@ -163,7 +164,7 @@ func TestNoTimestamp(t *testing.T) {
 	srv := startServer(t, httpwrite.Config{Wall: streamclock.NewFake(at)}, nil)
 	resp, body := post(t, http.MethodPost, srv.url+"/api/v2/write?bucket=b&precision=s", nil, []byte("env t=1\n"))
 	require.Equal(t, http.StatusNoContent, resp.StatusCode, "%s", body)
-	waitFor(t, 10*time.Second, "the point", func() bool { return len(srv.particles()) == 1 })
+	connectortest.WaitFor(t, 10*time.Second, "the point", func() bool { return len(srv.particles()) == 1 })
 	assert.Equal(t, at.UnixNano(), srv.particles()[0].Time)
 }
 
@@ -183,7 +184,7 @@ func TestSpoolFull(t *testing.T) {
 	resp, _ = post(t, http.MethodPost, srv.url+"/write?db=d", nil, []byte(line))
 	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	close(gate)
-	waitFor(t, 10*time.Second, "the first body done", func() bool { return srv.src.Stats().InFlightBytes.Load() == 0 })
+	connectortest.WaitFor(t, 10*time.Second, "the first body done", func() bool { return srv.src.Stats().InFlightBytes.Load() == 0 })
 	resp, body = post(t, http.MethodPost, srv.url+"/api/v2/write?bucket=b", nil, []byte(line))
 	require.Equal(t, http.StatusNoContent, resp.StatusCode, "%s", body)
 	assert.Equal(t, uint64(2), srv.src.Stats().Unavailable.Load())

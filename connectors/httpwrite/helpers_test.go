@@ -121,18 +121,6 @@ func (s *server) stop(t testing.TB) {
 	}
 }
 
-// waitFor polls cond until it holds or timeout passes.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // post sends a request and returns its status, headers and body.
 func post(t testing.TB, method, url string, hdr http.Header, body []byte) (*http.Response, []byte) {
 	t.Helper()
