@@ -32,7 +32,7 @@ func Example() {
 	})), topology.BoltConfig{}).Input("influx", topology.Global())
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	done := make(chan error)
+	done := make(chan error, 1)
 	go func() { done <- topo.Run(ctx) }()
 	<-src.Ready()
 
@@ -40,12 +40,13 @@ func Example() {
 	req, _ := http.NewRequest(http.MethodPost, "http://"+src.Addr().String()+"/api/v2/write?bucket=home&org=me&precision=s",
 		strings.NewReader("env,room=kitchen temp=21.5 1700000000\n"))
 	req.Header.Set("Authorization", "Token secret")
-	status := "no answer"
-	if resp, err := http.DefaultClient.Do(req); err == nil {
-		resp.Body.Close()
-		status = resp.Status // 204: durable in the spool
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		fmt.Println(err)
+		return
 	}
-	fmt.Println(status)
+	resp.Body.Close()
+	fmt.Println(resp.Status) // durable in the spool
 
 	stop() // the end of the stream releases the point
 	<-done

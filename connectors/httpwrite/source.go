@@ -27,9 +27,10 @@ type Stats struct {
 	// durable (answered 204, or 400 for a partial write); Bytes the body
 	// bytes accepted, after decompression.
 	Requests, Accepted, Bytes atomic.Uint64
-	// Refused counts write requests answered with an error and nothing
-	// written, by status: 400 (bad query, body or gzip, or no valid
-	// line), 401, 413, 503 (spool full, stopping or failing).
+	// BadRequests, Unauthorized, TooLarge and Unavailable count the
+	// write requests answered with an error and nothing written: 400 or
+	// 415 (a bad query, encoding or gzip stream, or no valid line), 401,
+	// 413, and 503 (spool full, stopping, or the spool failing).
 	BadRequests, Unauthorized, TooLarge, Unavailable atomic.Uint64
 	// Emitted counts particles emitted; Invalid bad lines rejected to the
 	// dead-letter sink; Failed particles the engine gave up on; Completed
