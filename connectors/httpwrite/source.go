@@ -140,6 +140,7 @@ func (s *Source) Run(ctx context.Context, out topology.SourceEmitter) error {
 	srv := &http.Server{
 		Handler:           s.handler(),
 		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn),
 	}
 	s.cfg.Logger.Info("httpwrite: listening", "addr", s.addr.String())
@@ -256,7 +257,7 @@ func (s *Source) decode(source string, prec particle.Precision, recv int64, b []
 	defer s.decoders[prec].Put(bd)
 	bd.recv = recv
 	bd.dec.ResetBytes(b, source)
-	var out body
+	out := body{particles: make([]particle.Particle, 0, bytes.Count(b, []byte{'\n'})+1)}
 	for {
 		var p particle.Particle
 		err := bd.dec.Decode(&p)
