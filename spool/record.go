@@ -1,6 +1,9 @@
 package spool
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"fmt"
+)
 
 // Record is the form in which the sources keep an input in the spool:
 // where it came from, when it arrived and its bytes, which is what a
@@ -24,6 +27,19 @@ func AppendRecord(b []byte, r Record) []byte {
 	b = append(b, r.Source...)
 	b = binary.LittleEndian.AppendUint64(b, uint64(r.Received))
 	return append(b, r.Payload...)
+}
+
+// PendingRecords is Pending for a spool of Records: it calls fn with each
+// record parsed, and returns an error wrapping ErrBadRecord for one that
+// does not parse. r.Payload is valid only during the call.
+func (s *Spool) PendingRecords(fn func(seq uint64, r Record) error) error {
+	return s.Pending(func(seq uint64, data []byte) error {
+		r, ok := ParseRecord(data)
+		if !ok {
+			return fmt.Errorf("%w: record %d", ErrBadRecord, seq)
+		}
+		return fn(seq, r)
+	})
 }
 
 // ParseRecord decodes what AppendRecord wrote, reporting false for bytes

@@ -176,17 +176,13 @@ func (s *Source) fail(err error) {
 // replay emits the bodies a previous run left in the spool. Their bad
 // lines were dead-lettered then, and are skipped.
 func (s *Source) replay(ctx context.Context) error {
-	err := s.spool.Pending(func(seq uint64, data []byte) error {
+	err := s.spool.PendingRecords(func(seq uint64, r spool.Record) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		r, ok := spool.ParseRecord(data)
-		if !ok {
-			return fmt.Errorf("%w: record %d", ErrSpoolRecord, seq)
-		}
 		prec, err := precisionOf(r.Source)
 		if err != nil {
-			return fmt.Errorf("%w: record %d: %w", ErrSpoolRecord, seq, err)
+			return fmt.Errorf("%w: record %d: %w", spool.ErrBadRecord, seq, err)
 		}
 		b, err := s.decode(r.Source, prec, r.Received, r.Payload)
 		if err != nil {
@@ -203,7 +199,10 @@ func (s *Source) replay(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return nil
 	}
-	return err
+	if err != nil {
+		return fmt.Errorf("httpwrite: %w", err)
+	}
+	return nil
 }
 
 // precisionOf returns the precision named in a spool record's source, the
@@ -250,7 +249,7 @@ func (s *Source) decode(source string, prec particle.Precision, recv int64, b []
 			DefaultTime: func() int64 { return bd.recv },
 		})
 		if err != nil {
-			return body{}, fmt.Errorf("httpwrite: %w", err)
+			return body{}, err
 		}
 		bd.dec = dec
 	}
@@ -270,7 +269,7 @@ func (s *Source) decode(source string, prec particle.Precision, recv int64, b []
 		}
 		de, ok := errors.AsType[*particle.DecodeError](err)
 		if !ok {
-			return out, fmt.Errorf("httpwrite: decode: %w", err) // no read errors from bytes
+			return out, fmt.Errorf("decode: %w", err) // no read errors from bytes
 		}
 		out.bad = append(out.bad, badLine{err: de, raw: bytes.Clone(bd.dec.Raw())})
 	}

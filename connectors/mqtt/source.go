@@ -610,14 +610,9 @@ func (s *Source) unwanted(topic string) {
 
 // replay emits the spooled messages a previous run did not complete.
 func (s *Source) replay(ctx context.Context, out topology.SourceEmitter) error {
-	err := s.spool.Pending(func(seq uint64, rec []byte) error {
+	err := s.spool.PendingRecords(func(seq uint64, r spool.Record) error {
 		if err := ctx.Err(); err != nil {
 			return err
-		}
-		r, ok := spool.ParseRecord(rec)
-		if !ok {
-			// Written by this package and checksummed: a bug, not bad input.
-			return fmt.Errorf("mqtt: spool record %d unreadable", seq)
 		}
 		m := &message{topic: r.Source, recv: r.Received, payload: bytes.Clone(r.Payload), seq: seq}
 		s.stats.Replayed.Add(1)
@@ -626,7 +621,10 @@ func (s *Source) replay(ctx context.Context, out topology.SourceEmitter) error {
 	if ctx.Err() != nil {
 		return nil
 	}
-	return err
+	if err != nil {
+		return fmt.Errorf("mqtt: %w", err)
+	}
+	return nil
 }
 
 // Ack implements topology.Acknowledger. It never waits on the network:
