@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	paho "github.com/eclipse/paho.mqtt.golang"
 	influxdb2 "github.com/influxdata/influxdb-client-go/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -154,4 +155,56 @@ func TestIngestHTTPWrite(t *testing.T) {
 	usage.Reset()
 	assert.Equal(t, exitUsage, run(ctx, []string{"ingest"}, &bytes.Buffer{}, &usage))
 	assert.Contains(t, usage.String(), "or serve --http-write alone")
+}
+
+// TestIngestMQTTAndHTTPWrite runs ingest with an MQTT feed and
+// --http-write at once: both reach the output, each source with its own
+// spool in the state directory.
+func TestIngestMQTTAndHTTPWrite(t *testing.T) {
+	broker := mosquittotest.Start(t, mosquittotest.Config{})
+	dir := t.TempDir()
+	out, addr, state := filepath.Join(dir, "out.lp"), freeAddr(t), filepath.Join(dir, "state")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	stderr := &mosquittotest.LockedBuffer{}
+	code := make(chan int, 1)
+	go func() {
+		code <- run(ctx, []string{"ingest", "--broker", broker.URL(), "--topic", "sensors/#", "--client-id", "both",
+			"--http-write", addr, "--state-dir", state, "--out", out, "--window", "10ms"}, &bytes.Buffer{}, stderr)
+	}()
+	waitUntil(t, 20*time.Second, "ingest connected and listening", func() bool {
+		return strings.Contains(stderr.String(), "mqtt: connected") && strings.Contains(stderr.String(), "httpwrite: listening")
+	})
+	now := time.Now().UnixNano()
+	pub := paho.NewClient(paho.NewClientOptions().AddBroker(broker.URL()).SetClientID("both-pub"))
+	require.True(t, pub.Connect().WaitTimeout(10*time.Second))
+	defer pub.Disconnect(100)
+	// Reading n at now+n ns; then -1, a second later on each source,
+	// releases them from the buffer that both sources feed.
+	for _, r := range []struct {
+		n    int
+		mqtt bool
+	}{{1, true}, {2, false}, {-1, true}, {-1, false}} {
+		at := now + int64(r.n)
+		if r.n < 0 {
+			at = now + int64(time.Second)
+		}
+		line := fmt.Sprintf("reading n=%di %d", r.n, at)
+		if r.mqtt {
+			tok := pub.Publish("sensors/s1", 1, false, line)
+			require.True(t, tok.WaitTimeout(10*time.Second))
+			require.NoError(t, tok.Error())
+			continue
+		}
+		resp, err := http.Post("http://"+addr+"/write?db=d", "text/plain", strings.NewReader(line))
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusNoContent, resp.StatusCode)
+	}
+	waitUntil(t, 20*time.Second, "both readings written", func() bool { return len(readOutput(t, out)) == 2 })
+	cancel()
+	assert.Equal(t, exitOK, <-code, stderr.String())
+	assert.Equal(t, map[int]int{1: 1, 2: 1}, readOutput(t, out))
+	assert.DirExists(t, filepath.Join(state, "http"))
+	assert.Contains(t, stderr.String(), "summary: read=4 emitted=4 ")
 }
