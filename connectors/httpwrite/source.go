@@ -116,10 +116,11 @@ func (s *Source) Addr() net.Addr {
 
 // Run implements topology.Source. It opens the spool and emits what a
 // previous run left there, then listens on Config.Addr and serves until
-// ctx ends; then it answers new writes 503 and waits up to
-// Config.ShutdownTimeout for those being handled. It returns nil when ctx
-// ended, or the error that stopped it: the spool could not be opened or
-// written, the address could not be listened on.
+// ctx ends. Then it stops listening, answers 503 to writes still coming
+// on open connections, and waits up to Config.ShutdownTimeout for the
+// requests being handled. It returns nil when ctx ended, or the error
+// that stopped it: the spool could not be opened or written, the address
+// could not be listened on.
 func (s *Source) Run(ctx context.Context, out topology.SourceEmitter) error {
 	if !s.ran.CompareAndSwap(false, true) {
 		return ErrRunTwice
