@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/sensorstorm/sensorstorm/connectors/httpwrite"
 	"github.com/sensorstorm/sensorstorm/connectortest"
 	"github.com/sensorstorm/sensorstorm/particle"
+	"github.com/sensorstorm/sensorstorm/spool"
 	"github.com/sensorstorm/sensorstorm/streamclock"
 )
 
@@ -199,4 +201,37 @@ func TestHealth(t *testing.T) {
 	resp, body := post(t, http.MethodGet, srv.url+"/health", nil, nil)
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Contains(t, string(body), `"status":"pass"`)
+}
+
+// TestReplay starts a source on a spool that a killed process left with a
+// body answered and not processed: its valid lines are emitted at the
+// precision of its request, its bad line not dead-lettered again, and
+// the spool is empty once they are done.
+func TestReplay(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state")
+	sp, err := spool.Open(state, spool.Config{})
+	require.NoError(t, err)
+	now := time.Now().Unix()
+	_, err = sp.Append(spool.AppendRecord(nil, spool.Record{
+		Source:   "/api/v2/write?bucket=b&precision=s",
+		Received: 1,
+		Payload:  fmt.Appendf(nil, "env t=1 %d\nbad\nenv t=2\n", now),
+	}))
+	require.NoError(t, err)
+	require.NoError(t, sp.Close())
+
+	srv := startServer(t, httpwrite.Config{StateDir: state}, nil)
+	connectortest.WaitFor(t, 10*time.Second, "the replayed points", func() bool { return len(srv.particles()) == 2 })
+	srv.stop(t)
+	got := srv.particles()
+	// In event-time order: the line without a timestamp took the receive
+	// time, 1 ns.
+	assert.Equal(t, []int64{1, now * int64(time.Second)}, []int64{got[0].Time, got[1].Time})
+	assert.Empty(t, srv.dead.All())
+	assert.Equal(t, uint64(1), srv.src.Stats().Replayed.Load())
+	assert.Equal(t, uint64(1), srv.src.Stats().Completed.Load())
+	sp, err = spool.Open(state, spool.Config{})
+	require.NoError(t, err)
+	defer sp.Close()
+	assert.Zero(t, sp.Stats().Recovered)
 }
