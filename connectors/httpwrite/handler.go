@@ -148,7 +148,7 @@ func (s *Source) accept(w http.ResponseWriter, r *http.Request, a api, buf *byte
 	}
 	s.stats.Accepted.Add(1)
 	s.stats.Bytes.Add(uint64(size))
-	return &write{seq: seq, size: size}, b, nil
+	return &write{seq: seq, source: source, prec: prec, recv: recv, body: bytes.Clone(buf.Bytes())}, b, nil
 }
 
 // refused answers a write refused, counting it by status; bad are the

@@ -235,3 +235,29 @@ func TestReplay(t *testing.T) {
 	defer sp.Close()
 	assert.Zero(t, sp.Stats().Recovered)
 }
+
+// TestRedeliver fails the first attempt of every particle: the engine
+// asks the source for each again, which decodes it from the body it kept,
+// and every particle arrives once, the same as written.
+func TestRedeliver(t *testing.T) {
+	srv := startServerWith(t, httpwrite.Config{}, &server{failFirst: true})
+	base := time.Now().UnixNano()
+	var body strings.Builder
+	for i := range 20 {
+		fmt.Fprintf(&body, "env,room=r%d t=%d.5,note=\"n%d\" %d\n", i%3, i, i, base+int64(i))
+	}
+	body.WriteString("env t=\n") // a bad line does not shift the others
+	resp, _ := post(t, http.MethodPost, srv.url+"/api/v2/write?bucket=b", nil, []byte(body.String()))
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	connectortest.WaitFor(t, 10*time.Second, "every particle", func() bool { return len(srv.particles()) == 20 })
+	srv.stop(t)
+	for i, p := range srv.particles() {
+		line, err := particle.AppendLineProtocol(nil, &p, particle.Nanosecond)
+		require.NoError(t, err)
+		assert.Equal(t, fmt.Sprintf("env,room=r%d t=%d.5,note=\"n%d\" %d\n", i%3, i, i, base+int64(i)), string(line))
+	}
+	st := srv.src.Stats()
+	assert.Equal(t, uint64(1), st.Completed.Load())
+	assert.Zero(t, st.Failed.Load())
+	assert.Zero(t, st.InFlightBytes.Load())
+}

@@ -31,6 +31,10 @@ type server struct {
 	dead connectortest.DeadLetters
 	// gate, when not nil, holds the collecting bolt until closed.
 	gate chan struct{}
+	// failFirst makes the collecting bolt fail the first attempt of every
+	// particle, so that the engine redelivers it.
+	failFirst bool
+	tried     map[int64]bool
 
 	mu  sync.Mutex
 	got []particle.Particle
@@ -47,6 +51,12 @@ var buffer = syncbuffer.Config{IdleTimeout: 100 * time.Millisecond, Late: syncbu
 // temporary directory and a free loopback port.
 func startServer(t testing.TB, cfg httpwrite.Config, gate chan struct{}) *server {
 	t.Helper()
+	return startServerWith(t, cfg, &server{gate: gate})
+}
+
+// startServerWith is startServer with the bolt's behaviour set in s.
+func startServerWith(t testing.TB, cfg httpwrite.Config, s *server) *server {
+	t.Helper()
 	if cfg.StateDir == "" {
 		cfg.StateDir = filepath.Join(t.TempDir(), "state")
 	}
@@ -55,10 +65,10 @@ func startServer(t testing.TB, cfg httpwrite.Config, gate chan struct{}) *server
 	}
 	src, err := httpwrite.NewSource(cfg)
 	require.NoError(t, err)
-	s := &server{src: src, gate: gate, done: make(chan error, 1)}
+	s.src, s.done, s.tried = src, make(chan error, 1), map[int64]bool{}
 	topo, err := topology.New(topology.Config{
 		Logger:      slog.New(slog.DiscardHandler),
-		Acking:      topology.AckingConfig{Enabled: true},
+		Acking:      topology.AckingConfig{Enabled: true, RetryInitialInterval: time.Millisecond},
 		DeadLetters: &s.dead,
 	})
 	require.NoError(t, err)
@@ -88,6 +98,10 @@ func (s *server) collect(ctx context.Context, in particle.Particle, _ operation.
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.failFirst && !s.tried[in.Time] {
+		s.tried[in.Time] = true
+		return errors.New("the first attempt fails")
+	}
 	s.got = append(s.got, in)
 	return nil
 }

@@ -65,6 +65,8 @@ type Source struct {
 	addr  net.Addr
 	ready chan struct{} // closed once listening
 
+	inflight topology.InFlight[*write] // the bodies with particles in the pipeline
+
 	stopping atomic.Bool
 	failed   chan error // a spool write failed; size one: the first stops Run
 
@@ -72,11 +74,17 @@ type Source struct {
 	closeErr  error
 }
 
-// write is one body in the spool; a pointer to it is the message id of
-// its particles.
+// write is one body in the spool whose particles are in the pipeline. It
+// keeps the body, to decode a particle again when the engine redelivers
+// it: the particles are not kept.
 type write struct {
-	seq  uint64
-	size int64
+	seq    uint64
+	number uint32 // in Source.inflight: its particles' message ids are MessageID(number, k)
+	// source, prec and recv are what the body is decoded with.
+	source string
+	prec   particle.Precision
+	recv   int64
+	body   []byte
 	// remaining counts the particles not finished, plus one while they
 	// are being emitted.
 	remaining atomic.Int32
@@ -190,8 +198,8 @@ func (s *Source) replay(ctx context.Context) error {
 			return err
 		}
 		s.stats.Replayed.Add(1)
-		w := &write{seq: seq, size: int64(len(r.Payload))}
-		s.stats.InFlightBytes.Add(w.size)
+		w := &write{seq: seq, source: r.Source, prec: prec, recv: r.Received, body: bytes.Clone(r.Payload)}
+		s.stats.InFlightBytes.Add(int64(len(w.body)))
 		if !s.emit(w, b.particles) {
 			return ctx.Err()
 		}
@@ -281,9 +289,10 @@ func (s *Source) decode(source string, prec particle.Precision, recv int64, b []
 // the spool, replayed at the next start.
 func (s *Source) emit(w *write, ps []particle.Particle) bool {
 	w.remaining.Store(1)
-	for _, p := range ps {
+	w.number = s.inflight.Add(w)
+	for k, p := range ps {
 		w.remaining.Add(1)
-		if err := s.out.Emit(p, w); err != nil {
+		if err := s.out.EmitTracked(p, topology.MessageID(w.number, uint32(k))); err != nil {
 			return false
 		}
 		s.stats.Emitted.Add(1)
@@ -293,19 +302,35 @@ func (s *Source) emit(w *write, ps []particle.Particle) bool {
 }
 
 // Ack implements topology.Acknowledger.
-func (s *Source) Ack(msgID any) {
-	if w, ok := msgID.(*write); ok {
+func (s *Source) Ack(msgID uint64) {
+	if w, ok := s.inflight.Get(msgID); ok {
 		s.finish(w)
 	}
 }
 
 // Fail implements topology.Acknowledger. The engine has sent the particle
 // to the dead-letter sink: the body is done with.
-func (s *Source) Fail(msgID any, _ acker.Reason, _ error) {
-	if w, ok := msgID.(*write); ok {
+func (s *Source) Fail(msgID uint64, _ acker.Reason, _ error) {
+	if w, ok := s.inflight.Get(msgID); ok {
 		s.stats.Failed.Add(1)
 		s.finish(w)
 	}
+}
+
+// Redeliver implements topology.Acknowledger: it decodes the particle's
+// body again, which stays in memory until all of its particles are
+// finished. The particle is the same as the first time: lines without a
+// timestamp take the receive time kept with the body.
+func (s *Source) Redeliver(msgID uint64) (particle.Particle, error) {
+	w, ok := s.inflight.Get(msgID)
+	if !ok {
+		return particle.Particle{}, fmt.Errorf("httpwrite: no body in flight for particle %#x", msgID)
+	}
+	b, err := s.decode(w.source, w.prec, w.recv, w.body)
+	if k := topology.MessagePlace(msgID); err == nil && int(k) < len(b.particles) {
+		return b.particles[k], nil
+	}
+	return particle.Particle{}, fmt.Errorf("httpwrite: body of %s has no particle %d: %v", w.source, topology.MessagePlace(msgID), err)
 }
 
 // finish marks a body complete in the spool once all its particles are
@@ -314,8 +339,9 @@ func (s *Source) finish(w *write) {
 	if w.remaining.Add(-1) != 0 {
 		return
 	}
+	s.inflight.Remove(w.number)
 	s.stats.Completed.Add(1)
-	s.stats.InFlightBytes.Add(-w.size)
+	s.stats.InFlightBytes.Add(-int64(len(w.body)))
 	s.spool.Complete(w.seq)
 }
 

@@ -90,7 +90,7 @@ type Source struct {
 	room  chan struct{} // a message was emitted; size one: one wake-up is enough
 	ok    []*message    // emit's scratch: the messages of a batch worth decoding
 
-	inflight inflight // the messages with particles in the pipeline
+	inflight topology.InFlight[*message] // the messages with particles in the pipeline
 
 	closeOnce sync.Once
 	closeErr  error
@@ -587,10 +587,10 @@ func (s *Source) emit(out topology.SourceEmitter, msgs []*message) error {
 	err := s.dec.decode(ok, func(i int, p particle.Particle) error {
 		m := ok[i]
 		if m.number == 0 {
-			m.number = s.inflight.add(m)
+			m.number = s.inflight.Add(m)
 		}
 		m.remaining.Add(1)
-		id := particleID(m, m.emitted)
+		id := topology.MessageID(m.number, m.emitted)
 		m.emitted++
 		if err := out.EmitTracked(p, id); err != nil {
 			return err
@@ -641,7 +641,7 @@ func (s *Source) replay(ctx context.Context, out topology.SourceEmitter) error {
 // Ack implements topology.Acknowledger. It never waits on the network:
 // in ModeTree the source's own goroutine sends the acknowledgement.
 func (s *Source) Ack(msgID uint64) {
-	if m := s.inflight.get(msgID); m != nil {
+	if m, ok := s.inflight.Get(msgID); ok {
 		s.finishOne(m)
 	}
 }
@@ -650,7 +650,7 @@ func (s *Source) Ack(msgID uint64) {
 // to the dead-letter sink: the message is done with. Like Ack, it never
 // waits on the network.
 func (s *Source) Fail(msgID uint64, _ acker.Reason, _ error) {
-	if m := s.inflight.get(msgID); m != nil {
+	if m, ok := s.inflight.Get(msgID); ok {
 		s.stats.Failed.Add(1)
 		s.finishOne(m)
 	}
@@ -660,11 +660,11 @@ func (s *Source) Fail(msgID uint64, _ acker.Reason, _ error) {
 // message again, which stays in memory until all of its particles are
 // finished.
 func (s *Source) Redeliver(msgID uint64) (particle.Particle, error) {
-	m := s.inflight.get(msgID)
-	if m == nil {
+	m, ok := s.inflight.Get(msgID)
+	if !ok {
 		return particle.Particle{}, fmt.Errorf("mqtt: no message in flight for particle %#x", msgID)
 	}
-	return redecode(s.cfg.Payload, m, uint32(msgID))
+	return redecode(s.cfg.Payload, m, topology.MessagePlace(msgID))
 }
 
 func (s *Source) finishOne(m *message) {
@@ -672,7 +672,7 @@ func (s *Source) finishOne(m *message) {
 		return
 	}
 	if m.number != 0 {
-		s.inflight.remove(m.number)
+		s.inflight.Remove(m.number)
 	}
 	s.stats.Completed.Add(1)
 	switch {
