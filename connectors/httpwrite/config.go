@@ -49,10 +49,11 @@ type Config struct {
 	// DefaultMaxBodySize.
 	MaxBodySize int64 `yaml:"max_body_size"`
 	// MaxInFlightBytes bounds the bytes of the bodies spooled whose
-	// particles the pipeline has not finished: beyond it, a write is
-	// answered 503 with Retry-After (the spool is full). One body is
-	// always taken when nothing is in flight. Defaults to
-	// DefaultMaxInFlightBytes.
+	// particles the pipeline has not finished, which the source also
+	// keeps in memory to decode a particle again when the engine retries
+	// it: beyond it, a write is answered 503 with Retry-After (the spool
+	// is full). One body is always taken when nothing is in flight.
+	// Defaults to DefaultMaxInFlightBytes.
 	MaxInFlightBytes int64 `yaml:"max_in_flight_bytes"`
 	// RetryAfter is the wait a 503 asks of the client, in whole seconds
 	// (at least one). Defaults to DefaultRetryAfter.
