@@ -16,6 +16,7 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 	influxdb2 "github.com/influxdata/influxdb-client-go/v2"
+	"github.com/influxdata/influxdb-client-go/v2/api"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -32,6 +33,50 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
+// influxWriter writes readings n=0..N-1, reading i at base + i ms, with
+// InfluxDB's Go client: batching, gzip, and retries that never give up
+// within a test, with a retry buffer that holds every point.
+type influxWriter struct {
+	api  api.WriteAPI
+	base time.Time
+	n    int
+	done chan struct{} // closed once every reading was handed to the client
+}
+
+// startInfluxWriter starts writing n readings to addr, a few thousand a
+// second.
+func startInfluxWriter(t *testing.T, addr string, n int) *influxWriter {
+	opts := influxdb2.DefaultOptions().SetUseGZip(true).SetBatchSize(200).SetFlushInterval(50).
+		SetRetryInterval(100).SetMaxRetryInterval(500).SetMaxRetries(100_000).SetMaxRetryTime(300_000).
+		SetRetryBufferLimit(uint(10 * n))
+	client := influxdb2.NewClientWithOptions("http://"+addr, "", opts)
+	t.Cleanup(client.Close)
+	w := &influxWriter{api: client.WriteAPI("org", "bucket"), base: time.Now(), n: n, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for i := range n {
+			w.point(i, w.base.Add(time.Duration(i)*time.Millisecond))
+			if i%100 == 0 {
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+	}()
+	return w
+}
+
+func (w *influxWriter) point(i int, at time.Time) {
+	w.api.WritePoint(influxdb2.NewPoint("reading", map[string]string{"sensor": fmt.Sprint("s", i%4)}, map[string]any{"n": i}, at))
+}
+
+// finish waits until every reading was handed to the client, then writes
+// one past the window (number -1), which releases the last ones from the
+// synchronization buffer, where they would wait for newer data or the
+// idle timeout.
+func (w *influxWriter) finish() {
+	<-w.done
+	w.point(-1, w.base.Add(time.Duration(w.n+1000)*time.Millisecond))
+}
+
 // TestIngestHTTPWriteCrash writes with InfluxDB's Go client (batching,
 // gzip, its own retries) to ingest --http-write, kills ingest with
 // SIGKILL mid-stream and starts it again on the same address and state:
@@ -45,27 +90,8 @@ func TestIngestHTTPWriteCrash(t *testing.T) {
 	args := []string{"--http-write", addr, "--state-dir", filepath.Join(dir, "state"), "--out", out, "--window", "100ms"}
 	first, _ := startIngestUntil(t, bin, "httpwrite: listening", args...)
 
-	// Retries never give up within the test; the retry buffer holds every
-	// point.
-	opts := influxdb2.DefaultOptions().SetUseGZip(true).SetBatchSize(200).SetFlushInterval(50).
-		SetRetryInterval(100).SetMaxRetryInterval(500).SetMaxRetries(100_000).SetMaxRetryTime(300_000).
-		SetRetryBufferLimit(10 * n)
-	client := influxdb2.NewClientWithOptions("http://"+addr, "", opts)
-	defer client.Close()
-	wa := client.WriteAPI("org", "bucket")
-	errs := wa.Errors()
-	written := make(chan struct{})
-	base := time.Now()
-	go func() {
-		defer close(written)
-		for i := range n {
-			wa.WritePoint(influxdb2.NewPoint("reading", map[string]string{"sensor": fmt.Sprint("s", i%4)},
-				map[string]any{"n": i}, base.Add(time.Duration(i)*time.Millisecond)))
-			if i%100 == 0 {
-				time.Sleep(20 * time.Millisecond)
-			}
-		}
-	}()
+	w := startInfluxWriter(t, addr, n)
+	errs := w.api.Errors()
 	var clientErrs int
 	countErrs := func() {
 		for {
@@ -84,14 +110,11 @@ func TestIngestHTTPWriteCrash(t *testing.T) {
 	killedAt := len(readOutput(t, out))
 
 	second, stderr := startIngestUntil(t, bin, "httpwrite: listening", args...)
-	<-written
-	// A reading past the window releases the last ones, which would
-	// otherwise wait for newer data (or the idle timeout) in the buffer.
-	wa.WritePoint(influxdb2.NewPoint("reading", map[string]string{"sensor": "s0"}, map[string]any{"n": -1}, base.Add((n+1000)*time.Millisecond)))
+	w.finish()
 	// The client retries when it writes next: flush what it holds.
 	waitUntil(t, 60*time.Second, "every point in the output", func() bool {
 		countErrs()
-		wa.Flush()
+		w.api.Flush()
 		return len(readOutput(t, out)) >= n
 	})
 	require.NoError(t, second.Process.Signal(syscall.SIGTERM))
@@ -105,7 +128,7 @@ func TestIngestHTTPWriteCrash(t *testing.T) {
 		require.Positive(t, seen[i], "point %d lost", i)
 		dups += seen[i] - 1
 	}
-	t.Logf("killed with %d points out; %d points, %d duplicates after the restart; %d write errors retried by the client", killedAt, n, dups, clientErrs)
+	t.Logf("killed with %d points out; %d points, %d duplicates after the restart; %d write errors the client reported (batches it kept and wrote again)", killedAt, n, dups, clientErrs)
 	t.Logf("second run: %s", regexp.MustCompile(`(?m)^ingest: http.*$`).FindString(stderr.String()))
 }
 

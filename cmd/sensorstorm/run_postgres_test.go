@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	influxdb2 "github.com/influxdata/influxdb-client-go/v2"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -83,26 +82,7 @@ bolts:
 	}
 	first, _ := start()
 
-	opts := influxdb2.DefaultOptions().SetUseGZip(true).SetBatchSize(200).SetFlushInterval(50).
-		SetRetryInterval(100).SetMaxRetryInterval(500).SetMaxRetries(100_000).SetMaxRetryTime(300_000).
-		SetRetryBufferLimit(10 * n)
-	client := influxdb2.NewClientWithOptions("http://"+addr, "", opts)
-	defer client.Close()
-	wa := client.WriteAPI("org", "bucket")
-	base := time.Now()
-	point := func(i int, at time.Time) {
-		wa.WritePoint(influxdb2.NewPoint("reading", map[string]string{"sensor": fmt.Sprint("s", i%4)}, map[string]any{"n": i}, at))
-	}
-	written := make(chan struct{})
-	go func() {
-		defer close(written)
-		for i := range n {
-			point(i, base.Add(time.Duration(i)*time.Millisecond))
-			if i%100 == 0 {
-				time.Sleep(20 * time.Millisecond)
-			}
-		}
-	}()
+	w := startInfluxWriter(t, addr, n)
 
 	waitUntil(t, 60*time.Second, "rows mid-stream", func() bool { return rows("") >= n/4 })
 	require.NoError(t, first.Process.Signal(syscall.SIGKILL))
@@ -110,11 +90,9 @@ bolts:
 	killedAt := rows("")
 
 	second, stderr := start()
-	<-written
-	// A point past the window releases the last ones.
-	point(-1, base.Add((n+1000)*time.Millisecond))
+	w.finish()
 	waitUntil(t, 60*time.Second, "every point in the table", func() bool {
-		wa.Flush()
+		w.api.Flush()
 		return rows("WHERE n >= 0") >= n
 	})
 	require.NoError(t, second.Process.Signal(syscall.SIGTERM))
