@@ -144,7 +144,9 @@ func (s *Source) accept(w http.ResponseWriter, r *http.Request, a api, buf *byte
 		if !errors.Is(err, spool.ErrClosed) {
 			s.fail(err)
 		}
-		return nil, b, refuse(http.StatusServiceUnavailable, "spool: %v", err)
+		// Nothing written: the client writes the body again, and its bad
+		// lines are reported then.
+		return nil, body{}, refuse(http.StatusServiceUnavailable, "spool: %v", err)
 	}
 	s.stats.Accepted.Add(1)
 	s.stats.Bytes.Add(uint64(size))
