@@ -296,9 +296,14 @@ type tappedEmitter struct {
 	tap *Tap
 }
 
-func (e tappedEmitter) Emit(p particle.Particle, msgID any) error {
+func (e tappedEmitter) Emit(p particle.Particle) error {
 	e.tap.Offer(&p)
-	return e.SourceEmitter.Emit(p, msgID)
+	return e.SourceEmitter.Emit(p)
+}
+
+func (e tappedEmitter) EmitTracked(p particle.Particle, msgID uint64) error {
+	e.tap.Offer(&p)
+	return e.SourceEmitter.EmitTracked(p, msgID)
 }
 
 // TapSnapshot is what a Tap holds at one moment.

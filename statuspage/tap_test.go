@@ -148,20 +148,23 @@ func TestDeadLettersAreCountedAndMarked(t *testing.T) {
 // ackSource is a source that wants acks.
 type ackSource struct {
 	topology.SourceFunc
-	acked []any
+	acked []uint64
 }
 
-func (s *ackSource) Ack(id any)                    { s.acked = append(s.acked, id) }
-func (s *ackSource) Fail(any, acker.Reason, error) {}
+func (s *ackSource) Ack(id uint64)                    { s.acked = append(s.acked, id) }
+func (s *ackSource) Fail(uint64, acker.Reason, error) {}
+func (s *ackSource) Redeliver(uint64) (particle.Particle, error) {
+	return particle.Particle{}, errors.New("not kept")
+}
 
 func TestTappedSourcesOfferWhatTheyEmitAndStayAcknowledgers(t *testing.T) {
 	tap := statuspage.NewTap(statuspage.TapConfig{})
 	defer tap.Watch()()
 	plain := topology.SourceFunc(func(_ context.Context, out topology.SourceEmitter) error {
-		return out.Emit(*reading(1, "plain", 1), nil)
+		return out.Emit(*reading(1, "plain", 1))
 	})
 	acking := &ackSource{SourceFunc: func(_ context.Context, out topology.SourceEmitter) error {
-		return out.Emit(*reading(1, "acking", 2), "id")
+		return out.EmitTracked(*reading(1, "acking", 2), 7)
 	}}
 	topo, err := topology.New(topology.Config{Acking: topology.AckingConfig{Enabled: true}})
 	require.NoError(t, err)
@@ -176,7 +179,7 @@ func TestTappedSourcesOfferWhatTheyEmitAndStayAcknowledgers(t *testing.T) {
 		keys = append(keys, s.Key)
 	}
 	require.Equal(t, []string{"wsn,node=acking", "wsn,node=plain"}, keys)
-	require.Equal(t, []any{"id"}, acking.acked)
+	require.Equal(t, []uint64{7}, acking.acked)
 }
 
 func TestANilTapWrapsNothing(t *testing.T) {
