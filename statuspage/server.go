@@ -206,10 +206,11 @@ func (s *Server) snapshot() Snapshot {
 		tap := s.cfg.Tap.Snapshot()
 		snap.Tap = &tap
 	}
+	// next is filled before it is published as prev: a snapshot served
+	// to a request may run alongside Run's.
 	next := counts{at: now, in: map[string]uint64{}, out: map[string]uint64{}}
 	s.mu.Lock()
 	prev := s.prev
-	s.prev = next
 	s.mu.Unlock()
 	d := now.Sub(prev.at)
 	for _, c := range s.graph.Components {
@@ -223,6 +224,9 @@ func (s *Server) snapshot() Snapshot {
 		}
 		snap.Components = append(snap.Components, cs)
 	}
+	s.mu.Lock()
+	s.prev = next
+	s.mu.Unlock()
 	if s.cfg.Replay != nil {
 		snap.Replay = replaySnapshot(s.cfg.Replay.Status())
 	}
