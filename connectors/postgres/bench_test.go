@@ -10,22 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sensorstorm/sensorstorm/connectors/postgres"
-	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
 )
-
-// countingEmitter is the engine's side of a sink in a benchmark: it hands
-// out anchors and counts acknowledgements.
-type countingEmitter struct {
-	next  operation.Anchor
-	acked int
-}
-
-func (e *countingEmitter) Emit(particle.Particle)                              {}
-func (e *countingEmitter) EmitAnchored(particle.Particle, ...operation.Anchor) {}
-func (e *countingEmitter) Hold() operation.Anchor                              { e.next++; return e.next }
-func (e *countingEmitter) Ack(operation.Anchor)                                { e.acked++ }
-func (e *countingEmitter) Fail(_ operation.Anchor, err error)                  { panic(err) }
 
 // BenchmarkSink writes rows through the Sink and, in the same run, the
 // same rows with a plain pgx COPY into an identical table in batches of
@@ -40,7 +26,7 @@ func BenchmarkSink(b *testing.B) {
 	sink := newSink(b, postgres.Config{Table: d.table("readings"), BatchSize: batch})
 	ps := readings(rows)
 	// Create both tables alike: the sink's, then a copy with its key.
-	var out countingEmitter
+	var out recordingEmitter
 	require.NoError(b, sink.Process(ctx, ps[0], &out))
 	require.NoError(b, sink.Flush(ctx, &out))
 	d.exec(b, fmt.Sprintf("CREATE TABLE %s (LIKE %s INCLUDING ALL)", d.table("plain"), d.table("readings")))
@@ -86,8 +72,8 @@ func BenchmarkSink(b *testing.B) {
 				writeSink(ps[i:end])
 			}
 		}
-		if out.acked != rows {
-			b.Fatalf("%d rows acknowledged, want %d", out.acked, rows)
+		if out.acked != rows || len(out.failed) > 0 {
+			b.Fatalf("%d rows acknowledged, want %d; failed: %v", out.acked, rows, out.failed)
 		}
 	}
 	b.StopTimer()
