@@ -55,7 +55,7 @@ func (s *rowSource) Next() bool {
 func (s *rowSource) Values() ([]any, error) {
 	r := &s.rows[s.next-1]
 	p := &r.p
-	if s.next == 1 || !sameColumns(&s.rows[s.next-2].p, p) {
+	if s.next == 1 || !r.likePrev {
 		s.pos = s.pos[:0]
 		for _, t := range p.Tags {
 			s.pos = append(s.pos, s.index[t.Key])

@@ -55,6 +55,10 @@ type row struct {
 	p      particle.Particle
 	series string
 	anchor operation.Anchor
+	// likePrev is whether p has the columns of the row before it in the
+	// batch (sameColumns), which then need no second look. It tells
+	// nothing of the first row of a slice of rows.
+	likePrev bool
 }
 
 var (
@@ -108,8 +112,9 @@ func (s *Sink) Process(ctx context.Context, in particle.Particle, out operation.
 // held and the table's columns are read.
 func (s *Sink) hold(p *particle.Particle, out operation.Emitter) error {
 	rows := s.pending[out]
+	like := len(rows) > 0 && sameColumns(&rows[len(rows)-1].p, p)
 	var err error
-	if n := len(rows); n > 0 && sameColumns(&rows[n-1].p, p) {
+	if like {
 		err = fitValues(p)
 	} else {
 		err = s.cols.fit(p)
@@ -118,7 +123,7 @@ func (s *Sink) hold(p *particle.Particle, out operation.Emitter) error {
 		s.stats.Rejected.Add(1)
 		return fmt.Errorf("%w: %w", operation.ErrRejected, err)
 	}
-	s.pending[out] = append(rows, row{p: *p, series: seriesKey(p), anchor: out.Hold()})
+	s.pending[out] = append(rows, row{p: *p, series: seriesKey(p), anchor: out.Hold(), likePrev: like})
 	return nil
 }
 
@@ -347,10 +352,10 @@ func (s *Sink) addColumns(ctx context.Context, tx pgx.Tx, added []column) error 
 func (s *Sink) batchColumns(rows []row) (names []string, added []column) {
 	seen := map[string]bool{}
 	for i := range rows {
-		p := &rows[i].p
-		if i > 0 && sameColumns(&rows[i-1].p, p) {
+		if i > 0 && rows[i].likePrev {
 			continue
 		}
+		p := &rows[i].p
 		for _, t := range p.Tags {
 			seen[t.Key] = true
 		}
