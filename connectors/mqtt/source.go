@@ -65,6 +65,9 @@ type Source struct {
 
 	conn  *conn
 	spool *spool.Spool
+	// opened is spool for other goroutines (SpoolStats): Run sets spool
+	// while they may already be asking.
+	opened atomic.Pointer[spool.Spool]
 
 	mu       sync.Mutex // guards arrivals and order
 	arrivals []*message
@@ -160,6 +163,17 @@ func NewSource(cfg Config) (*Source, error) {
 // Stats returns the source's counters.
 func (s *Source) Stats() *Stats { return &s.stats }
 
+// SpoolStats returns the figures of the source's spool, and false before
+// Run opened it or in a mode without one. It is safe to call while the
+// source runs.
+func (s *Source) SpoolStats() (spool.Stats, bool) {
+	sp := s.opened.Load()
+	if sp == nil {
+		return spool.Stats{}, false
+	}
+	return sp.Stats(), true
+}
+
 // Run implements topology.Source. In ModeSpool it first opens the spool
 // and emits what a previous run left there, then connects, retrying as
 // ConnConfig says. It returns nil when ctx ends, a *ConnectError when the
@@ -175,6 +189,7 @@ func (s *Source) Run(ctx context.Context, out topology.SourceEmitter) error {
 			return fmt.Errorf("mqtt: %w", err)
 		}
 		s.spool = sp
+		s.opened.Store(sp)
 		if err := s.replay(ctx, out); err != nil {
 			return err
 		}
