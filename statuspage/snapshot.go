@@ -2,6 +2,7 @@ package statuspage
 
 import (
 	"math"
+	"strings"
 	"time"
 
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt"
@@ -88,8 +89,10 @@ type MQTTSnapshot struct {
 // BrokerSnapshot is the state of the connection to one of the brokers.
 type BrokerSnapshot struct {
 	URL string `json:"url"`
-	// State is "connected", "connecting" (never connected yet) or
-	// "reconnecting" (the connection was lost).
+	// State is "connected", "connecting" (never connected yet),
+	// "reconnecting" (the connection was lost) or, for the brokers other
+	// than the one of the latest attempt, "standby": a client holds one
+	// connection at a time and tries the brokers in turn.
 	State string `json:"state"`
 }
 
@@ -111,9 +114,7 @@ func replaySnapshot(st replay.Status) *ReplaySnapshot {
 	return r
 }
 
-// mqttSnapshot describes an MQTT source. A paho client holds one
-// connection at a time, to one of the brokers, so the state is one for
-// all of them.
+// mqttSnapshot describes an MQTT source.
 func mqttSnapshot(m *MQTT) *MQTTSnapshot {
 	st := m.Source.Stats()
 	connects, lost := st.Connects.Load(), st.ConnectionsLost.Load()
@@ -129,8 +130,13 @@ func mqttSnapshot(m *MQTT) *MQTTSnapshot {
 		Spooled: st.Spooled.Load(), Replayed: st.Replayed.Load(), Invalid: st.Invalid.Load(),
 		Buffered: st.Buffered.Load(), Connects: connects,
 	}
+	current := m.Source.Broker()
 	for _, b := range m.Brokers {
-		s.Brokers = append(s.Brokers, BrokerSnapshot{URL: b, State: state})
+		st := state
+		if current != "" && !sameBroker(b, current) {
+			st = "standby"
+		}
+		s.Brokers = append(s.Brokers, BrokerSnapshot{URL: b, State: st})
 	}
 	if sp, ok := m.Source.SpoolStats(); ok {
 		s.Spool = &sp
@@ -175,7 +181,15 @@ func componentSnapshot(c topology.GraphComponent, s *topology.ComponentStats, st
 // one.
 type mqttSource interface {
 	Stats() *mqtt.Stats
+	Broker() string
 	SpoolStats() (spool.Stats, bool)
 }
 
 var _ mqttSource = (*mqtt.Source)(nil)
+
+// sameBroker reports whether a broker as configured and a broker URL as
+// the client tried it name the same broker: the client adds the scheme
+// when the configuration leaves it out.
+func sameBroker(configured, tried string) bool {
+	return configured == tried || strings.TrimPrefix(tried, "tcp://") == configured
+}

@@ -58,7 +58,9 @@ func TestIngestStatusPage(t *testing.T) {
 	stderr := &announced{url: make(chan string, 1), pattern: regexp.MustCompile(`status page" url=(http://\S+)`)}
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"ingest", "--broker", broker.URL(), "--topic", "sensors/#", "--client-id", "status-page",
+		// A broker that refuses comes first: the client goes on to the
+		// next, and the page tells them apart.
+		done <- run(ctx, []string{"ingest", "--broker", "tcp://127.0.0.1:1", "--broker", broker.URL(), "--topic", "sensors/#", "--client-id", "status-page",
 			"--window", "100ms", "--state-dir", filepath.Join(dir, "state"), "--out", filepath.Join(dir, "out.lp"),
 			"--http-addr", "127.0.0.1:0"}, io.Discard, stderr)
 	}()
@@ -73,7 +75,7 @@ func TestIngestStatusPage(t *testing.T) {
 	waitUntil(t, 20*time.Second, "the page shows the connection", func() bool {
 		getJSON(t, url+"snapshot", &snap)
 		// Connected means subscribed: what is published now arrives.
-		return snap.MQTT != nil && len(snap.MQTT.Brokers) == 1 && snap.MQTT.Brokers[0].State == "connected"
+		return snap.MQTT != nil && len(snap.MQTT.Brokers) == 2 && snap.MQTT.Brokers[1].State == "connected"
 	})
 	pub := paho.NewClient(paho.NewClientOptions().AddBroker(broker.URL()).SetClientID("status-page-publisher"))
 	require.True(t, pub.Connect().WaitTimeout(10*time.Second))
@@ -87,7 +89,7 @@ func TestIngestStatusPage(t *testing.T) {
 		getJSON(t, url+"snapshot", &snap)
 		return snap.MQTT != nil && snap.MQTT.Received == 5 && snap.MQTT.Acked == 5
 	})
-	require.Equal(t, []statuspage.BrokerSnapshot{{URL: broker.URL(), State: "connected"}}, snap.MQTT.Brokers)
+	require.Equal(t, []statuspage.BrokerSnapshot{{URL: "tcp://127.0.0.1:1", State: "standby"}, {URL: broker.URL(), State: "connected"}}, snap.MQTT.Brokers)
 	require.NotNil(t, snap.MQTT.Spool, "spool mode has a spool")
 	var names []string
 	for _, c := range snap.Components {

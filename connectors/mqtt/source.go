@@ -93,6 +93,8 @@ type Source struct {
 	room  chan struct{} // a message was emitted; size one: one wake-up is enough
 	ok    []*message    // emit's scratch: the messages of a batch worth decoding
 
+	broker atomic.Pointer[string] // see Broker
+
 	inflight topology.InFlight[*message] // the messages with particles in the pipeline
 
 	closeOnce sync.Once
@@ -163,6 +165,17 @@ func NewSource(cfg Config) (*Source, error) {
 // Stats returns the source's counters.
 func (s *Source) Stats() *Stats { return &s.stats }
 
+// Broker returns the URL of the broker of the source's latest connection
+// attempt, the one it is connected to while it is: a client holds one
+// connection at a time. It is "" before the first attempt, and safe to
+// call while the source runs.
+func (s *Source) Broker() string {
+	if u := s.broker.Load(); u != nil {
+		return *u
+	}
+	return ""
+}
+
 // SpoolStats returns the figures of the source's spool, and false before
 // Run opened it or in a mode without one. It is safe to call while the
 // source runs.
@@ -203,7 +216,7 @@ func (s *Source) Run(ctx context.Context, out topology.SourceEmitter) error {
 	opts.SetOrderMatters(true)
 	opts.SetAutoAckDisabled(true)
 	opts.SetDefaultPublishHandler(s.arrive)
-	cn, err := newConn(&s.cfg.ConnConfig, connCounters{&s.stats.Connects, &s.stats.ConnectionsLost}, opts, s.subscribe)
+	cn, err := newConn(&s.cfg.ConnConfig, connCounters{&s.stats.Connects, &s.stats.ConnectionsLost, &s.broker}, opts, s.subscribe)
 	if err != nil {
 		return err
 	}
