@@ -44,6 +44,32 @@ func writeRecording(b *testing.B, n int, step time.Duration) (string, int64) {
 // unpaced through a topology: replay source, then the synchronization
 // buffer of a sink bolt writing line protocol to io.Discard.
 func BenchmarkReplay(b *testing.B) {
+	benchReplay(b, func(src *replay.Source) int {
+		topo, err := topology.New(topology.Config{Replay: true})
+		require.NoError(b, err)
+		topo.AddSource("replay", topology.Single(src), topology.SourceConfig{})
+		topo.AddBolt("sink", operation.Stateless(file.NewSink(io.Discard, particle.Nanosecond)), topology.BoltConfig{
+			Buffer: syncbuffer.Config{FutureBound: -1},
+		}).Input("replay", topology.Global())
+		require.NoError(b, topo.Run(context.Background()))
+		return int(topo.Stats("sink").Processed.Load())
+	})
+}
+
+// BenchmarkReplaySource replays the file of BenchmarkReplay unpaced into
+// an emitter that only counts: the source's own rate (reading, decoding,
+// merging, judging), without a topology after it.
+func BenchmarkReplaySource(b *testing.B) {
+	benchReplay(b, func(src *replay.Source) int {
+		out := &recorder{discard: true}
+		require.NoError(b, src.Run(context.Background(), out))
+		return out.n
+	})
+}
+
+// benchReplay replays a recording of a million readings unpaced with run,
+// which returns how many particles came out, and reports the rate.
+func benchReplay(b *testing.B, run func(src *replay.Source) int) {
 	const n = 1_000_000
 	path, size := writeRecording(b, n, time.Millisecond)
 	b.ReportAllocs()
@@ -52,16 +78,10 @@ func BenchmarkReplay(b *testing.B) {
 	for b.Loop() {
 		src, err := replay.New(replay.Config{Inputs: []replay.Input{{Path: path}}, Speed: replay.Max})
 		require.NoError(b, err)
-		topo, err := topology.New(topology.Config{Replay: true})
-		require.NoError(b, err)
-		topo.AddSource("replay", topology.Single(src), topology.SourceConfig{})
-		topo.AddBolt("sink", operation.Stateless(file.NewSink(io.Discard, particle.Nanosecond)), topology.BoltConfig{
-			Buffer: syncbuffer.Config{FutureBound: -1},
-		}).Input("replay", topology.Global())
 		start := time.Now()
-		require.NoError(b, topo.Run(context.Background()))
+		got := run(src)
 		total += time.Since(start)
-		require.Equal(b, uint64(n), topo.Stats("sink").Processed.Load())
+		require.Equal(b, n, got)
 	}
 	b.ReportMetric(float64(n)*float64(b.N)/total.Seconds(), "particles/s")
 }
