@@ -68,13 +68,16 @@ func BenchmarkReplaySource(b *testing.B) {
 }
 
 // benchReplay replays a recording of a million readings unpaced with run,
-// which returns how many particles came out, and reports the rate.
+// which returns how many particles came out, and reports the rate. Each
+// iteration also reads the file with a file.Reader, one record after the
+// other, timed apart: "vs-reader" is the replay's rate over the Reader's,
+// measured under the same machine load.
 func benchReplay(b *testing.B, run func(src *replay.Source) int) {
 	const n = 1_000_000
 	path, size := writeRecording(b, n, time.Millisecond)
 	b.ReportAllocs()
 	b.SetBytes(size)
-	var total time.Duration
+	var total, reading time.Duration
 	for b.Loop() {
 		src, err := replay.New(replay.Config{Inputs: []replay.Input{{Path: path}}, Speed: replay.Max})
 		require.NoError(b, err)
@@ -82,8 +85,32 @@ func benchReplay(b *testing.B, run func(src *replay.Source) int) {
 		got := run(src)
 		total += time.Since(start)
 		require.Equal(b, n, got)
+		b.StopTimer()
+		start = time.Now()
+		require.Equal(b, n, readAll(b, path))
+		reading += time.Since(start)
+		b.StartTimer()
 	}
 	b.ReportMetric(float64(n)*float64(b.N)/total.Seconds(), "particles/s")
+	b.ReportMetric(reading.Seconds()/total.Seconds(), "vs-reader")
+}
+
+// readAll reads the records of path with a file.Reader and returns how
+// many there were.
+func readAll(b *testing.B, path string) int {
+	r, err := file.OpenReader(path, file.Format{})
+	require.NoError(b, err)
+	defer r.Close()
+	n := 0
+	var p particle.Particle
+	for {
+		err := r.Read(&p)
+		if err == io.EOF {
+			return n
+		}
+		require.NoError(b, err)
+		n++
+	}
 }
 
 // arrivals is a sink operation that notes when each particle arrives.
