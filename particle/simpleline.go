@@ -138,6 +138,9 @@ func (d *Decoder) simpleValue(line []byte, i int) (v Value, end int, ok bool) {
 		}
 		return Value{}, 0, false
 	case c == '-' || c == '.' || ('0' <= c && c <= '9'):
+		if v, end, ok = plainNumber(line, i); ok {
+			return v, end, true
+		}
 		end = scanValue(line, i)
 		v, ok = number(line[i:end])
 		return v, end, ok
@@ -155,6 +158,74 @@ func scanValue(line []byte, i int) int {
 		i++
 	}
 	return i
+}
+
+// plainNumber decodes the common forms of the numeric field value that
+// starts at line[i], in one pass: an optional minus sign, 1 to 19 digits
+// with at most one point among them, an optional suffix i or u, and a
+// comma or space after it. A float must be at most 2^53 without its point
+// and have at most 22 digits after it: it is then the quotient of two
+// float64 that hold their values exactly, which one division rounds
+// correctly, as strconv.ParseFloat does. ok is false for anything else,
+// which number decodes.
+func plainNumber(line []byte, i int) (v Value, end int, ok bool) {
+	neg := line[i] == '-'
+	j := i
+	if neg {
+		j++
+	}
+	var m uint64
+	digits, frac := 0, -1 // frac counts the digits after the point, if any
+scan:
+	for ; j < len(line); j++ {
+		switch c := line[j]; {
+		case '0' <= c && c <= '9':
+			m = m*10 + uint64(c-'0')
+			digits++
+			if frac >= 0 {
+				frac++
+			}
+		case c == '.' && frac < 0:
+			frac = 0
+		default:
+			break scan
+		}
+	}
+	// 19 digits never overflow a uint64.
+	if digits == 0 || digits > 19 || frac == 0 {
+		return Value{}, 0, false
+	}
+	suffix := byte(0)
+	if j < len(line) && (line[j] == 'i' || line[j] == 'u') {
+		suffix = line[j]
+		j++
+	}
+	if j == len(line) || (line[j] != ',' && line[j] != ' ') {
+		return Value{}, 0, false
+	}
+	switch {
+	case suffix == 0:
+		if m > 1<<53 || frac > 22 {
+			return Value{}, 0, false
+		}
+		f := float64(m)
+		if frac > 0 {
+			f /= float64pow10[frac]
+		}
+		if neg {
+			f = -f
+		}
+		return Float(f), j, true
+	case frac > 0:
+	case suffix == 'u':
+		return Uint(m), j, !neg
+	case !neg && m <= math.MaxInt64:
+		return Int(int64(m)), j, true
+	case neg && m <= 1<<63:
+		// -int64(1<<63) wraps around to math.MinInt64, as it should.
+		return Int(-int64(m)), j, true
+	}
+	return Value{}, 0, false
 }
 
 // number parses a numeric field value, with its type suffix, as
@@ -214,53 +285,16 @@ func parseDigits(b []byte) (u uint64, ok bool) {
 	return u, true
 }
 
-// float64pow10 holds the powers of ten that a float64 holds exactly.
-var float64pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
-	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
-
 // parseFloat parses b as strconv.ParseFloat(string(b), 64) does, and
 // reports whether it is valid and finite, as line protocol requires.
-// Plain decimals are parsed by exactDecimal, others by ParseFloat.
 func parseFloat(b []byte) (float64, bool) {
-	digits := b
-	neg := len(digits) > 0 && digits[0] == '-'
-	if neg {
-		digits = digits[1:]
-	}
-	if f, ok := exactDecimal(digits); ok {
-		if neg {
-			f = -f
-		}
-		return f, true
-	}
 	f, err := strconv.ParseFloat(bytesString(b), 64)
 	return f, err == nil && !math.IsInf(f, 0) && !math.IsNaN(f)
 }
 
-// exactDecimal parses b, digits with at most one point between them,
-// when the digits without the point make an integer of at most 2^53 and
-// there are at most 22 after the point. The number is then the quotient
-// of two float64 that hold their values exactly, which one division
-// rounds correctly, as ParseFloat does. ok is false for anything else.
-func exactDecimal(b []byte) (f float64, ok bool) {
-	dot := bytes.IndexByte(b, '.')
-	if dot < 0 {
-		m, ok := parseDigits(b)
-		return float64(m), ok && m <= 1<<53
-	}
-	// 19 digits never overflow a uint64.
-	if dot == 0 || dot == len(b)-1 || len(b)-1 > 19 {
-		return 0, false
-	}
-	whole, ok1 := parseDigits(b[:dot])
-	frac, ok2 := parseDigits(b[dot+1:])
-	k := len(b) - 1 - dot
-	if !ok1 || !ok2 || k >= len(float64pow10) {
-		return 0, false
-	}
-	m := whole*pow10u[k] + frac
-	return float64(m) / float64pow10[k], m <= 1<<53
-}
+// float64pow10 holds the powers of ten that a float64 holds exactly.
+var float64pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
 
 // simpleTime parses the timestamp that ends a simple line, with an
 // optional carriage return after it, as lineprotocol.Decoder.Time does in
@@ -269,13 +303,11 @@ func simpleTime(b []byte, prec Precision) (ns int64, ok bool) {
 	if len(b) > 0 && b[len(b)-1] == '\r' {
 		b = b[:len(b)-1]
 	}
-	if len(b) == 0 {
+	// Line protocol takes a timestamp of minus signs and digits, which
+	// ParseInt then parses: the plus sign ParseInt also takes is the one
+	// difference.
+	if len(b) == 0 || b[0] == '+' {
 		return 0, false
-	}
-	for _, c := range b {
-		if c != '-' && (c < '0' || c > '9') {
-			return 0, false
-		}
 	}
 	x, ok := parseInt(b)
 	if !ok {

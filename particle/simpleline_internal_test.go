@@ -3,6 +3,7 @@ package particle
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"strconv"
@@ -98,23 +99,52 @@ func TestDecodeSimpleMatchesLineProtocol(t *testing.T) {
 	}
 }
 
-func TestDecodeSimpleNumbers(t *testing.T) {
-	for _, s := range []string{"0", "-0", "1", "22.08", "-51.53", "9007199254740992", "9007199254740993",
-		"0.1", "123456789.123456789", "1.0000000000000000000001", "0000000000000000001.5", "1.5e3",
-		"-1234567890123456789", "12345678901234567890", "4.9e-324", "1e400"} {
-		want, err := strconv.ParseFloat(s, 64)
-		got, ok := parseFloat([]byte(s))
-		require.Equal(t, err == nil && !math.IsInf(want, 0), ok, s)
-		if ok {
-			require.Equal(t, math.Float64bits(want), math.Float64bits(got), s)
+// TestDecodeSimpleNumbersMatchLineProtocol decodes the numbers of
+// TestPlainNumber as field values, with each suffix, both ways.
+func TestDecodeSimpleNumbersMatchLineProtocol(t *testing.T) {
+	var in bytes.Buffer
+	for _, s := range testNumbers {
+		for _, suffix := range []string{"", "i", "u"} {
+			fmt.Fprintf(&in, "m f=%s%s 1\nm f=%s%s,g=1 2\n", s, suffix, s, suffix)
 		}
 	}
-	for _, s := range []string{"0", "-0", "123", "-123", "999999999999999999", "-999999999999999999",
-		"9223372036854775807", "-9223372036854775808", "9223372036854775808", "-", "", "1-2", "+5"} {
-		want, err := strconv.ParseInt(s, 10, 64)
-		got, ok := parseInt([]byte(s))
-		require.Equal(t, err == nil, ok, s)
-		require.Equal(t, want, got, s)
+	checkSimpleMatchesLineProtocol(t, in.Bytes(), DecoderConfig{})
+}
+
+// testNumbers are numbers in plain and not so plain forms.
+var testNumbers = []string{"0", "-0", "1", "22.08", "-51.53", "9007199254740992", "9007199254740993",
+	"0.1", ".5", "-.5", "5.", "123456789.123456789", "1.0000000000000000000001", "0000000000000000001.5",
+	"1.5e3", "1.2.3", "-", ".", "--1", "1-2", "-1234567890123456789", "12345678901234567890",
+	"9223372036854775807", "9223372036854775808", "-9223372036854775808", "-9223372036854775809",
+	"18446744073709551615", "18446744073709551616", "4.9e-324", "1e400"}
+
+// TestPlainNumber checks plainNumber against strconv, which line
+// protocol parses numbers with: whatever it decodes, strconv decodes the
+// same.
+func TestPlainNumber(t *testing.T) {
+	for _, s := range testNumbers {
+		for _, suffix := range []string{"", "i", "u"} {
+			line := []byte(s + suffix + ",")
+			v, end, ok := plainNumber(line, 0)
+			if !ok {
+				continue
+			}
+			require.Equal(t, len(line)-1, end, s+suffix)
+			switch suffix {
+			case "i":
+				want, err := strconv.ParseInt(s, 10, 64)
+				require.NoError(t, err, s+suffix)
+				require.Equal(t, Int(want), v, s+suffix)
+			case "u":
+				want, err := strconv.ParseUint(s, 10, 64)
+				require.NoError(t, err, s+suffix)
+				require.Equal(t, Uint(want), v, s+suffix)
+			default:
+				want, err := strconv.ParseFloat(s, 64)
+				require.NoError(t, err, s)
+				require.Equal(t, math.Float64bits(want), math.Float64bits(v.FloatValue()), s)
+			}
+		}
 	}
 }
 
