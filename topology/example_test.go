@@ -23,7 +23,7 @@ func Example() {
 	topo, _ := topology.New(topology.Config{})
 	topo.AddSource("sensors", topology.Single(topology.SourceFunc(func(ctx context.Context, out topology.SourceEmitter) error {
 		for _, p := range readings {
-			if err := out.Emit(p, nil); err != nil {
+			if err := out.Emit(p); err != nil {
 				return err
 			}
 		}

@@ -457,7 +457,7 @@ func (t *Topology) build(drainCtx context.Context) (*run, error) {
 		}
 	}
 	if t.cfg.Acking.Enabled {
-		acks, err := newAckService(t.timeouts(r.bolts), len(r.sources)*t.cfg.Acking.MaxPending, r.wallNanos)
+		acks, err := newAckService(t.timeouts(r.bolts), r.sources, len(r.sources)*t.cfg.Acking.MaxPending, r.wallNanos)
 		if err != nil {
 			return nil, fmt.Errorf("topology: %w", err)
 		}

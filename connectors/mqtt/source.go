@@ -91,12 +91,13 @@ type Source struct {
 	room  chan struct{} // a message was emitted; size one: one wake-up is enough
 	ok    []*message    // emit's scratch: the messages of a batch worth decoding
 
+	inflight inflight // the messages with particles in the pipeline
+
 	closeOnce sync.Once
 	closeErr  error
 }
 
-// message is one MQTT message in flight; a pointer to it is the message id
-// of its particles.
+// message is one MQTT message in flight.
 type message struct {
 	m       paho.Message // nil when replayed from the spool or once acknowledged
 	topic   string
@@ -109,6 +110,11 @@ type message struct {
 	// message is being emitted.
 	remaining atomic.Int32
 	done      bool // ModeTree: may be acknowledged; guarded by Source.mu
+	// number is the message's in Source.inflight, 0 until it emitted a
+	// particle; emitted counts its particles emitted. Both are written by
+	// the goroutine that emits.
+	number  uint32
+	emitted uint32
 }
 
 // skip says why a message is acknowledged without being decoded. Such a
@@ -581,8 +587,13 @@ func (s *Source) emit(out topology.SourceEmitter, msgs []*message) error {
 	defer clear(s.ok)
 	err := s.dec.decode(ok, func(i int, p particle.Particle) error {
 		m := ok[i]
+		if m.number == 0 {
+			m.number = s.inflight.add(m)
+		}
 		m.remaining.Add(1)
-		if err := out.Emit(p, m); err != nil {
+		id := particleID(m, m.emitted)
+		m.emitted++
+		if err := out.EmitTracked(p, id); err != nil {
 			return err
 		}
 		s.stats.Emitted.Add(1)
@@ -632,8 +643,8 @@ func (s *Source) replay(ctx context.Context, out topology.SourceEmitter) error {
 
 // Ack implements topology.Acknowledger. It never waits on the network:
 // in ModeTree the source's own goroutine sends the acknowledgement.
-func (s *Source) Ack(msgID any) {
-	if m, ok := msgID.(*message); ok {
+func (s *Source) Ack(msgID uint64) {
+	if m := s.inflight.get(msgID); m != nil {
 		s.finishOne(m)
 	}
 }
@@ -641,16 +652,30 @@ func (s *Source) Ack(msgID any) {
 // Fail implements topology.Acknowledger. The engine has sent the particle
 // to the dead-letter sink: the message is done with. Like Ack, it never
 // waits on the network.
-func (s *Source) Fail(msgID any, _ acker.Reason, _ error) {
-	if m, ok := msgID.(*message); ok {
+func (s *Source) Fail(msgID uint64, _ acker.Reason, _ error) {
+	if m := s.inflight.get(msgID); m != nil {
 		s.stats.Failed.Add(1)
 		s.finishOne(m)
 	}
 }
 
+// Redeliver implements topology.Acknowledger: it decodes the particle's
+// message again, which stays in memory until all of its particles are
+// finished.
+func (s *Source) Redeliver(msgID uint64) (particle.Particle, error) {
+	m := s.inflight.get(msgID)
+	if m == nil {
+		return particle.Particle{}, fmt.Errorf("mqtt: no message in flight for particle %#x", msgID)
+	}
+	return redecode(s.cfg.Payload, m, uint32(msgID))
+}
+
 func (s *Source) finishOne(m *message) {
 	if m.remaining.Add(-1) != 0 {
 		return
+	}
+	if m.number != 0 {
+		s.inflight.remove(m.number)
 	}
 	s.stats.Completed.Add(1)
 	switch {

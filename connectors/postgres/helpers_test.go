@@ -139,14 +139,14 @@ func run(t testing.TB, sink *postgres.Sink, cfg topology.Config, ps []particle.P
 	cfg.Acking.Enabled = true
 	topo, err := topology.New(cfg)
 	require.NoError(t, err)
-	topo.AddSource("gen", topology.Single(topology.SourceFunc(func(ctx context.Context, out topology.SourceEmitter) error {
+	topo.AddSource("gen", topology.Single(topology.Retaining(func(ctx context.Context, out topology.SourceEmitter) error {
 		for i, p := range ps {
 			if before != nil {
 				if err := before(i, out); err != nil {
 					return err
 				}
 			}
-			if err := out.Emit(p, i); err != nil {
+			if err := out.EmitTracked(p, uint64(i)); err != nil {
 				return err
 			}
 		}

@@ -286,7 +286,9 @@ type memSampler struct {
 	ordered bool
 }
 
-func (m *memSampler) Emit(p particle.Particle, _ any) error {
+func (m *memSampler) EmitTracked(p particle.Particle, _ uint64) error { return m.Emit(p) }
+
+func (m *memSampler) Emit(p particle.Particle) error {
 	if m.n == 0 {
 		m.ordered = true
 	} else if p.Time < m.last {

@@ -465,7 +465,7 @@ func (r *runner) emit(ctx context.Context, p *particle.Particle) error {
 	if err := r.await(ctx, p.Time); err != nil {
 		return err
 	}
-	if err := r.out.Emit(*p, nil); err != nil {
+	if err := r.out.Emit(*p); err != nil {
 		return err
 	}
 	r.unflushed = true
