@@ -96,6 +96,39 @@ func TestReaderInput(t *testing.T) {
 	assert.ErrorIs(t, err, replay.ErrInvalidConfig)
 }
 
+// TestPipeInputKeepsUp replays from a pipe whose writer writes the next
+// line only once the one before was emitted: each line must be decoded
+// and emitted as it comes, not once a block is full.
+func TestPipeInputKeepsUp(t *testing.T) {
+	pr, pw := io.Pipe()
+	w := newFakeWall()
+	out := &signalling{recorder: recorder{wall: w}, emitted: make(chan struct{})}
+	src, err := replay.New(replay.Config{Inputs: []replay.Input{{Path: "-", Reader: pr}}, Speed: replay.Max, Wall: w})
+	require.NoError(t, err)
+	done := make(chan error)
+	go func() { done <- src.Run(context.Background(), out) }()
+	for i := range 100 {
+		_, err := fmt.Fprintf(pw, "m,file=pipe i=%di %d\n", i, t0+int64(i))
+		require.NoError(t, err)
+		<-out.emitted
+	}
+	require.NoError(t, pw.Close())
+	require.NoError(t, <-done)
+	assert.Equal(t, regular(100, t0, 1), out.times)
+}
+
+// signalling is a recorder that tells of each particle emitted.
+type signalling struct {
+	recorder
+	emitted chan struct{}
+}
+
+func (s *signalling) Emit(p particle.Particle) error {
+	err := s.recorder.Emit(p)
+	s.emitted <- struct{}{}
+	return err
+}
+
 // TestGzipInput replays a gzip file, then the same file cut in the
 // middle: the lines before the cut are emitted, and Run fails with a read
 // error naming the file and the line where it broke off.
