@@ -71,8 +71,10 @@ func (r *running) deadLetters() []topology.DeadLetter { return r.dead.All() }
 
 func isCanceled(err error) bool { return errors.Is(err, context.Canceled) }
 
-// waitFor polls cond until it holds or timeout passes.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+// WaitFor polls cond every 20 ms until it holds, and fails t naming what
+// it waited for if timeout passes first: for tests whose condition is
+// outside the process's control (a broker, a child process, a server).
+func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/sensorstorm/sensorstorm/connectors/file"
+	"github.com/sensorstorm/sensorstorm/connectors/httpwrite"
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt"
 	"github.com/sensorstorm/sensorstorm/connectors/postgres"
 	"github.com/sensorstorm/sensorstorm/connectors/replay"
@@ -202,6 +203,14 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 				opened = append(opened, src)
 			}
 			factory = func(i int) topology.Source { return srcs[i] }
+		case s.HTTP != nil:
+			var src *httpwrite.Source
+			src, err = httpSource(s, opts)
+			if err == nil {
+				built.sources = append(built.sources, src)
+				opened = append(opened, src)
+				factory = topology.Single(src)
+			}
 		}
 		if err != nil {
 			return fail(&Error{File: p.File, Line: s.pos.line, Column: s.pos.col, Err: fmt.Errorf("source %q: %w", s.Name, err)})
@@ -247,6 +256,16 @@ func fileSource(s *Source, dir string, built *Built) (topology.SourceFactory, er
 		built.replays[s.Name] = append(built.replays[s.Name], src)
 		return src
 	}, nil
+}
+
+// httpSource returns an http source, its state directory resolved against
+// opts.Dir.
+func httpSource(s *Source, opts Options) (*httpwrite.Source, error) {
+	cfg := *s.HTTP
+	cfg.StateDir = resolve(opts.Dir, cfg.StateDir)
+	cfg.Logger = opts.Logger
+	cfg.Spool.Logger = opts.Logger
+	return httpwrite.NewSource(cfg)
 }
 
 // mqttSources returns the instances of an MQTT source.

@@ -261,6 +261,14 @@ func (b *boltInstance) release(ctx context.Context, now int64) {
 		} else {
 			b.process(ctx, &b.released)
 		}
+		if b.router.full > 0 {
+			// A large release hands on full batches as it goes rather
+			// than grow them: memory stays bounded, and downstream works
+			// meanwhile. The acks of the inputs processed go first, so
+			// that no child is acked before its tree knows of it.
+			b.flushAcks()
+			_ = b.router.flushFull(ctx)
+		}
 		return true
 	})
 	if wm, ok := b.buf.Watermark(now); ok {

@@ -82,7 +82,7 @@ func runPipeline(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	logger.Info("pipeline started", "file", p.File, "sources", len(p.Sources), "bolts", len(p.Bolts))
 	if p.Live() {
-		logger.Info("reading MQTT feeds until interrupted: SIGINT or SIGTERM drains and stops")
+		logger.Info("reading live feeds until interrupted: SIGINT or SIGTERM drains and stops")
 	}
 	start := time.Now()
 	runErr := errors.Join(topo.Run(ctx), dead.Close())

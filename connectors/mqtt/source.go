@@ -3,7 +3,6 @@ package mqtt
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -91,7 +90,7 @@ type Source struct {
 	room  chan struct{} // a message was emitted; size one: one wake-up is enough
 	ok    []*message    // emit's scratch: the messages of a batch worth decoding
 
-	inflight inflight // the messages with particles in the pipeline
+	inflight topology.InFlight[*message] // the messages with particles in the pipeline
 
 	closeOnce sync.Once
 	closeErr  error
@@ -429,7 +428,7 @@ func (s *Source) spoolAndHandOn(ctx context.Context) error {
 				// replayed: a crash may lose its dead letter, not data.
 				continue
 			}
-			rec = encodeRecord(rec[:0], m)
+			rec = spool.AppendRecord(rec[:0], spool.Record{Source: m.topic, Received: m.recv, Payload: m.payload})
 			seq, err := s.spool.Append(rec)
 			if err != nil {
 				return fmt.Errorf("mqtt: %w", err)
@@ -588,10 +587,10 @@ func (s *Source) emit(out topology.SourceEmitter, msgs []*message) error {
 	err := s.dec.decode(ok, func(i int, p particle.Particle) error {
 		m := ok[i]
 		if m.number == 0 {
-			m.number = s.inflight.add(m)
+			m.number = s.inflight.Add(m)
 		}
 		m.remaining.Add(1)
-		id := particleID(m, m.emitted)
+		id := topology.MessageID(m.number, m.emitted)
 		m.emitted++
 		if err := out.EmitTracked(p, id); err != nil {
 			return err
@@ -622,29 +621,27 @@ func (s *Source) unwanted(topic string) {
 
 // replay emits the spooled messages a previous run did not complete.
 func (s *Source) replay(ctx context.Context, out topology.SourceEmitter) error {
-	err := s.spool.Pending(func(seq uint64, rec []byte) error {
+	err := s.spool.PendingRecords(func(seq uint64, r spool.Record) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		m, ok := decodeRecord(rec)
-		if !ok {
-			// Written by this package and checksummed: a bug, not bad input.
-			return fmt.Errorf("mqtt: spool record %d unreadable", seq)
-		}
-		m.seq = seq
+		m := &message{topic: r.Source, recv: r.Received, payload: bytes.Clone(r.Payload), seq: seq}
 		s.stats.Replayed.Add(1)
 		return s.emit(out, []*message{m})
 	})
 	if ctx.Err() != nil {
 		return nil
 	}
-	return err
+	if err != nil {
+		return fmt.Errorf("mqtt: %w", err)
+	}
+	return nil
 }
 
 // Ack implements topology.Acknowledger. It never waits on the network:
 // in ModeTree the source's own goroutine sends the acknowledgement.
 func (s *Source) Ack(msgID uint64) {
-	if m := s.inflight.get(msgID); m != nil {
+	if m, ok := s.inflight.Get(msgID); ok {
 		s.finishOne(m)
 	}
 }
@@ -653,7 +650,7 @@ func (s *Source) Ack(msgID uint64) {
 // to the dead-letter sink: the message is done with. Like Ack, it never
 // waits on the network.
 func (s *Source) Fail(msgID uint64, _ acker.Reason, _ error) {
-	if m := s.inflight.get(msgID); m != nil {
+	if m, ok := s.inflight.Get(msgID); ok {
 		s.stats.Failed.Add(1)
 		s.finishOne(m)
 	}
@@ -663,11 +660,11 @@ func (s *Source) Fail(msgID uint64, _ acker.Reason, _ error) {
 // message again, which stays in memory until all of its particles are
 // finished.
 func (s *Source) Redeliver(msgID uint64) (particle.Particle, error) {
-	m := s.inflight.get(msgID)
-	if m == nil {
+	m, ok := s.inflight.Get(msgID)
+	if !ok {
 		return particle.Particle{}, fmt.Errorf("mqtt: no message in flight for particle %#x", msgID)
 	}
-	return redecode(s.cfg.Payload, m, uint32(msgID))
+	return redecode(s.cfg.Payload, m, topology.MessagePlace(msgID))
 }
 
 func (s *Source) finishOne(m *message) {
@@ -675,7 +672,7 @@ func (s *Source) finishOne(m *message) {
 		return
 	}
 	if m.number != 0 {
-		s.inflight.remove(m.number)
+		s.inflight.Remove(m.number)
 	}
 	s.stats.Completed.Add(1)
 	switch {
@@ -749,25 +746,4 @@ func (s *Source) Close() error {
 		}
 	})
 	return s.closeErr
-}
-
-// A spool record is uvarint(len(topic)) topic, receive time (int64 LE),
-// payload.
-func encodeRecord(b []byte, m *message) []byte {
-	b = binary.AppendUvarint(b, uint64(len(m.topic)))
-	b = append(b, m.topic...)
-	b = binary.LittleEndian.AppendUint64(b, uint64(m.recv))
-	return append(b, m.payload...)
-}
-
-func decodeRecord(b []byte) (*message, bool) {
-	n, k := binary.Uvarint(b)
-	if k <= 0 || uint64(len(b)-k) < n+8 {
-		return nil, false
-	}
-	b = b[k:]
-	m := &message{topic: string(b[:n])}
-	m.recv = int64(binary.LittleEndian.Uint64(b[n:]))
-	m.payload = append([]byte(nil), b[n+8:]...)
-	return m, true
 }
