@@ -115,6 +115,10 @@ type Decoder struct {
 	// lpClean says that lp has read nothing beyond the last entry it
 	// decoded, so that the next line may bypass it (see decodeSimple).
 	lpClean bool
+	// lpStale says that lp must be replaced before it reads: it is
+	// replaced only when a line needs it, so that an input of plain lines
+	// does not pay for it.
+	lpStale bool
 	// noSimple makes every line go through lp, for tests that compare
 	// decodeSimple with it.
 	noSimple bool
@@ -166,8 +170,10 @@ func newDecoder(cfg DecoderConfig) (*Decoder, error) {
 // were, so that particles of one origin stay distinct, and the intern
 // table and slabs are reused; particles decoded before are unaffected.
 // A source of many small inputs, such as MQTT payloads, should keep one
-// Decoder and reset it for each. A reset still costs two allocations
-// (about 9 KiB): line protocol's own decoder cannot be reset.
+// Decoder and reset it for each. A reset allocates nothing itself, but an
+// input with a line outside the plain form that most lines have (see
+// decodeSimple) then costs two allocations (about 9 KiB): line
+// protocol's own decoder cannot be reset.
 func (d *Decoder) Reset(r io.Reader, source string) {
 	d.reset(source)
 	d.feed.reset(r, d.feed.buf[:0])
@@ -188,8 +194,7 @@ func (d *Decoder) reset(source string) {
 	d.line = 0
 	d.err = nil
 	d.lpLines = 0
-	// The line-protocol decoder cannot be reset, only replaced.
-	d.lp = *lineprotocol.NewDecoder(&d.feed)
+	d.lpStale = true
 	d.lpClean = true
 }
 
@@ -222,6 +227,11 @@ func (d *Decoder) Decode(p *Particle) error {
 		return nil
 	}
 	d.lpClean = false
+	if d.lpStale {
+		// The line-protocol decoder cannot be reset, only replaced.
+		d.lp = *lineprotocol.NewDecoder(&d.feed)
+		d.lpStale = false
+	}
 	if !d.lp.Next() {
 		if d.feed.err != nil {
 			return d.readFailed()
@@ -263,7 +273,7 @@ func (d *Decoder) restartAfterLineEnd(err error) error {
 	}
 	d.feed.stopped = false
 	d.lpLines = d.feed.line - 1
-	d.lp = *lineprotocol.NewDecoder(&d.feed)
+	d.lpStale = true
 	d.lpClean = true
 	return de
 }
@@ -687,6 +697,17 @@ func (f *feeder) fill() bool {
 	return false
 }
 
+// fillAhead is fill for a read ahead of lineprotocol.Decoder: a read
+// error, which comes after the data still to serve, is kept pending, to
+// reach lineprotocol.Decoder only where it reads past that data.
+func (f *feeder) fillAhead() bool {
+	more := f.fill()
+	if f.err != nil {
+		f.pending, f.err = f.err, nil
+	}
+	return more
+}
+
 // startEntry records that lineprotocol.Decoder has started an entry.
 func (f *feeder) startEntry() {
 	f.entryLine, f.entryStart = f.pieceLine, f.pieceLineStart
@@ -703,7 +724,7 @@ func (f *feeder) entryRaw() []byte {
 		if i := bytes.IndexByte(line, '\n'); i >= 0 {
 			line = line[:i]
 		} else if len(line) < maxRaw && f.pending == nil {
-			if f.fill() {
+			if f.fillAhead() {
 				continue
 			}
 			// fill may have moved the line to the front of buf even

@@ -355,12 +355,7 @@ func (f *feeder) peekLine() (line []byte, n int, ok bool) {
 		if f.r == nil || f.eof {
 			return rest, len(rest), len(rest) > 0
 		}
-		f.fill()
-		if f.err != nil {
-			// The error comes after the data still to serve, and must
-			// reach lp only where lp reads past that data.
-			f.pending, f.err = f.err, nil
-		}
+		f.fillAhead()
 	}
 }
 
