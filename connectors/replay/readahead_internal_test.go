@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 	"testing/iotest"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -119,4 +120,42 @@ func FuzzBlocks(f *testing.F) {
 	f.Fuzz(func(t *testing.T, text []byte, prec uint8) {
 		checkBlocks(t, text, particle.Precision(prec%4))
 	})
+}
+
+// BenchmarkBlocks decodes 200k lines of line protocol in blocks, on one
+// goroutine and on two, in each iteration, and reports the rate on two
+// and "speedup", the ratio of the two rates, measured under the same
+// machine load.
+func BenchmarkBlocks(b *testing.B) {
+	var text bytes.Buffer
+	for i := range 200_000 {
+		fmt.Fprintf(&text, "wsn,node=%d seq=%di,temperature=%d.%d,humidity=51.5 %d\n", i%10, i, 20+i%5, i%10, 1e18+int64(i)*1e6)
+	}
+	b.SetBytes(int64(text.Len()))
+	b.ReportAllocs()
+	var one, two time.Duration
+	for b.Loop() {
+		for _, workers := range []int{1, 2} {
+			start := time.Now()
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			a := startBlocks(input{source: "bench", text: bytes.NewReader(text.Bytes()), whole: true}, workers, blockSize, stop, &wg)
+			n := 0
+			for rec := a.read(); rec.bad == nil; rec = a.read() {
+				n++
+			}
+			close(stop)
+			wg.Wait()
+			if n != 200_000 {
+				b.Fatalf("decoded %d records, want 200000", n)
+			}
+			if workers == 1 {
+				one += time.Since(start)
+			} else {
+				two += time.Since(start)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.N)*200_000/two.Seconds(), "particles/s")
+	b.ReportMetric(one.Seconds()/two.Seconds(), "speedup")
 }
