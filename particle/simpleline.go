@@ -229,20 +229,16 @@ scan:
 }
 
 // number parses a numeric field value, with its type suffix, as
-// lineprotocol.Decoder.NextField does, and reports whether it is valid.
-// Plain decimals are parsed here; others go to strconv, as in
+// lineprotocol.Decoder.NextField does, and reports whether it is valid:
+// the forms that plainNumber leaves, which go to strconv, as in
 // lineprotocol.Decoder.
 func number(b []byte) (Value, bool) {
 	switch b[len(b)-1] {
 	case 'i':
-		x, ok := parseInt(b[:len(b)-1])
-		return Int(x), ok
+		x, err := strconv.ParseInt(bytesString(b[:len(b)-1]), 10, 64)
+		return Int(x), err == nil
 	case 'u':
-		b = b[:len(b)-1]
-		if u, ok := parseDigits(b); ok {
-			return Uint(u), true
-		}
-		u, err := strconv.ParseUint(bytesString(b), 10, 64)
+		u, err := strconv.ParseUint(bytesString(b[:len(b)-1]), 10, 64)
 		return Uint(u), err == nil
 	}
 	f, ok := parseFloat(b)
