@@ -108,8 +108,7 @@ type input struct {
 
 // openInput opens in.
 func openInput(in Input) (input, error) {
-	switch {
-	case in.Format.Syntax != file.LineProtocol:
+	if in.Format.Syntax != file.LineProtocol {
 		var rd *file.Reader
 		var err error
 		if in.Reader != nil {
