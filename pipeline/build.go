@@ -33,6 +33,9 @@ type Options struct {
 	Logger      *slog.Logger
 	Wall        streamclock.Wall
 	DeadLetters topology.DeadLetterSink
+	// WrapSource, if set, wraps the factory of every source, to watch
+	// what the sources emit (statuspage.Tap.Source does).
+	WrapSource func(topology.SourceFactory) topology.SourceFactory
 }
 
 // setDefaults fills in what depends on the whole pipeline: see the
@@ -214,6 +217,9 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 		}
 		if err != nil {
 			return fail(&Error{File: p.File, Line: s.pos.line, Column: s.pos.col, Err: fmt.Errorf("source %q: %w", s.Name, err)})
+		}
+		if opts.WrapSource != nil {
+			factory = opts.WrapSource(factory)
 		}
 		topo.AddSource(s.Name, factory, topology.SourceConfig{Parallelism: s.Parallelism})
 	}

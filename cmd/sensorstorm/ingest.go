@@ -17,6 +17,7 @@ import (
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/spool"
+	"github.com/sensorstorm/sensorstorm/statuspage"
 	"github.com/sensorstorm/sensorstorm/syncbuffer"
 	"github.com/sensorstorm/sensorstorm/topology"
 )
@@ -42,6 +43,7 @@ type ingestFlags struct {
 	publish    string
 	record     string
 	deadLetter string
+	status     statusFlags
 }
 
 const ingestUsage = `usage: sensorstorm ingest --broker URL --topic FILTER [--topic FILTER ...] [flags]
@@ -96,6 +98,7 @@ func (f *ingestFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.publish, "publish", "", "also publish results to this topic template, e.g. results/{sensor}")
 	fs.StringVar(&f.record, "record", "", "also record everything that came in to DIR/ingest-<start time>.lp, for sensorstorm replay")
 	registerDeadLetter(fs, &f.deadLetter)
+	f.status.register(fs, false)
 }
 
 func ingest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -120,6 +123,9 @@ func ingest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return c.usageError("--http-write: %v", err)
 		}
 		f.http.Addr = addr
+	}
+	if code, ok := f.status.check(c); !ok {
+		return code
 	}
 	if f.src.Password == "" {
 		f.src.Password = os.Getenv("SENSORSTORM_MQTT_PASSWORD")
@@ -173,9 +179,10 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 	if err != nil {
 		return exitError, err
 	}
+	tap := f.status.tap()
 	t, err := topology.New(topology.Config{
 		Logger:      logger,
-		DeadLetters: dead,
+		DeadLetters: tap.DeadLetters(dead),
 		Acking:      topology.AckingConfig{Enabled: true, MaxPending: ingestMaxPending},
 	})
 	if err != nil {
@@ -183,11 +190,11 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 	}
 	var inputs []string
 	if src != nil {
-		t.AddSource("mqtt", topology.Single(src), topology.SourceConfig{})
+		t.AddSource("mqtt", tap.Source(topology.Single(src)), topology.SourceConfig{})
 		inputs = append(inputs, "mqtt")
 	}
 	if hsrc != nil {
-		t.AddSource("http", topology.Single(hsrc), topology.SourceConfig{})
+		t.AddSource("http", tap.Source(topology.Single(hsrc)), topology.SourceConfig{})
 		inputs = append(inputs, "http")
 	}
 	buf := syncbuffer.Config{Window: f.window, Late: f.late}
@@ -225,8 +232,17 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 		addBolt("record", rec)
 	}
 
+	page := statuspage.Config{Topology: t, Title: strings.Join(append([]string{"ingest"}, f.src.Topics...), " "), Tap: tap, Logger: logger}
+	if src != nil {
+		page.MQTT = &statuspage.MQTT{Source: src, Brokers: f.src.Brokers}
+	}
+	stopStatus, err := serveStatus(f.status.addr, page, func(url string) { logger.Info("serving the status page", "url", url) })
+	if err != nil {
+		return exitError, err
+	}
 	start := time.Now()
 	runErr := t.Run(ctx)
+	stopStatus()
 	closeErrs := []error{runErr, dead.Close()}
 	elapsed := time.Since(start).Round(time.Millisecond)
 	var sum summary

@@ -65,6 +65,9 @@ type Source struct {
 
 	conn  *conn
 	spool *spool.Spool
+	// opened is spool for other goroutines (SpoolStats): Run sets spool
+	// while they may already be asking.
+	opened atomic.Pointer[spool.Spool]
 
 	mu       sync.Mutex // guards arrivals and order
 	arrivals []*message
@@ -89,6 +92,8 @@ type Source struct {
 	taken atomic.Int64
 	room  chan struct{} // a message was emitted; size one: one wake-up is enough
 	ok    []*message    // emit's scratch: the messages of a batch worth decoding
+
+	broker atomic.Pointer[string] // see Broker
 
 	inflight topology.InFlight[*message] // the messages with particles in the pipeline
 
@@ -160,6 +165,28 @@ func NewSource(cfg Config) (*Source, error) {
 // Stats returns the source's counters.
 func (s *Source) Stats() *Stats { return &s.stats }
 
+// Broker returns the URL of the broker of the source's latest connection
+// attempt, the one it is connected to while it is: a client holds one
+// connection at a time. It is "" before the first attempt, and safe to
+// call while the source runs.
+func (s *Source) Broker() string {
+	if u := s.broker.Load(); u != nil {
+		return *u
+	}
+	return ""
+}
+
+// SpoolStats returns the figures of the source's spool, and false before
+// Run opened it or in a mode without one. It is safe to call while the
+// source runs.
+func (s *Source) SpoolStats() (spool.Stats, bool) {
+	sp := s.opened.Load()
+	if sp == nil {
+		return spool.Stats{}, false
+	}
+	return sp.Stats(), true
+}
+
 // Run implements topology.Source. In ModeSpool it first opens the spool
 // and emits what a previous run left there, then connects, retrying as
 // ConnConfig says. It returns nil when ctx ends, a *ConnectError when the
@@ -175,6 +202,7 @@ func (s *Source) Run(ctx context.Context, out topology.SourceEmitter) error {
 			return fmt.Errorf("mqtt: %w", err)
 		}
 		s.spool = sp
+		s.opened.Store(sp)
 		if err := s.replay(ctx, out); err != nil {
 			return err
 		}
@@ -188,7 +216,7 @@ func (s *Source) Run(ctx context.Context, out topology.SourceEmitter) error {
 	opts.SetOrderMatters(true)
 	opts.SetAutoAckDisabled(true)
 	opts.SetDefaultPublishHandler(s.arrive)
-	cn, err := newConn(&s.cfg.ConnConfig, connCounters{&s.stats.Connects, &s.stats.ConnectionsLost}, opts, s.subscribe)
+	cn, err := newConn(&s.cfg.ConnConfig, connCounters{&s.stats.Connects, &s.stats.ConnectionsLost, &s.broker}, opts, s.subscribe)
 	if err != nil {
 		return err
 	}
