@@ -46,6 +46,7 @@ type CorruptError struct {
 	Lost uint64
 }
 
+// Error implements error.
 func (e *CorruptError) Error() string {
 	d := e.Damage[0]
 	return fmt.Sprintf("spool: corrupt segment %s at offset %d: %v: %d records lost in %d damaged stretches",

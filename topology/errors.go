@@ -31,6 +31,7 @@ type PanicError struct {
 	Stack     []byte
 }
 
+// Error implements error.
 func (e *PanicError) Error() string {
 	return fmt.Sprintf("topology: %s panicked: %v", e.Component, e.Value)
 }
