@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -37,19 +38,22 @@ type leasedSource struct {
 	acked    map[uint64]struct{}
 	skipper  topology.Skipper
 	recorded uint64 // the checkpoint last written
+	// pending holds the particles not yet confirmed, for Redeliver, with
+	// the inner source's message id when it tracked them.
+	pending map[uint64]pendingParticle
+}
+
+// pendingParticle is a particle emitted and not yet confirmed.
+type pendingParticle struct {
+	p       particle.Particle
+	inner   uint64
+	tracked bool
 }
 
 var (
 	_ topology.Source       = (*leasedSource)(nil)
 	_ topology.Acknowledger = (*leasedSource)(nil)
 )
-
-// leaseID wraps the inner source's message id: every particle is tracked
-// under its number.
-type leaseID struct {
-	inner any
-	n     uint64
-}
 
 // checkpointKey is the key of a source instance's checkpoint in the done
 // bucket.
@@ -162,7 +166,7 @@ func (l *leasedSource) renew(ctx context.Context, lose context.CancelCauseFunc, 
 func (l *leasedSource) resume(ctx context.Context, out topology.SourceEmitter) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.next, l.skip, l.prefix, l.acked = 0, 0, 0, map[uint64]struct{}{}
+	l.next, l.skip, l.prefix, l.acked, l.pending = 0, 0, 0, map[uint64]struct{}{}, map[uint64]pendingParticle{}
 	l.skipper, _ = out.(topology.Skipper)
 	e, err := l.w.done.Get(ctx, checkpointKey(l.key))
 	switch {
@@ -222,24 +226,42 @@ func (l *leasedSource) release(ctx context.Context) {
 }
 
 // Ack implements topology.Acknowledger.
-func (l *leasedSource) Ack(msgID any) {
-	id := msgID.(leaseID)
-	if id.inner != nil && l.innerAckr != nil {
-		l.innerAckr.Ack(id.inner)
+func (l *leasedSource) Ack(n uint64) {
+	if pp := l.take(n); pp.tracked {
+		l.innerAckr.Ack(pp.inner)
 	}
-	l.confirm(id.n)
+	l.confirm(n)
 	l.end()
 }
 
 // Fail implements topology.Acknowledger. The particle was dead-lettered:
 // it counts as ended, and as confirmed.
-func (l *leasedSource) Fail(msgID any, reason acker.Reason, err error) {
-	id := msgID.(leaseID)
-	if id.inner != nil && l.innerAckr != nil {
-		l.innerAckr.Fail(id.inner, reason, err)
+func (l *leasedSource) Fail(n uint64, reason acker.Reason, err error) {
+	if pp := l.take(n); pp.tracked {
+		l.innerAckr.Fail(pp.inner, reason, err)
 	}
-	l.confirm(id.n)
+	l.confirm(n)
 	l.end()
+}
+
+// Redeliver implements topology.Acknowledger.
+func (l *leasedSource) Redeliver(n uint64) (particle.Particle, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	pp, ok := l.pending[n]
+	if !ok {
+		return particle.Particle{}, fmt.Errorf("cluster: no particle %d pending", n)
+	}
+	return pp.p, nil
+}
+
+// take removes particle n from what is pending.
+func (l *leasedSource) take(n uint64) pendingParticle {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	pp := l.pending[n]
+	delete(l.pending, n)
+	return pp
 }
 
 func (l *leasedSource) end() {
@@ -251,24 +273,40 @@ func (l *leasedSource) end() {
 	}
 }
 
-// trackingEmitter gives every particle a message id.
+// trackingEmitter tracks every particle under its number.
 type trackingEmitter struct {
 	topology.SourceEmitter
 	l *leasedSource
 }
 
-func (e *trackingEmitter) Emit(p particle.Particle, msgID any) error {
-	n, skip := e.l.number()
+// Emit implements topology.SourceEmitter.
+func (e *trackingEmitter) Emit(p particle.Particle) error { return e.emit(p, pendingParticle{p: p}) }
+
+// EmitTracked implements topology.SourceEmitter.
+func (e *trackingEmitter) EmitTracked(p particle.Particle, msgID uint64) error {
+	if e.l.innerAckr == nil {
+		return fmt.Errorf("cluster: %w", topology.ErrNotAcknowledger)
+	}
+	return e.emit(p, pendingParticle{p: p, inner: msgID, tracked: true})
+}
+
+func (e *trackingEmitter) emit(p particle.Particle, pp pendingParticle) error {
+	l := e.l
+	n, skip := l.number()
 	if skip {
-		e.l.skipper.Skip(1)
-		if msgID != nil && e.l.innerAckr != nil {
-			e.l.innerAckr.Ack(msgID)
+		l.skipper.Skip(1)
+		if pp.tracked {
+			l.innerAckr.Ack(pp.inner)
 		}
 		return nil
 	}
-	e.l.emitted.Add(1)
-	if err := e.SourceEmitter.Emit(p, leaseID{inner: msgID, n: n}); err != nil {
-		e.l.emitted.Add(-1)
+	l.mu.Lock()
+	l.pending[n] = pp
+	l.mu.Unlock()
+	l.emitted.Add(1)
+	if err := e.SourceEmitter.EmitTracked(p, n); err != nil {
+		l.take(n)
+		l.emitted.Add(-1)
 		return err
 	}
 	return nil

@@ -58,7 +58,7 @@ type Worker struct {
 }
 
 // Join makes the pipeline's stream and buckets on nc's JetStream, or
-// updates them, and returns the worker. Give its Transport and WrapSource
+// updates them, and returns the worker. Give its Transport and LeaseSource
 // to the pipeline's build, and call Run beside the topology's.
 func Join(ctx context.Context, nc *nats.Conn, cfg Config) (*Worker, error) {
 	cfg.setDefaults()
@@ -145,9 +145,9 @@ func (w *Worker) announce(ctx context.Context, since time.Time) error {
 	return err
 }
 
-// WrapSource returns src leased: of all the workers, the one holding the
+// LeaseSource returns src leased: of all the workers, the one holding the
 // lease of this source instance replays it. See the package doc.
-func (w *Worker) WrapSource(name string, instance int, src topology.Source) topology.Source {
+func (w *Worker) LeaseSource(name string, instance int, src topology.Source) topology.Source {
 	l := &leasedSource{w: w, key: sourceKey(name, instance), inner: src, confirmed: make(chan struct{}, 1)}
 	l.innerAckr, _ = src.(topology.Acknowledger)
 	return l

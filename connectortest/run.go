@@ -71,8 +71,10 @@ func (r *running) deadLetters() []topology.DeadLetter { return r.dead.All() }
 
 func isCanceled(err error) bool { return errors.Is(err, context.Canceled) }
 
-// waitFor polls cond until it holds or timeout passes.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+// WaitFor polls cond every 20 ms until it holds, and fails t naming what
+// it waited for if timeout passes first: for tests whose condition is
+// outside the process's control (a broker, a child process, a server).
+func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
@@ -190,7 +192,7 @@ var _ topology.Acknowledger = (*source)(nil)
 
 func (s *source) Run(ctx context.Context, out topology.SourceEmitter) error {
 	for i := range s.n {
-		if err := out.Emit(s.rs.one(i), i); err != nil {
+		if err := out.EmitTracked(s.rs.one(i), uint64(i)); err != nil {
 			return nil
 		}
 	}
@@ -199,17 +201,21 @@ func (s *source) Run(ctx context.Context, out topology.SourceEmitter) error {
 	return nil
 }
 
-func (s *source) Ack(id any) {
+func (s *source) Ack(id uint64) {
 	s.mu.Lock()
-	s.acked[id.(int)] = true
+	s.acked[int(id)] = true
 	s.mu.Unlock()
 }
 
-func (s *source) Fail(id any, reason acker.Reason, err error) {
+func (s *source) Fail(id uint64, reason acker.Reason, err error) {
 	s.mu.Lock()
-	s.failed[id.(int)] = fmt.Errorf("%v: %w", reason, err)
+	s.failed[int(id)] = fmt.Errorf("%v: %w", reason, err)
 	s.mu.Unlock()
 }
+
+// Redeliver returns reading id again: readings are a function of their
+// number.
+func (s *source) Redeliver(id uint64) (particle.Particle, error) { return s.rs.one(int(id)), nil }
 
 // state returns the numbers acknowledged and the failures so far.
 func (s *source) state() (acked []int, failed map[int]error) {

@@ -47,7 +47,7 @@ func startSink(t *testing.T, f Features, h SinkHarness) (*source, *running) {
 func testAckedIsDurable(t *testing.T, f Features, h SinkHarness) {
 	src, r := startSink(t, f, h)
 	var acked []int
-	waitFor(t, f.Timeout, "every reading acknowledged without an end of stream", func() bool {
+	WaitFor(t, f.Timeout, "every reading acknowledged without an end of stream", func() bool {
 		acked, _ = src.state()
 		return len(acked) == f.Messages
 	})
@@ -90,12 +90,12 @@ func checkDestination(t *testing.T, f Features, h SinkHarness, want []int) {
 func testDestinationFailure(t *testing.T, f Features, h SinkHarness, b Breaker) {
 	b.Break(t)
 	src, r := startSink(t, f, h)
-	waitFor(t, f.Timeout, "readings at the sink", func() bool { return r.topo.Stats("sink").In.Load() > 0 })
+	WaitFor(t, f.Timeout, "readings at the sink", func() bool { return r.topo.Stats("sink").In.Load() > 0 })
 	// Longer than a retry policy gives a failing input: the outage is not
 	// the data's fault, however long it lasts.
 	time.Sleep(f.Outage)
 	b.Mend(t)
-	waitFor(t, f.Timeout, "every reading acknowledged or failed", func() bool {
+	WaitFor(t, f.Timeout, "every reading acknowledged or failed", func() bool {
 		acked, failed := src.state()
 		return len(acked)+len(failed) >= f.Messages
 	})

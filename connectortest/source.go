@@ -69,7 +69,7 @@ func startCollecting(t *testing.T, h SourceHarness, got *seen) *running {
 // a broker drops what is published before the first subscription.
 func awaitSubscribed(t *testing.T, f Features, h SourceHarness, got *seen) {
 	t.Helper()
-	waitFor(t, f.Timeout, "the source to take a first message", func() bool {
+	WaitFor(t, f.Timeout, "the source to take a first message", func() bool {
 		h.Publish(t, probe())
 		return got.has(-1, 0)
 	})
@@ -81,7 +81,7 @@ func testDelivery(t *testing.T, f Features, h SourceHarness) {
 	awaitSubscribed(t, f, h, got)
 	rs := newReadings()
 	h.Publish(t, rs.span(0, f.Messages))
-	waitFor(t, f.Timeout, "every message", func() bool { return got.has(0, f.Messages) })
+	WaitFor(t, f.Timeout, "every message", func() bool { return got.has(0, f.Messages) })
 	r.stop(t)
 	if dl := r.deadLetters(); len(dl) > 0 {
 		t.Errorf("%d dead letters, first: %+v", len(dl), dl[0])
@@ -95,11 +95,11 @@ func testBrokerRestart(t *testing.T, f Features, h SourceHarness, b Broker) {
 	rs := newReadings()
 	half := f.Messages / 2
 	h.Publish(t, rs.span(0, half))
-	waitFor(t, f.Timeout, "the first half", func() bool { return got.has(0, half) })
+	WaitFor(t, f.Timeout, "the first half", func() bool { return got.has(0, half) })
 	b.StopBroker(t)
 	b.StartBroker(t)
 	h.Publish(t, rs.span(half, f.Messages))
-	waitFor(t, f.Timeout, "every message after the restart", func() bool { return got.has(0, f.Messages) })
+	WaitFor(t, f.Timeout, "every message after the restart", func() bool { return got.has(0, f.Messages) })
 	r.stop(t)
 }
 
@@ -113,7 +113,7 @@ func testInOrderAcks(t *testing.T, f Features, h SourceHarness, rec AckRecorder)
 	awaitSubscribed(t, f, h, got)
 	rs := newReadings()
 	h.Publish(t, rs.span(0, f.Messages))
-	waitFor(t, f.Timeout, "every message acknowledged", func() bool {
+	WaitFor(t, f.Timeout, "every message acknowledged", func() bool {
 		_, acked := rec.Acks()
 		return got.has(0, f.Messages) && len(acked) >= f.Messages
 	})
@@ -156,14 +156,14 @@ func testKill(t *testing.T, f Features, name string, env *Env, h SourceHarness) 
 	}
 
 	first, _ := startChild()
-	waitFor(t, f.Timeout, "the child's source to take a first message", func() bool {
+	WaitFor(t, f.Timeout, "the child's source to take a first message", func() bool {
 		h.Publish(t, probe())
 		return numbers().has(-1, 0)
 	})
 	rs := newReadings()
 	half := f.Messages / 2
 	h.Publish(t, rs.span(0, half))
-	waitFor(t, f.Timeout, "a quarter of the messages", func() bool { return len(numbers().n) > f.Messages/4 })
+	WaitFor(t, f.Timeout, "a quarter of the messages", func() bool { return len(numbers().n) > f.Messages/4 })
 	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func testKill(t *testing.T, f Features, name string, env *Env, h SourceHarness) 
 	h.Publish(t, rs.span(half, f.Messages))
 
 	second, log := startChild()
-	waitFor(t, f.Timeout, "every message after the restart", func() bool { return numbers().has(0, f.Messages) })
+	WaitFor(t, f.Timeout, "every message after the restart", func() bool { return numbers().has(0, f.Messages) })
 	_ = second.Process.Signal(syscall.SIGTERM)
 	_ = second.Wait()
 	got := numbers()

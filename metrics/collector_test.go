@@ -29,9 +29,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func ran(t *testing.T) *topology.Topology {
 	topo, err := topology.New(topology.Config{Acking: topology.AckingConfig{Enabled: true, MaxAttempts: 1}})
 	require.NoError(t, err)
-	topo.AddSource("src", topology.Single(topology.SourceFunc(func(ctx context.Context, out topology.SourceEmitter) error {
+	topo.AddSource("src", topology.Single(topology.Retaining(func(ctx context.Context, out topology.SourceEmitter) error {
 		for i := range 3 {
-			if err := out.Emit(particle.Particle{Time: int64(i+1) * 1e9, Measurement: "m", Fields: []particle.Field{{Key: "v", Value: particle.Int(int64(i))}}}, i); err != nil {
+			if err := out.EmitTracked(particle.Particle{Time: int64(i+1) * 1e9, Measurement: "m", Fields: []particle.Field{{Key: "v", Value: particle.Int(int64(i))}}}, uint64(i)); err != nil {
 				return err
 			}
 		}

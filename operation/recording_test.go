@@ -166,7 +166,7 @@ func (s *pacedSource) Run(ctx context.Context, out topology.SourceEmitter) error
 	for _, p := range s.in {
 		s.wall.Advance(time.Duration(float64(p.Time-prev) / s.speed))
 		prev = p.Time
-		if err := out.Emit(p, nil); err != nil {
+		if err := out.Emit(p); err != nil {
 			return err
 		}
 	}

@@ -92,7 +92,7 @@ func startTickRig(t *testing.T, op operation.Factory) *tickRig {
 	require.NoError(t, err)
 	topo.AddSource("src", topology.Single(topology.SourceFunc(func(ctx context.Context, out topology.SourceEmitter) error {
 		for p := range r.in {
-			if err := out.Emit(p, nil); err != nil {
+			if err := out.Emit(p); err != nil {
 				return err
 			}
 			if err := out.Flush(); err != nil {

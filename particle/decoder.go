@@ -108,9 +108,20 @@ type Decoder struct {
 	seq    uint64
 	line   int
 	err    error
-	// lpLines is the number of input lines before the first that lp
-	// read: lp is replaced after a string ran into the end of its line.
+	// lpLines is the number of input lines that lp did not read before
+	// the line it reads: lp is replaced after a string ran into the end
+	// of its line, and lines decoded by decodeSimple bypass it.
 	lpLines int
+	// lpClean says that lp has read nothing beyond the last entry it
+	// decoded, so that the next line may bypass it (see decodeSimple).
+	lpClean bool
+	// lpStale says that lp must be replaced before it reads: it is
+	// replaced only when a line needs it, so that an input of plain lines
+	// does not pay for it.
+	lpStale bool
+	// noSimple makes every line go through lp, for tests that compare
+	// decodeSimple with it.
+	noSimple bool
 
 	tagSlab     []Tag   // free part of the current slab
 	fieldSlab   []Field // free part of the current slab
@@ -159,8 +170,10 @@ func newDecoder(cfg DecoderConfig) (*Decoder, error) {
 // were, so that particles of one origin stay distinct, and the intern
 // table and slabs are reused; particles decoded before are unaffected.
 // A source of many small inputs, such as MQTT payloads, should keep one
-// Decoder and reset it for each. A reset still costs two allocations
-// (about 9 KiB): line protocol's own decoder cannot be reset.
+// Decoder and reset it for each. A reset allocates nothing itself, but an
+// input with a line outside the plain form that most lines have (see
+// decodeSimple) then costs two allocations (about 9 KiB): line
+// protocol's own decoder cannot be reset.
 func (d *Decoder) Reset(r io.Reader, source string) {
 	d.reset(source)
 	d.feed.reset(r, d.feed.buf[:0])
@@ -181,9 +194,16 @@ func (d *Decoder) reset(source string) {
 	d.line = 0
 	d.err = nil
 	d.lpLines = 0
-	// The line-protocol decoder cannot be reset, only replaced.
-	d.lp = *lineprotocol.NewDecoder(&d.feed)
+	d.lpStale = true
+	d.lpClean = true
 }
+
+// SetStartLine sets the number of the current input's first line, and of
+// the inputs after it, as DecoderConfig.StartLine does: for an input that
+// continues another, such as a block of a file decoded apart from the
+// lines before it. Call it before the input's first Decode; n below 1
+// counts as 1.
+func (d *Decoder) SetStartLine(n int) { d.cfg.StartLine = max(n, 1) }
 
 // Line returns the number of the line on which the entry last decoded (a
 // particle or a *DecodeError) starts, or 0 before the first. After a read
@@ -203,6 +223,15 @@ func (d *Decoder) Decode(p *Particle) error {
 	}
 	d.feed.keep = d.feed.pieceLineStart
 	d.feed.inEntry = false
+	if d.lpClean && !d.noSimple && d.decodeSimple(p) {
+		return nil
+	}
+	d.lpClean = false
+	if d.lpStale {
+		// The line-protocol decoder cannot be reset, only replaced.
+		d.lp = *lineprotocol.NewDecoder(&d.feed)
+		d.lpStale = false
+	}
 	if !d.lp.Next() {
 		if d.feed.err != nil {
 			return d.readFailed()
@@ -219,6 +248,8 @@ func (d *Decoder) Decode(p *Particle) error {
 	if d.feed.stopped {
 		return d.restartAfterLineEnd(err)
 	}
+	// An entry that decoded has been read to the end of its line.
+	d.lpClean = err == nil
 	return err
 }
 
@@ -242,7 +273,8 @@ func (d *Decoder) restartAfterLineEnd(err error) error {
 	}
 	d.feed.stopped = false
 	d.lpLines = d.feed.line - 1
-	d.lp = *lineprotocol.NewDecoder(&d.feed)
+	d.lpStale = true
+	d.lpClean = true
 	return de
 }
 
@@ -294,18 +326,10 @@ func (d *Decoder) decodeEntry(p *Particle) error {
 	// Keys are checked once lp has read past the fields: lp would skip
 	// them at the next line, and skipping a string field must not read
 	// the following lines (see feeder.inEntry).
-	if !slices.IsSortedFunc(tags, compareTags) {
-		slices.SortFunc(tags, compareTags)
+	setHash, shared, err := d.checkKeys(tags, fields)
+	if err != nil {
+		return d.lineError(err)
 	}
-	for i := 1; i < len(tags); i++ {
-		if tags[i].Key == tags[i-1].Key {
-			return d.lineError(fmt.Errorf("%w %q", ErrDuplicateTag, tags[i].Key))
-		}
-	}
-	if k, ok := duplicateField(fields); ok {
-		return d.lineError(fmt.Errorf("%w %q", ErrDuplicateField, k))
-	}
-	setHash, shared := d.tagSet(tags)
 
 	// The zero time.Time stands for "no timestamp": no int64 of
 	// nanoseconds reaches year 1.
@@ -323,6 +347,32 @@ func (d *Decoder) decodeEntry(p *Particle) error {
 		return d.lineError(ErrNoTime)
 	}
 
+	d.finish(p, ns, measurement, tags, fields, setHash, shared)
+	return nil
+}
+
+// checkKeys sorts tags by key and reports a key given twice among the
+// tags or among the fields. It returns tagSet's hash of tags and the set
+// to share, if any.
+func (d *Decoder) checkKeys(tags []Tag, fields []Field) (setHash uint64, shared []Tag, err error) {
+	if !slices.IsSortedFunc(tags, compareTags) {
+		slices.SortFunc(tags, compareTags)
+	}
+	for i := 1; i < len(tags); i++ {
+		if tags[i].Key == tags[i-1].Key {
+			return 0, nil, fmt.Errorf("%w %q", ErrDuplicateTag, tags[i].Key)
+		}
+	}
+	if k, ok := duplicateField(fields); ok {
+		return 0, nil, fmt.Errorf("%w %q", ErrDuplicateField, k)
+	}
+	setHash, shared = d.tagSet(tags)
+	return setHash, shared, nil
+}
+
+// finish writes the decoded line to *p, claiming tags (unless a shared
+// set replaces them) and fields from their slabs.
+func (d *Decoder) finish(p *Particle, ns int64, measurement string, tags []Tag, fields []Field, setHash uint64, shared []Tag) {
 	if shared == nil {
 		shared = claim(&d.tagSlab, tags)
 		d.rememberTagSet(setHash, shared)
@@ -336,7 +386,6 @@ func (d *Decoder) decodeEntry(p *Particle) error {
 		Tags:        shared,
 		Fields:      claim(&d.fieldSlab, fields),
 	}
-	return nil
 }
 
 func compareTags(a, b Tag) int { return strings.Compare(a.Key, b.Key) }
@@ -648,6 +697,17 @@ func (f *feeder) fill() bool {
 	return false
 }
 
+// fillAhead is fill for a read ahead of lineprotocol.Decoder: a read
+// error, which comes after the data still to serve, is kept pending, to
+// reach lineprotocol.Decoder only where it reads past that data.
+func (f *feeder) fillAhead() bool {
+	more := f.fill()
+	if f.err != nil {
+		f.pending, f.err = f.err, nil
+	}
+	return more
+}
+
 // startEntry records that lineprotocol.Decoder has started an entry.
 func (f *feeder) startEntry() {
 	f.entryLine, f.entryStart = f.pieceLine, f.pieceLineStart
@@ -663,8 +723,13 @@ func (f *feeder) entryRaw() []byte {
 		line := f.buf[f.entryStart:]
 		if i := bytes.IndexByte(line, '\n'); i >= 0 {
 			line = line[:i]
-		} else if len(line) < maxRaw && f.pending == nil && f.fill() {
-			continue
+		} else if len(line) < maxRaw && f.pending == nil {
+			if f.fillAhead() {
+				continue
+			}
+			// fill may have moved the line to the front of buf even
+			// though no more input came.
+			line = f.buf[f.entryStart:]
 		}
 		return bytes.TrimRight(line[:min(len(line), maxRaw)], "\r")
 	}

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/sensorstorm/sensorstorm/connectors/file"
+	"github.com/sensorstorm/sensorstorm/connectors/httpwrite"
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt"
 	"github.com/sensorstorm/sensorstorm/connectors/postgres"
 	"github.com/sensorstorm/sensorstorm/connectors/replay"
@@ -32,14 +33,17 @@ type Options struct {
 	Logger      *slog.Logger
 	Wall        streamclock.Wall
 	DeadLetters topology.DeadLetterSink
+	// WrapSource, if set, wraps the factory of every source, to watch
+	// what the sources emit (statuspage.Tap.Source does).
+	WrapSource func(topology.SourceFactory) topology.SourceFactory
 	// Transport, if set, carries the edges into bolt instances across
 	// processes (see topology.Transport); acking is then on.
 	Transport topology.Transport
 	// Incarnation is passed to the topology (topology.Config.Incarnation).
 	Incarnation uint32
-	// WrapSource, if set, wraps every source instance, for example in a
+	// Lease, if set, wraps every source instance, outside WrapSource, in a
 	// lease that lets one process of a cluster run it.
-	WrapSource func(name string, instance int, src topology.Source) topology.Source
+	Lease func(name string, instance int, src topology.Source) topology.Source
 }
 
 // setDefaults fills in what depends on the whole pipeline: see the
@@ -215,13 +219,24 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 				opened = append(opened, src)
 			}
 			factory = func(i int) topology.Source { return srcs[i] }
+		case s.HTTP != nil:
+			var src *httpwrite.Source
+			src, err = httpSource(s, opts)
+			if err == nil {
+				built.sources = append(built.sources, src)
+				opened = append(opened, src)
+				factory = topology.Single(src)
+			}
 		}
 		if err != nil {
 			return fail(&Error{File: p.File, Line: s.pos.line, Column: s.pos.col, Err: fmt.Errorf("source %q: %w", s.Name, err)})
 		}
-		if wrap := opts.WrapSource; wrap != nil {
+		if opts.WrapSource != nil {
+			factory = opts.WrapSource(factory)
+		}
+		if lease := opts.Lease; lease != nil {
 			inner, name := factory, s.Name
-			factory = func(i int) topology.Source { return wrap(name, i, inner(i)) }
+			factory = func(i int) topology.Source { return lease(name, i, inner(i)) }
 		}
 		topo.AddSource(s.Name, factory, topology.SourceConfig{Parallelism: s.Parallelism})
 	}
@@ -264,6 +279,16 @@ func fileSource(s *Source, dir string, built *Built) (topology.SourceFactory, er
 		built.replays[s.Name] = append(built.replays[s.Name], src)
 		return src
 	}, nil
+}
+
+// httpSource returns an http source, its state directory resolved against
+// opts.Dir.
+func httpSource(s *Source, opts Options) (*httpwrite.Source, error) {
+	cfg := *s.HTTP
+	cfg.StateDir = resolve(opts.Dir, cfg.StateDir)
+	cfg.Logger = opts.Logger
+	cfg.Spool.Logger = opts.Logger
+	return httpwrite.NewSource(cfg)
 }
 
 // mqttSources returns the instances of an MQTT source.

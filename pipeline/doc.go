@@ -83,6 +83,20 @@
 // is read from [PasswordEnv]. [Built.Run] closes the MQTT sources once the
 // topology has drained.
 //
+// # InfluxDB writes over HTTP
+//
+// An http source serves InfluxDB's write API (POST /api/v2/write and
+// /write, line protocol, gzip) and takes the keys of
+// connectors/httpwrite's Config: addr (localhost:8086), state_dir
+// (required: the spool that makes a write durable before its 204),
+// token, max_body_size, max_in_flight_bytes, retry_after, shutdown_timeout
+// and spool. It is a live feed, like MQTT: on the live clock, with
+// acking on, one instance, its own state_dir and addr:
+//
+//	sources:
+//	  - name: telegraf
+//	    http: {addr: "localhost:8086", state_dir: sensorstorm-state/telegraf, token: "${INFLUX_TOKEN}"}
+//
 // # PostgreSQL
 //
 // A postgres sink takes the keys of connectors/postgres's Config: url,

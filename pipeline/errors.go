@@ -18,6 +18,7 @@ type Error struct {
 	Err error
 }
 
+// Error implements error.
 func (e *Error) Error() string {
 	return fmt.Sprintf("%s:%d:%d: %v", e.File, e.Line, e.Column, e.Err)
 }

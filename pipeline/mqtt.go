@@ -147,6 +147,18 @@ func (d *decoder) checkMQTT(p *Pipeline) {
 		if s.File != nil && file == nil {
 			file = s
 		}
+		if h := s.HTTP; h != nil {
+			what := fmt.Sprintf("source %q", s.Name)
+			if feed == nil {
+				feed = s
+			}
+			if p.ackingEnabledSet && !p.Acking.Enabled {
+				d.failAt(s.pos, "%s: an http source learns from acking when a write was processed and may leave the spool: enable acking", what)
+			}
+			claim("state_dir", filepath.Clean(h.StateDir), what, s.pos)
+			claim("addr", h.Addr, what, s.pos)
+			continue
+		}
 		c := s.MQTT
 		if c == nil {
 			continue
@@ -171,7 +183,11 @@ func (d *decoder) checkMQTT(p *Pipeline) {
 		}
 	}
 	if file != nil && feed != nil {
-		d.failAt(feed.pos, "source %q: an MQTT feed runs on the live clock and file source %q replays on its own: run them as two pipelines", feed.Name, file.Name)
+		kind := "an MQTT feed"
+		if feed.HTTP != nil {
+			kind = "an http source"
+		}
+		d.failAt(feed.pos, "source %q: %s runs on the live clock and file source %q replays on its own: run them as two pipelines", feed.Name, kind, file.Name)
 	}
 	for _, b := range p.Bolts {
 		if b.Sink != nil && b.Sink.MQTT != nil {
@@ -184,7 +200,7 @@ func (d *decoder) checkMQTT(p *Pipeline) {
 // live clock until stopped.
 func (p *Pipeline) Live() bool {
 	for _, s := range p.Sources {
-		if s.MQTT != nil {
+		if s.MQTT != nil || s.HTTP != nil {
 			return true
 		}
 	}

@@ -240,21 +240,29 @@ func (d *decoder) acking(n *yaml.Node, p *Pipeline) {
 }
 
 func (d *decoder) source(n *yaml.Node) (Source, bool) {
-	m := d.mapping(n, nameOf(n, "source"), "name", "parallelism", "file", "mqtt")
+	m := d.mapping(n, nameOf(n, "source"), "name", "parallelism", "file", "mqtt", "http")
 	if m == nil {
 		return Source{}, false
 	}
 	name, what, parallelism := d.component(n, m, "source")
 	s := Source{Name: name, Parallelism: parallelism, pos: at(n)}
+	types := 0
+	for _, k := range []string{"file", "mqtt", "http"} {
+		if m[k] != nil {
+			types++
+		}
+	}
 	switch {
-	case m["file"] != nil && m["mqtt"] != nil:
-		d.fail(n, "%s: set file or mqtt, not both", what)
+	case types > 1:
+		d.fail(n, "%s: set one of file, mqtt and http", what)
 	case m["mqtt"] != nil:
 		s.MQTT = d.mqttSource(m["mqtt"], what, s.Name)
+	case m["http"] != nil:
+		s.HTTP = d.httpSource(m["http"], what, parallelism)
 	case m["file"] != nil:
 		s.File = d.fileSource(m["file"], what)
 	default:
-		d.fail(n, "%s: no type: set file or mqtt", what)
+		d.fail(n, "%s: no type: set file, mqtt or http", what)
 	}
 	// A source with problems still declares its name, so that its
 	// consumers get no errors of their own.

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/sensorstorm/sensorstorm/connectors/file"
+	"github.com/sensorstorm/sensorstorm/connectors/httpwrite"
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt"
 	"github.com/sensorstorm/sensorstorm/connectors/postgres"
 	"github.com/sensorstorm/sensorstorm/connectors/replay"
@@ -26,7 +27,7 @@ type Pipeline struct {
 	Bolts   []Bolt
 }
 
-// Source is a source of a pipeline: File or MQTT is set.
+// Source is a source of a pipeline: File, MQTT or HTTP is set.
 type Source struct {
 	Name        string
 	Parallelism int
@@ -36,6 +37,9 @@ type Source struct {
 	// defaults that depend on the pipeline applied, and paths as in the
 	// file (Build resolves them).
 	MQTT *mqtt.Config
+	// HTTP is set for InfluxDB writes received over HTTP: the
+	// connector's configuration, with paths as in the file.
+	HTTP *httpwrite.Config
 	pos  pos
 }
 

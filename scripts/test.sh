@@ -6,7 +6,9 @@
 # 127.0.0.1:5432 that trusts the user postgres (or SENSORSTORM_POSTGRES_URL):
 # as root this script starts the local cluster when it is stopped, and
 # installs the Debian package, trusting loopback connections, when it is
-# missing.
+# missing. The status page's browser test drives Chromium (/usr/bin/chromium):
+# as root this script installs the Debian packages chromium and
+# chromium-driver when they are missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +19,17 @@ if ! command -v mosquitto >/dev/null 2>&1 && [ ! -x /usr/sbin/mosquitto ]; then
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mosquitto >/dev/null
 	else
 		echo "mosquitto is missing: install the Debian package 'mosquitto' (the MQTT tests need it)" >&2
+		exit 1
+	fi
+fi
+
+if [ ! -x /usr/bin/chromium ] || ! command -v chromedriver >/dev/null 2>&1; then
+	if [ "$(id -u)" = 0 ]; then
+		echo "installing chromium and chromium-driver (Debian packages) for the status page's browser test"
+		apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
+	else
+		echo "chromium is missing: install the Debian packages 'chromium' and 'chromium-driver' (the status page's browser test needs them)" >&2
 		exit 1
 	fi
 fi

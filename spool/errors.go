@@ -14,6 +14,9 @@ var (
 	// ErrTooLarge is returned by Append for a record longer than
 	// MaxRecordSize.
 	ErrTooLarge = errors.New("spool: record too large")
+	// ErrBadRecord is returned by PendingRecords for a record that is not
+	// a Record: checksummed, so written so by a bug, not damaged.
+	ErrBadRecord = errors.New("spool: record unreadable")
 )
 
 // Damage is a damaged stretch of a segment: bytes that are not intact
@@ -43,6 +46,7 @@ type CorruptError struct {
 	Lost uint64
 }
 
+// Error implements error.
 func (e *CorruptError) Error() string {
 	d := e.Damage[0]
 	return fmt.Sprintf("spool: corrupt segment %s at offset %d: %v: %d records lost in %d damaged stretches",

@@ -10,9 +10,11 @@ import (
 	"syscall"
 )
 
-// Spool is a write-ahead log in a directory. Append and Sync are called
-// by one goroutine at a time (the writer); Complete, Durable and Stats
-// are safe for concurrent use with them and with each other.
+// Spool is a write-ahead log in a directory. Its methods are safe for
+// concurrent use. Writers that each Append a record and then Sync share
+// fsyncs (group commit): a Sync writes every record appended before it
+// started, so one that waited for another finds its record written or
+// writes it together with those of the writers that came meanwhile.
 type Spool struct {
 	dir  string
 	cfg  Config

@@ -53,14 +53,8 @@ type Buffer[T any] struct {
 	// in slots, so that tree nodes stay compact, are moved without write
 	// barriers and are never scanned by the garbage collector.
 	tree *btree.BTreeG[entry]
-	// slots are pages of items (see store); fresh is the first slot never
-	// used since the buffer last emptied, free the used ones given back.
-	slots []*page[T]
-	fresh uint32
-	free  []uint32
-	// lastPeak is how many slots the previous cycle, from empty to empty,
-	// used.
-	lastPeak int
+	// slots hold the items, by value.
+	slots slotPages[T]
 	// size measures items, when set; bytes is the total held.
 	size  func(*T) int
 	bytes int64

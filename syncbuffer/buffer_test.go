@@ -426,21 +426,6 @@ func TestKeyLess(t *testing.T) {
 	}
 }
 
-func TestSlotsGivenBackWhenEmpty(t *testing.T) {
-	b := newTestBuffer(t, Config{Window: time.Hour}, 1)
-	for i := range 2 * keepSlots {
-		b.Push(0, data(int64(i), 0, uint64(i)), 0)
-	}
-	b.EndOfStream(0)
-	assert.Len(t, drain(b, 0), 2*keepSlots)
-	for i := range 2 {
-		assert.NotNil(t, b.slots, "kept while the burst is one of the last two cycles")
-		b.Push(0, data(1<<40+int64(i), 0, 1), 0)
-		assert.Len(t, drain(b, 0), 1)
-	}
-	assert.Nil(t, b.slots, "given back after two small cycles")
-}
-
 func TestMin(t *testing.T) {
 	b := newTestBuffer(t, Config{Window: 10}, 1)
 	_, ok := b.Min()

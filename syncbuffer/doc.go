@@ -66,9 +66,10 @@
 // pointer-free entries (key, arrival counter, slot); the items themselves sit
 // by value in slots next to it, in pages of 1024 that are added as the
 // buffer grows, so that growing never copies an item. Per item held, a
-// buffer takes about 47 bytes beyond the item itself. The pages stay while
-// the buffer keeps filling to its peak, and a burst's pages are given back
-// once the buffer has emptied twice since. In the steady state a push and
+// buffer takes about 47 bytes beyond the item itself. A new item takes the
+// lowest free slot, so that once a burst's items are released the last
+// pages are empty and given back (beyond twice the pages in use), also
+// while the buffer goes on holding a steady stream. In the steady state a push and
 // its release allocate nothing, and an in-order stream with no window
 // passes through without touching the tree.
 //

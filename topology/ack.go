@@ -2,6 +2,7 @@ package topology
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -10,7 +11,6 @@ import (
 	"github.com/cenkalti/backoff/v5"
 
 	"github.com/sensorstorm/sensorstorm/acker"
-	"github.com/sensorstorm/sensorstorm/particle"
 )
 
 // ackOp is one update of a tree from a bolt instance: the XOR of the input's
@@ -23,38 +23,36 @@ type ackOp struct {
 	err    error
 }
 
-// tree is what the engine keeps per pending tree to report and replay it.
+// tree is what the engine keeps per pending tree besides the acker's
+// slot: 16 bytes, no pointer. The particle stays with its source, which
+// gives it back (Acknowledger.Redeliver) for a retry or a dead letter.
 type tree struct {
-	src     *sourceInstance
-	msgID   any
-	p       particle.Particle
-	attempt int
-	// notify, when set, is told the outcome instead of a source: the
-	// tree of a batch taken from a Feed.
-	notify func(error)
+	msgID   uint64
+	origin  uint32 // the source instance, run.sources[origin-1], or a feed after them
+	attempt uint32
 }
 
-// outcome is a finished tree, reported outside the lock. Only failures
-// carry the particle, for replay or the dead-letter sink.
+// outcome is a finished tree, reported outside the lock.
 type outcome struct {
 	src     *sourceInstance
-	notify  func(error)
-	msgID   any
-	attempt int
+	feed    *feed // instead of src, for the tree of a batch from a Feed
+	msgID   uint64
+	attempt uint32
 	done    bool
 	reason  acker.Reason
 	err     error
-	p       particle.Particle
 }
 
 // ackService owns the acker table. Bolts apply their updates in batches
 // directly under its lock, so acks never wait behind data in a queue.
 type ackService struct {
-	cfg   AckingConfig
-	mu    sync.Mutex
-	table *acker.Table
-	trees treePages // by root slot
-	stale atomic.Uint64
+	cfg     AckingConfig
+	sources []*sourceInstance // by origin-1
+	feeds   []*feed           // by origin-1-len(sources)
+	mu      sync.Mutex
+	table   *acker.Table
+	trees   treePages // by root slot
+	stale   atomic.Uint64
 	// now is a coarse wall clock, set at every housekeeping tick, for
 	// scheduling retries.
 	now  atomic.Int64
@@ -71,7 +69,7 @@ type ackService struct {
 // capacity, and never copied.
 type treePages [][]tree
 
-const treePage = 1024
+const treePage = 4096
 
 // at returns the tree of slot, adding the pages up to it.
 func (p *treePages) at(slot int) *tree {
@@ -86,12 +84,12 @@ func (p *treePages) at(slot int) *tree {
 // only makes a tree look younger.
 func (a *ackService) workNow() int64 { return a.wall() - a.paused.Load() }
 
-func newAckService(cfg AckingConfig, capacity int, wall func() int64) (*ackService, error) {
+func newAckService(cfg AckingConfig, sources []*sourceInstance, feeds []*feed, capacity int, wall func() int64) (*ackService, error) {
 	t, err := acker.NewTable(cfg.table(capacity))
 	if err != nil {
 		return nil, err
 	}
-	a := &ackService{cfg: cfg, table: t, wall: wall}
+	a := &ackService{cfg: cfg, sources: sources, feeds: feeds, table: t, wall: wall}
 	a.now.Store(wall())
 	return a, nil
 }
@@ -120,7 +118,7 @@ func (a *ackService) startAll(ts []newTree, roots []acker.RootID, results []outc
 			// full table is a broken invariant, not a load condition.
 			panic("topology: acker table full despite pending tokens: " + err.Error())
 		case done:
-			results = append(results, outcome{src: t.src, notify: t.notify, msgID: t.msgID, attempt: t.attempt, done: true})
+			results = append(results, a.outcome(&t.tree, true, 0, nil))
 		default:
 			*a.trees.at(root.Slot()) = t.tree
 		}
@@ -183,56 +181,60 @@ func (a *ackService) expire(now int64, paused time.Duration) {
 
 func (a *ackService) finishLocked(results []outcome, root acker.RootID, done bool, r acker.Reason, err error) []outcome {
 	t := a.trees.at(root.Slot())
-	o := outcome{src: t.src, notify: t.notify, msgID: t.msgID, attempt: t.attempt, done: done, reason: r, err: err}
-	if !done {
-		o.p = t.p
-	}
+	o := a.outcome(t, done, r, err)
 	*t = tree{}
 	return append(results, o)
+}
+
+// outcome returns the outcome of t for its source or feed.
+func (a *ackService) outcome(t *tree, done bool, r acker.Reason, err error) outcome {
+	o := outcome{msgID: t.msgID, attempt: t.attempt, done: done, reason: r, err: err}
+	if i := int(t.origin) - 1; i < len(a.sources) {
+		o.src = a.sources[i]
+	} else {
+		o.feed = a.feeds[i-len(a.sources)]
+	}
+	return o
 }
 
 // report tells sources about finished trees, outside the lock: a source's
 // callbacks may take their time.
 func (a *ackService) report(results []outcome) {
-	for i := 0; i < len(results); i++ {
+	for i := range results {
 		o := &results[i]
 		s := o.src
 		switch {
-		case o.notify != nil && o.done:
-			o.notify(nil)
-		case o.notify != nil && o.err != nil:
-			o.notify(fmt.Errorf("%w: %s: %w", ErrRemoteFailed, o.reason, o.err))
-		case o.notify != nil:
-			o.notify(fmt.Errorf("%w: %s", ErrRemoteFailed, o.reason))
-		case o.done && s.ackr == nil:
-			// Completions of one source come in runs: count them at once.
-			n := 1
-			for i+n < len(results) && results[i+n].done && results[i+n].src == s {
-				n++
-			}
-			i += n - 1
-			s.stats.Acked.Add(uint64(n))
-			s.pending.give(n)
+		case o.feed != nil:
+			o.feed.finish(o)
 		case o.done:
 			s.stats.Acked.Add(1)
 			s.ackr.Ack(o.msgID)
 			s.pending.give(1)
-		case o.attempt < a.cfg.MaxAttempts:
+		case int(o.attempt) < a.cfg.MaxAttempts:
 			s.stats.Failed.Add(1)
 			s.stats.FailedBy[o.reason].Add(1)
-			s.retries.push(retry{p: o.p, msgID: o.msgID, attempt: o.attempt + 1, due: a.now.Load() + int64(a.backoff(o.attempt))})
+			s.retries.push(retry{msgID: o.msgID, attempt: o.attempt + 1, due: a.now.Load() + int64(a.backoff(int(o.attempt)))})
 		default:
 			s.stats.Failed.Add(1)
 			s.stats.FailedBy[o.reason].Add(1)
-			s.stats.DeadLettered.Add(1)
-			p := o.p
-			s.topo.deadLetter(DeadLetter{Component: s.name, Instance: s.index, Reason: o.reason.String(), Err: o.err, Particle: &p})
-			if s.ackr != nil {
-				s.ackr.Fail(o.msgID, o.reason, o.err)
-			}
-			s.pending.give(1)
+			a.giveUp(s, o.msgID, o.reason, o.err)
 		}
 	}
+}
+
+// giveUp dead-letters the particle of a tree that failed for good, as its
+// source gives it back, and tells the source.
+func (a *ackService) giveUp(s *sourceInstance, msgID uint64, r acker.Reason, err error) {
+	dl := DeadLetter{Component: s.name, Instance: s.index, Reason: r.String(), Err: err}
+	if p, rerr := s.ackr.Redeliver(msgID); rerr == nil {
+		dl.Particle = &p
+	} else {
+		dl.Err = errors.Join(err, fmt.Errorf("topology: redeliver %d for the dead-letter sink: %w", msgID, rerr))
+	}
+	s.stats.DeadLettered.Add(1)
+	s.topo.deadLetter(dl)
+	s.ackr.Fail(msgID, r, err)
+	s.pending.give(1)
 }
 
 // backoff is the wait before attempt+1, exponential with jitter.
@@ -251,11 +253,10 @@ func (a *ackService) backoff(attempt int) time.Duration {
 	return d
 }
 
-// retry is a failed particle waiting to be emitted again.
+// retry is a failed tree waiting for its particle to be emitted again.
 type retry struct {
-	p       particle.Particle
-	msgID   any
-	attempt int
+	msgID   uint64
+	attempt uint32
 	due     int64
 }
 

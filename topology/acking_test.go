@@ -25,42 +25,49 @@ import (
 type trackedSource struct {
 	n      int
 	mu     sync.Mutex
-	acked  map[any]int
-	failed map[any]acker.Reason
+	acked  map[uint64]int
+	failed map[uint64]acker.Reason
 }
 
 func newTrackedSource(n int) *trackedSource {
-	return &trackedSource{n: n, acked: map[any]int{}, failed: map[any]acker.Reason{}}
+	return &trackedSource{n: n, acked: map[uint64]int{}, failed: map[uint64]acker.Reason{}}
+}
+
+// reading returns the particle of message id i: the source needs no
+// memory to redeliver it.
+func (s *trackedSource) reading(i uint64) particle.Particle {
+	return particle.Particle{Time: int64(i), Measurement: "m", Tags: []particle.Tag{{Key: "k", Value: string(rune('a' + i%3))}}}
 }
 
 func (s *trackedSource) Run(ctx context.Context, out topology.SourceEmitter) error {
-	for i := 1; i <= s.n; i++ {
-		p := particle.Particle{Time: int64(i), Measurement: "m", Tags: []particle.Tag{{Key: "k", Value: string(rune('a' + i%3))}}}
-		if err := out.Emit(p, i); err != nil {
+	for i := uint64(1); i <= uint64(s.n); i++ {
+		if err := out.EmitTracked(s.reading(i), i); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (s *trackedSource) Ack(id any) {
+func (s *trackedSource) Ack(id uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.acked[id]++
 }
 
-func (s *trackedSource) Fail(id any, r acker.Reason, _ error) {
+func (s *trackedSource) Fail(id uint64, r acker.Reason, _ error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.failed[id] = r
 }
+
+func (s *trackedSource) Redeliver(id uint64) (particle.Particle, error) { return s.reading(id), nil }
 
 // each message id ended exactly once, acked or failed.
 func (s *trackedSource) assertEachEndedOnce(t *testing.T) {
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i := 1; i <= s.n; i++ {
+	for i := uint64(1); i <= uint64(s.n); i++ {
 		_, failed := s.failed[i]
 		acks := s.acked[i]
 		require.True(t, (acks == 1) != failed, "message %d: acked %d times, failed %v", i, acks, failed)
@@ -191,8 +198,6 @@ func TestAckingPanicIsRetriedAndThenSucceeds(t *testing.T) {
 		processed.Store(in.Time, true)
 		return nil
 	})), topology.BoltConfig{}).Input("src", topology.Global())
-	w := streamclock.System{}
-	_ = w
 	require.NoError(t, topo.Run(context.Background()))
 
 	src.assertEachEndedOnce(t)
@@ -226,7 +231,7 @@ func TestAckingLostParticlesAreReplayedThenDeadLettered(t *testing.T) {
 	src.assertEachEndedOnce(t)
 	require.Len(t, src.failed, 4)
 	for id, r := range src.failed {
-		assert.Zero(t, id.(int)%10, "message %v", id)
+		assert.Zero(t, id%10, "message %v", id)
 		assert.Contains(t, []acker.Reason{acker.Timeout, acker.Expired}, r)
 	}
 	stats := topo.Stats("src")

@@ -37,7 +37,7 @@ func TestSlowBoltSlowsTheSourceAndMemoryStaysBounded(t *testing.T) {
 			if inFlight := int64(i) - processed.Load(); inFlight > maxInFlight.Load() {
 				maxInFlight.Store(inFlight)
 			}
-			if err := out.Emit(particle.Particle{Time: int64(i), Measurement: "m", Fields: payload}, nil); err != nil {
+			if err := out.Emit(particle.Particle{Time: int64(i), Measurement: "m", Fields: payload}); err != nil {
 				return err
 			}
 		}

@@ -2,13 +2,13 @@ package topology_test
 
 import (
 	"context"
-	"math/rand/v2"
 	"runtime"
 	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/sensorstorm/sensorstorm/acker"
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/syncbuffer"
@@ -94,19 +94,16 @@ func benchmarkTopology(b *testing.B, c benchCase) {
 		probe      time.Duration
 		heldSize   float64
 	)
-	topo.AddSource("gen", topology.Single(topology.SourceFunc(func(ctx context.Context, out topology.SourceEmitter) error {
-		r := rand.New(rand.NewPCG(1, 2))
-		var id any
-		if c.acking {
-			id = true
-		}
-		for i := range n {
-			t := int64(c.disorder) + int64(i)*int64(c.step)
-			if c.disorder > 0 {
-				t -= r.Int64N(int64(c.disorder))
+	gen := &benchSource{c: c, tags: tags, fields: fields}
+	gen.run = func(ctx context.Context, out topology.SourceEmitter) error {
+		for i := range uint64(n) {
+			var err error
+			if c.acking {
+				err = out.EmitTracked(gen.particle(i), i)
+			} else {
+				err = out.Emit(gen.particle(i))
 			}
-			p := particle.Particle{Time: t, Measurement: "env", Tags: tags[i%c.keys], Fields: fields}
-			if err := out.Emit(p, id); err != nil {
+			if err != nil {
 				return err
 			}
 		}
@@ -120,7 +117,8 @@ func benchmarkTopology(b *testing.B, c benchCase) {
 		heldSize = bytesPerBuffered(topo, n, heapBefore)
 		probe = time.Since(start)
 		return nil
-	})), topology.SourceConfig{})
+	}
+	topo.AddSource("gen", topology.Single(gen), topology.SourceConfig{})
 	topo.AddBolt("work", operation.Stateless(operation.Func(func(_ context.Context, in particle.Particle, out operation.Emitter) error {
 		out.Emit(in)
 		return nil
@@ -145,6 +143,40 @@ func benchmarkTopology(b *testing.B, c benchCase) {
 	if heldSize > 0 {
 		b.ReportMetric(heldSize, "B/buffered")
 	}
+}
+
+// benchSource emits the particles of a benchCase. Particle i is a function
+// of i, so that the source redelivers without keeping anything.
+type benchSource struct {
+	c      benchCase
+	tags   [][]particle.Tag
+	fields []particle.Field
+	run    func(ctx context.Context, out topology.SourceEmitter) error
+}
+
+func (s *benchSource) Run(ctx context.Context, out topology.SourceEmitter) error {
+	return s.run(ctx, out)
+}
+
+func (s *benchSource) particle(i uint64) particle.Particle {
+	t := int64(s.c.disorder) + int64(i)*int64(s.c.step)
+	if s.c.disorder > 0 {
+		t -= int64(splitmix64(i) % uint64(s.c.disorder))
+	}
+	return particle.Particle{Time: t, Measurement: "env", Tags: s.tags[i%uint64(len(s.tags))], Fields: s.fields}
+}
+
+func (s *benchSource) Ack(uint64)                                    {}
+func (s *benchSource) Fail(uint64, acker.Reason, error)              {}
+func (s *benchSource) Redeliver(i uint64) (particle.Particle, error) { return s.particle(i), nil }
+
+// splitmix64 scrambles x: a random-looking disorder that is a function of
+// the particle's number.
+func splitmix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
 }
 
 // bytesPerBuffered waits until the work bolt has taken in and settled all

@@ -28,12 +28,39 @@ type held struct {
 	// xors holds, per tree of env (in the order of envelope.each), the
 	// edges of the children that tree must see acked through this input.
 	xors []uint64
+	// first backs xors for an input of one tree, the common case, so that
+	// holding it takes one allocation.
+	first [1]uint64
 }
 
-func newHeld(env *envelope, xor uint64) *held {
-	h := &held{env: *env, xors: make([]uint64, 1+len(env.more))}
+// spareHelds bounds the held inputs an instance keeps for reuse.
+const spareHelds = 1024
+
+// newHeld holds env, reusing a held input given back.
+func (b *boltInstance) newHeld(env *envelope, xor uint64) *held {
+	var h *held
+	if n := len(b.spareHelds); n > 0 {
+		h = b.spareHelds[n-1]
+		b.spareHelds = b.spareHelds[:n-1]
+	} else {
+		h = new(held)
+	}
+	h.env = *env
+	if len(env.more) == 0 {
+		h.xors = h.first[:]
+	} else {
+		h.xors = make([]uint64, 1+len(env.more))
+	}
 	h.add(xor)
 	return h
+}
+
+// recycle gives back a held input that nothing refers to any more.
+func (b *boltInstance) recycle(h *held) {
+	if len(b.spareHelds) < spareHelds {
+		*h = held{}
+		b.spareHelds = append(b.spareHelds, h)
+	}
 }
 
 // add accounts children anchored to the input in every one of its trees.
@@ -63,6 +90,7 @@ type boltInstance struct {
 	// carried end of stream: acked once this instance ended its streams.
 	outlet    Outlet
 	inlet     Inlet
+	feed      *feed
 	abandon   chan struct{}
 	stopInlet context.CancelFunc
 	eosAcks   []ackOp
@@ -103,6 +131,7 @@ type boltInstance struct {
 	released, emitted envelope
 
 	heldInputs map[operation.Anchor]*held
+	spareHelds []*held // see newHeld
 	claims     []claim // scratch for EmitAnchored
 	claimed    map[acker.RootID]struct{}
 	nextAnchor operation.Anchor
@@ -298,6 +327,14 @@ func (b *boltInstance) release(ctx context.Context, now int64) {
 		} else {
 			b.process(ctx, &b.released)
 		}
+		if b.router.full > 0 {
+			// A large release hands on full batches as it goes rather
+			// than grow them: memory stays bounded, and downstream works
+			// meanwhile. The acks of the inputs processed go first, so
+			// that no child is acked before its tree knows of it.
+			b.flushAcks()
+			_ = b.router.flushFull(ctx)
+		}
 		return true
 	})
 	if wm, ok := b.buf.Watermark(now); ok {
@@ -478,7 +515,7 @@ func (b *boltInstance) Hold() operation.Anchor {
 	if b.curHeld == nil && !b.curDone {
 		b.nextAnchor++
 		b.curAnchor = b.nextAnchor
-		b.curHeld = newHeld(b.cur, b.curXor)
+		b.curHeld = b.newHeld(b.cur, b.curXor)
 		b.heldInputs[b.curAnchor] = b.curHeld
 	}
 	return b.curAnchor
@@ -568,6 +605,7 @@ func (b *boltInstance) claim(c claim) bool {
 func (b *boltInstance) Ack(a operation.Anchor) {
 	if h := b.take(a); h != nil {
 		b.ackHeld(h)
+		b.recycle(h)
 	}
 }
 
@@ -591,6 +629,9 @@ func (b *boltInstance) Fail(a operation.Anchor, err error) {
 		b.ackHeld(h)
 	default:
 		b.failInput(context.Background(), &h.env, err)
+	}
+	if h != nil {
+		b.recycle(h)
 	}
 }
 

@@ -112,7 +112,7 @@ func TestDestinationGivenUpOnStopsTheRun(t *testing.T) {
 	defer src.mu.Unlock()
 	assert.Empty(t, src.failed, "nor failed")
 	assert.Len(t, src.acked, 4, "what was written is acknowledged, nothing else")
-	for i := 1; i <= 4; i++ {
+	for i := uint64(1); i <= 4; i++ {
 		assert.Equal(t, 1, src.acked[i])
 	}
 	assert.Len(t, sink.all(), 4)

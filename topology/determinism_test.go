@@ -172,7 +172,7 @@ func (c pipelineCase) run(t require.TestingT, s schedule) (windows, last []strin
 		rng := rand.New(rand.NewPCG(s.seed, uint64(i)))
 		topo.AddSource(name, topology.Single(topology.SourceFunc(func(_ context.Context, out topology.SourceEmitter) error {
 			for j, r := range rs {
-				if err := out.Emit(r.particle(), nil); err != nil {
+				if err := out.Emit(r.particle()); err != nil {
 					return err
 				}
 				if s.flushEvery > 0 && j%s.flushEvery == 0 {

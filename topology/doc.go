@@ -7,9 +7,12 @@
 // (package syncbuffer) and releases particles to its operation in event-time
 // order. Meta particles go to every instance of every downstream bolt and
 // each instance handles each identity once. With acking on, every data
-// particle a source emits is tracked by the XOR acker (package acker) until
-// its whole tree was processed, and failed trees are retried and finally
-// dead-lettered.
+// particle a source emits tracked (SourceEmitter.EmitTracked) is tracked by
+// the XOR acker (package acker) until its whole tree was processed, and
+// failed trees are retried and finally dead-lettered. As with a Storm
+// spout, the source keeps what it needs to produce a particle again
+// (Acknowledger.Redeliver): the engine keeps 32 bytes per pending tree,
+// whatever the particle.
 //
 // # Time
 //

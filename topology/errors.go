@@ -19,6 +19,9 @@ var (
 	ErrGaveUp = errors.New("topology: gave up on a failing destination")
 	// ErrStopped is returned by emits after the topology stopped.
 	ErrStopped = errors.New("topology: stopped")
+	// ErrNotAcknowledger is returned by EmitTracked from a source that
+	// does not implement Acknowledger, and so cannot redeliver.
+	ErrNotAcknowledger = errors.New("topology: tracked emit from a source that is not an Acknowledger")
 )
 
 // PanicError is the error of an operation that panicked.
@@ -28,6 +31,7 @@ type PanicError struct {
 	Stack     []byte
 }
 
+// Error implements error.
 func (e *PanicError) Error() string {
 	return fmt.Sprintf("topology: %s panicked: %v", e.Component, e.Value)
 }

@@ -23,7 +23,7 @@ func Example() {
 	topo, _ := topology.New(topology.Config{})
 	topo.AddSource("sensors", topology.Single(topology.SourceFunc(func(ctx context.Context, out topology.SourceEmitter) error {
 		for _, p := range readings {
-			if err := out.Emit(p, nil); err != nil {
+			if err := out.Emit(p); err != nil {
 				return err
 			}
 		}
@@ -45,4 +45,43 @@ func Example() {
 	// t,s=b f=66.2 1
 	// t,s=a f=68 2
 	// t,s=a f=69.8 3
+}
+
+// A source without a store of its own emits tracked particles through
+// Retaining, which keeps each one until its tree finishes: a bolt fails
+// the first attempt at reading 2, and the engine emits it again from what
+// the source kept. The retry comes after what went on meanwhile: at least
+// once, not in order.
+func ExampleRetaining() {
+	topo, _ := topology.New(topology.Config{Acking: topology.AckingConfig{Enabled: true}})
+	topo.AddSource("sensors", topology.Single(topology.Retaining(func(ctx context.Context, out topology.SourceEmitter) error {
+		for i := range 3 {
+			p := particle.Particle{Time: int64(i+1) * 1e9, Measurement: "t", Fields: []particle.Field{{Key: "n", Value: particle.Int(int64(i + 1))}}}
+			if err := out.EmitTracked(p, uint64(i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})), topology.SourceConfig{})
+	failed := false
+	topo.AddBolt("flaky", operation.Stateless(operation.Func(func(_ context.Context, in particle.Particle, out operation.Emitter) error {
+		if in.Time == 2e9 && !failed {
+			failed = true
+			return fmt.Errorf("database away")
+		}
+		out.Emit(in)
+		return nil
+	})), topology.BoltConfig{}).Input("sensors", topology.Global())
+	var out strings.Builder
+	topo.AddBolt("print", operation.Stateless(file.NewSink(&out, particle.Second)), topology.BoltConfig{}).Input("flaky", topology.Global())
+	if err := topo.Run(context.Background()); err != nil {
+		fmt.Println(err)
+	}
+	fmt.Print(out.String())
+	fmt.Println("replayed:", topo.Stats("sensors").Replayed.Load())
+	// Output:
+	// t n=1i 1
+	// t n=3i 3
+	// t n=2i 2
+	// replayed: 1
 }

@@ -17,9 +17,9 @@ import (
 
 // times is a source of one particle per event time, in the order given.
 func times(ts ...time.Time) topology.Source {
-	return topology.SourceFunc(func(_ context.Context, out topology.SourceEmitter) error {
+	return topology.Retaining(func(_ context.Context, out topology.SourceEmitter) error {
 		for i, t := range ts {
-			if err := out.Emit(particle.Particle{Time: t.UnixNano(), Measurement: "m"}, i); err != nil {
+			if err := out.EmitTracked(particle.Particle{Time: t.UnixNano(), Measurement: "m"}, uint64(i)); err != nil {
 				return err
 			}
 		}

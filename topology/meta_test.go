@@ -76,7 +76,7 @@ func TestMetaParticlesAreBroadcastAndDeduplicated(t *testing.T) {
 						return err
 					}
 				}
-				if err := out.Emit(particle.Particle{Time: ts, Measurement: "m", Tags: []particle.Tag{{Key: "k", Value: string(rune('a' + i%5))}}}, nil); err != nil {
+				if err := out.Emit(particle.Particle{Time: ts, Measurement: "m", Tags: []particle.Tag{{Key: "k", Value: string(rune('a' + i%5))}}}); err != nil {
 					return err
 				}
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/sensorstorm/sensorstorm/acker"
 	"github.com/sensorstorm/sensorstorm/particle"
@@ -145,8 +146,30 @@ func (ri *remoteInbox) completer(edges []anchor) func(error) {
 // feed is a bolt instance's Feed.
 type feed struct {
 	b       *boltInstance
+	origin  uint32 // its trees' origin in the ack service
 	pending *tokens
 	edges   *acker.EdgeIDs
+
+	mu    sync.Mutex // guards what follows
+	next  uint64
+	dones map[uint64]func(error) // by tree msgID
+}
+
+// finish reports the outcome of a batch's tree to its done callback.
+func (f *feed) finish(o *outcome) {
+	f.mu.Lock()
+	done := f.dones[o.msgID]
+	delete(f.dones, o.msgID)
+	f.mu.Unlock()
+	f.pending.give(1)
+	switch {
+	case o.done:
+		done(nil)
+	case o.err != nil:
+		done(fmt.Errorf("%w: %s: %w", ErrRemoteFailed, o.reason, o.err))
+	default:
+		done(fmt.Errorf("%w: %s", ErrRemoteFailed, o.reason))
+	}
 }
 
 var _ Feed = (*feed)(nil)
@@ -174,11 +197,12 @@ func (f *feed) Deliver(ctx context.Context, rb *RemoteBatch, done func(error)) e
 		xor ^= e
 		bt.items = append(bt.items, envelope{p: it.Particle, high: it.High, replay: it.Replay, first: anchor{edge: e}, tracked: true})
 	}
-	notify := func(err error) {
-		f.pending.give(1)
-		done(err)
-	}
-	roots, _ := r.acks.startAll([]newTree{{tree: tree{notify: notify}, xor: xor}}, nil, nil)
+	f.mu.Lock()
+	f.next++
+	id := f.next
+	f.dones[id] = done
+	f.mu.Unlock()
+	roots, _ := r.acks.startAll([]newTree{{tree: tree{msgID: id, origin: f.origin}, xor: xor}}, nil, nil)
 	bt.self.root = roots[0]
 	for i := range bt.items {
 		bt.items[i].first.root = roots[0]

@@ -162,7 +162,7 @@ func TestIncarnationNumbersDerivedParticles(t *testing.T) {
 	require.NoError(t, err)
 	var got gatherSeqs
 	topo.AddSource("src", topology.Single(topology.SourceFunc(func(_ context.Context, out topology.SourceEmitter) error {
-		return out.Emit(particle.Particle{Time: 1, Measurement: "m"}, nil)
+		return out.Emit(particle.Particle{Time: 1, Measurement: "m"})
 	})), topology.SourceConfig{})
 	topo.AddBolt("pass", operation.Stateless(operation.Func(func(_ context.Context, in particle.Particle, out operation.Emitter) error {
 		got.add("src", in.Seq)
@@ -198,7 +198,7 @@ func TestSkipKeepsIdentities(t *testing.T) {
 	var got gatherSeqs
 	topo.AddSource("src", topology.Single(topology.SourceFunc(func(_ context.Context, out topology.SourceEmitter) error {
 		out.(topology.Skipper).Skip(2)
-		return out.Emit(particle.Particle{Time: 1, Measurement: "m"}, nil)
+		return out.Emit(particle.Particle{Time: 1, Measurement: "m"})
 	})), topology.SourceConfig{})
 	topo.AddBolt("sink", operation.Stateless(operation.Func(func(_ context.Context, in particle.Particle, _ operation.Emitter) error {
 		got.add("src", in.Seq)

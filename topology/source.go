@@ -31,27 +31,41 @@ type SourceFactory func(instance int) Source
 // Single returns a SourceFactory for a source with one instance.
 func Single(s Source) SourceFactory { return func(int) Source { return s } }
 
-// Acknowledger is implemented by sources that want to learn the fate of
-// the particles they emitted with a message id. Both methods are called
-// from the engine's goroutines, concurrently with Run and with each other,
-// once per message id: Ack when the particle's tree was fully processed
-// (or, with acking off, when the particle was accepted), Fail when it
-// failed for good after the retry policy gave up.
+// Acknowledger is implemented by sources that emit tracked particles
+// ([SourceEmitter.EmitTracked]). Like a Storm spout, such a source keeps
+// what it needs to produce a particle again until it learns its fate: the
+// engine keeps no copy, only 16 bytes per pending tree besides the acker's
+// 16, and asks for the particle with Redeliver when it retries a failed
+// tree or sends it to the dead-letter sink.
+//
+// The methods are called from the engine's goroutines, concurrently with
+// Run and with each other. Ack or Fail is called once per message id: Ack
+// when the particle's tree was fully processed (or, with acking off, when
+// the particle was accepted), Fail when it failed for good after the retry
+// policy gave up. Redeliver is called only before that, any number of
+// times.
 type Acknowledger interface {
-	Ack(msgID any)
-	Fail(msgID any, reason acker.Reason, err error)
+	Ack(msgID uint64)
+	Fail(msgID uint64, reason acker.Reason, err error)
+	// Redeliver returns the particle emitted with msgID, to emit it again.
+	// An error fails the tree for good, with that error.
+	Redeliver(msgID uint64) (particle.Particle, error)
 }
 
 // SourceEmitter is what a source emits into. Its methods are safe for
 // concurrent use.
 type SourceEmitter interface {
-	// Emit sends a data particle downstream. With a non-nil msgID the
-	// particle is tracked: the source's Acknowledger learns when it was
-	// processed, and a failure is retried by the engine. Emit blocks
-	// while downstream is full or the source has too many particles
-	// pending; it returns a non-nil error only when p was not accepted
-	// because ctx was cancelled or the topology is stopping.
-	Emit(p particle.Particle, msgID any) error
+	// Emit sends a data particle downstream, untracked. It blocks while
+	// downstream is full; it returns a non-nil error only when p was not
+	// accepted because ctx was cancelled or the topology is stopping.
+	Emit(p particle.Particle) error
+	// EmitTracked sends a data particle downstream, tracked under msgID
+	// (the source's own number): the source, which must be an
+	// [Acknowledger], learns when it was processed, and a failure is
+	// retried by the engine. It blocks like Emit, and also while the
+	// source has too many particles pending. It returns an error wrapping
+	// [ErrNotAcknowledger] when the source is not one.
+	EmitTracked(p particle.Particle, msgID uint64) error
 	// EmitMeta sends a meta particle to every instance downstream.
 	EmitMeta(t int64, m particle.Meta) error
 	// Reject reports bad input: it is counted and sent to the dead-letter
@@ -135,18 +149,30 @@ func (s *sourceInstance) run() error {
 }
 
 // Emit implements SourceEmitter.
-func (s *sourceInstance) Emit(p particle.Particle, msgID any) error {
+func (s *sourceInstance) Emit(p particle.Particle) error {
+	return s.emit(p, 0, false)
+}
+
+// EmitTracked implements SourceEmitter.
+func (s *sourceInstance) EmitTracked(p particle.Particle, msgID uint64) error {
+	if s.ackr == nil {
+		return fmt.Errorf("%w: source %s[%d] is a %T", ErrNotAcknowledger, s.name, s.index, s.src)
+	}
+	return s.emit(p, msgID, true)
+}
+
+func (s *sourceInstance) emit(p particle.Particle, msgID uint64, track bool) error {
 	if p.Meta != nil {
 		return fmt.Errorf("topology: Emit of a meta particle (%s): use EmitMeta", p.Meta.MetaType())
 	}
 	if p.Time > s.horizon.Load() {
 		// The horizon may lag the clock: look again before rejecting.
 		if s.moveHorizon(); p.Time > s.horizon.Load() {
-			s.rejectWild(p, msgID)
+			s.rejectWild(p, msgID, track)
 			return nil
 		}
 	}
-	tracked := msgID != nil && s.pending != nil
+	tracked := track && s.pending != nil
 	if tracked {
 		if err := s.acquire(); err != nil {
 			return err
@@ -164,7 +190,7 @@ func (s *sourceInstance) Emit(p particle.Particle, msgID any) error {
 		s.emitTracked(p, msgID, 1)
 	} else {
 		s.emitUntracked(p)
-		if msgID != nil && s.ackr != nil {
+		if track {
 			s.ackr.Ack(msgID)
 		}
 	}
@@ -196,12 +222,12 @@ func (s *sourceInstance) emitUntracked(p particle.Particle) {
 // emitTracked routes p under a provisional root, which startTrees
 // replaces before a copy is delivered. s.mu is held and a pending token
 // was taken.
-func (s *sourceInstance) emitTracked(p particle.Particle, msgID any, attempt int) {
+func (s *sourceInstance) emitTracked(p particle.Particle, msgID uint64, attempt uint32) {
 	s.stamp(&p)
 	k := len(s.unstarted)
 	s.env = envelope{p: p, first: anchor{root: provisional(k)}, tracked: true, replay: attempt > 1}
 	xor := s.router.route("", &s.env, s.edgesFn)
-	s.unstarted = append(s.unstarted, newTree{tree: tree{src: s, msgID: msgID, p: p, attempt: attempt}, xor: xor})
+	s.unstarted = append(s.unstarted, newTree{tree: tree{msgID: msgID, origin: s.origin, attempt: attempt}, xor: xor})
 }
 
 // provisional is the root of the k-th unstarted tree. Its generation is
@@ -264,11 +290,11 @@ func (s *sourceInstance) moveHorizon() {
 
 // rejectWild counts and dead-letters a particle beyond the future bound,
 // and acknowledges it: it is bad input, not a failure.
-func (s *sourceInstance) rejectWild(p particle.Particle, msgID any) {
+func (s *sourceInstance) rejectWild(p particle.Particle, msgID uint64, tracked bool) {
 	s.stats.Invalid.Add(1)
 	err := fmt.Errorf("%w: %s at %d, bound %d", ErrFutureTimestamp, p.EventTime(), p.Time, s.horizon.Load())
 	s.topo.deadLetter(DeadLetter{Component: s.name, Instance: s.index, Reason: "invalid", Err: err, Particle: &p})
-	if msgID != nil && s.ackr != nil {
+	if tracked {
 		s.ackr.Ack(msgID)
 	}
 }
@@ -286,12 +312,17 @@ func (s *sourceInstance) Flush() error {
 	return s.router.flush(s.ctx, false)
 }
 
-// replay emits a failed particle again.
+// replay emits a failed particle again, as the source gives it back.
 func (s *sourceInstance) replay(r retry) {
+	p, err := s.ackr.Redeliver(r.msgID)
+	if err != nil {
+		s.topo.acks.giveUp(s, r.msgID, acker.Failed, fmt.Errorf("topology: redeliver %d: %w", r.msgID, err))
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stats.Replayed.Add(1)
-	s.emitTracked(r.p, r.msgID, r.attempt)
+	s.emitTracked(p, r.msgID, r.attempt)
 	// The source's own context may be over: a replay must still reach the
 	// bolts, which drain until the end.
 	_ = s.router.flushFull(s.topo.drainCtx)

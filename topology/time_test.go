@@ -22,7 +22,7 @@ import (
 func quiet(ps []particle.Particle, release <-chan struct{}) topology.Source {
 	return topology.SourceFunc(func(ctx context.Context, out topology.SourceEmitter) error {
 		for _, p := range ps {
-			if err := out.Emit(p, nil); err != nil {
+			if err := out.Emit(p); err != nil {
 				return err
 			}
 		}
@@ -106,7 +106,7 @@ func TestLateMetaIsHandledOnce(t *testing.T) {
 	topo := newTopology(t, topology.Config{Replay: true})
 	topo.AddSource("src", topology.Single(topology.SourceFunc(func(_ context.Context, out topology.SourceEmitter) error {
 		for i := range 20 {
-			if err := out.Emit(particle.Particle{Time: int64(10 + i), Measurement: "m"}, nil); err != nil {
+			if err := out.Emit(particle.Particle{Time: int64(10 + i), Measurement: "m"}); err != nil {
 				return err
 			}
 		}
@@ -145,7 +145,7 @@ func TestFullBufferAppliesBackpressure(t *testing.T) {
 	topo.AddSource("flood", topology.Single(topology.SourceFunc(func(_ context.Context, out topology.SourceEmitter) error {
 		<-started
 		for _, p := range flood {
-			if err := out.Emit(p, nil); err != nil {
+			if err := out.Emit(p); err != nil {
 				return err
 			}
 		}
@@ -194,7 +194,7 @@ func TestResultsFlowWithoutEndOfStream(t *testing.T) {
 			}
 			p := particle.Particle{Time: int64(at), Measurement: "m", Tags: []particle.Tag{{Key: "k", Value: key}},
 				Fields: []particle.Field{{Key: "v", Value: particle.Int(1)}}}
-			if err := out.Emit(p, nil); err != nil {
+			if err := out.Emit(p); err != nil {
 				return err
 			}
 		}

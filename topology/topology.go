@@ -265,7 +265,7 @@ func (t *Topology) Run(ctx context.Context) error {
 			inCtx, stopInlet := context.WithCancel(srcCtx)
 			b.stopInlet = stopInlet
 			wg.Go(func() {
-				err := b.inlet.Run(inCtx, &feed{b: b, pending: newTokens(t.cfg.Acking.MaxPending), edges: acker.NewEdgeIDs()})
+				err := b.inlet.Run(inCtx, b.feed)
 				close(b.abandon)
 				if inCtx.Err() != nil {
 					err = nil
@@ -435,7 +435,9 @@ func (t *Topology) build(drainCtx context.Context) (*run, error) {
 		}
 	}
 	byName := map[string][]*boltInstance{}
-	remote := 0
+	// feeds are the Feeds of the instances fed from outside; their trees
+	// are numbered after the sources'.
+	var feeds []*feed
 	for _, spec := range t.bolts {
 		inputs := 0
 		for _, in := range spec.inputs {
@@ -466,7 +468,9 @@ func (t *Topology) build(drainCtx context.Context) (*run, error) {
 			if t.cfg.Transport != nil {
 				if out, in, ok := t.cfg.Transport.Edge(spec.name, i); ok {
 					b.outlet, b.inlet, b.abandon = out, in, make(chan struct{})
-					remote++
+					b.feed = &feed{b: b, origin: uint32(len(r.sources) + len(feeds) + 1), pending: newTokens(t.cfg.Acking.MaxPending),
+						edges: acker.NewEdgeIDs(), dones: map[uint64]func(error){}}
+					feeds = append(feeds, b.feed)
 				}
 			}
 			r.bolts = append(r.bolts, b)
@@ -499,7 +503,7 @@ func (t *Topology) build(drainCtx context.Context) (*run, error) {
 		}
 	}
 	if t.cfg.Acking.Enabled {
-		acks, err := newAckService(t.timeouts(r.bolts), (len(r.sources)+remote)*t.cfg.Acking.MaxPending, r.wallNanos)
+		acks, err := newAckService(t.timeouts(r.bolts), r.sources, feeds, (len(r.sources)+len(feeds))*t.cfg.Acking.MaxPending, r.wallNanos)
 		if err != nil {
 			return nil, fmt.Errorf("topology: %w", err)
 		}

@@ -23,7 +23,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // generate is a source of n in-order particles with a "key" tag cycling
 // over keys values.
 func generate(n, keys int) topology.Source {
-	return topology.SourceFunc(func(ctx context.Context, out topology.SourceEmitter) error {
+	return topology.Retaining(func(ctx context.Context, out topology.SourceEmitter) error {
 		tags := make([][]particle.Tag, keys)
 		for k := range keys {
 			tags[k] = []particle.Tag{{Key: "key", Value: strconv.Itoa(k)}}
@@ -31,7 +31,7 @@ func generate(n, keys int) topology.Source {
 		for i := range n {
 			p := particle.Particle{Time: int64(i + 1), Measurement: "m", Tags: tags[i%keys],
 				Fields: []particle.Field{{Key: "i", Value: particle.Int(int64(i))}}}
-			if err := out.Emit(p, i+1); err != nil {
+			if err := out.EmitTracked(p, uint64(i+1)); err != nil {
 				return err
 			}
 		}
@@ -210,7 +210,7 @@ func TestCancelDrainsEverythingEmitted(t *testing.T) {
 	topo := newTopology(t, topology.Config{BatchSize: 32})
 	topo.AddSource("endless", topology.Single(topology.SourceFunc(func(ctx context.Context, out topology.SourceEmitter) error {
 		for i := int64(1); ; i++ {
-			if err := out.Emit(particle.Particle{Time: i, Measurement: "m"}, nil); err != nil {
+			if err := out.Emit(particle.Particle{Time: i, Measurement: "m"}); err != nil {
 				return err
 			}
 			if emitted.Add(1) == 5000 {
@@ -230,7 +230,7 @@ func TestSourceErrorStopsTheTopologyAfterDraining(t *testing.T) {
 	topo := newTopology(t, topology.Config{})
 	topo.AddSource("bad", topology.Single(topology.SourceFunc(func(ctx context.Context, out topology.SourceEmitter) error {
 		for i := range 10 {
-			if err := out.Emit(particle.Particle{Time: int64(i), Measurement: "m"}, nil); err != nil {
+			if err := out.Emit(particle.Particle{Time: int64(i), Measurement: "m"}); err != nil {
 				return err
 			}
 		}

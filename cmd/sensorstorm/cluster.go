@@ -62,7 +62,7 @@ func (f *clusterFlags) join(ctx context.Context, p *pipeline.Pipeline, opts *pip
 		nc.Close()
 		return nil, fmt.Errorf("--cluster: %w", err)
 	}
-	opts.Transport, opts.WrapSource, opts.Incarnation = w.Transport(), w.WrapSource, w.Incarnation()
+	opts.Transport, opts.Lease, opts.Incarnation = w.Transport(), w.LeaseSource, w.Incarnation()
 	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = w.Run(runCtx) })

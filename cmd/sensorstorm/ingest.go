@@ -12,10 +12,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sensorstorm/sensorstorm/connectors/httpwrite"
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt"
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/spool"
+	"github.com/sensorstorm/sensorstorm/statuspage"
 	"github.com/sensorstorm/sensorstorm/syncbuffer"
 	"github.com/sensorstorm/sensorstorm/topology"
 )
@@ -34,19 +36,23 @@ func (s *stringsFlag) Set(v string) error { *s = append(*s, v); return nil }
 // ingestFlags are the flags of ingest.
 type ingestFlags struct {
 	src        mqtt.Config
+	http       httpwrite.Config // on when http.Addr is set
 	window     time.Duration
 	late       syncbuffer.LatePolicy
 	out        string
 	publish    string
 	record     string
 	deadLetter string
+	status     statusFlags
 }
 
 const ingestUsage = `usage: sensorstorm ingest --broker URL --topic FILTER [--topic FILTER ...] [flags]
+       sensorstorm ingest --http-write ADDR [flags]
 
-Subscribes to MQTT topics, aligns the readings in a synchronization buffer
-and appends them as line protocol to --out. SIGINT or SIGTERM drains and
-stops; the last line on stderr is
+Subscribes to MQTT topics, or serves InfluxDB's write API (POST
+/api/v2/write and /write) on --http-write, or both, aligns the readings in
+a synchronization buffer and appends them as line protocol to --out.
+SIGINT or SIGTERM drains and stops; the last line on stderr is
   summary: read=N emitted=N late=N invalid=N skipped=N outside=N duplicates=N
 `
 
@@ -60,7 +66,10 @@ func (f *ingestFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.ClientID, "client-id", mqtt.DefaultClientID("sensorstorm"), "MQTT client id: keep it across restarts, differ between instances")
 	fs.TextVar(&c.QoS, "qos", mqtt.DefaultQoS, "QoS of the subscriptions: 0, 1 or 2")
 	fs.TextVar(&c.Mode, "mode", mqtt.DefaultMode, "when a message is acknowledged to the broker: spool, tree or receipt")
-	fs.StringVar(&c.StateDir, "state-dir", "./sensorstorm-state", "directory for what must survive a restart (the spool, the subscriptions)")
+	fs.StringVar(&c.StateDir, "state-dir", "./sensorstorm-state", "directory for what must survive a restart (the spools, the subscriptions)")
+	fs.StringVar(&f.http.Addr, "http-write", "", "serve InfluxDB's write API (POST /api/v2/write, /write; GET /ping, /health) on this `ADDR`, alone or with --broker"+addrUsage)
+	fs.StringVar(&f.http.Token, "http-token", "", "token --http-write requires (Authorization: Token ...) (default: $SENSORSTORM_HTTP_TOKEN; none: no authentication)")
+	fs.Int64Var(&f.http.MaxBodySize, "http-max-body", httpwrite.DefaultMaxBodySize, "largest --http-write body in bytes, after gzip decompression; larger ones get 413")
 	fs.BoolVar(&c.Spool.Repair, "spool-repair", false, "start even if the spool is damaged: cut out the damage, report the messages lost and go on with the rest")
 	fs.TextVar(&c.Payload.Format, "format", mqtt.FormatLineProtocol, "payload format: lp or json")
 	fs.TextVar(&c.Payload.Precision, "precision", particle.Nanosecond, "timestamp precision of line-protocol payloads and the output: ns, us, ms or s")
@@ -89,6 +98,7 @@ func (f *ingestFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.publish, "publish", "", "also publish results to this topic template, e.g. results/{sensor}")
 	fs.StringVar(&f.record, "record", "", "also record everything that came in to DIR/ingest-<start time>.lp, for sensorstorm replay")
 	registerDeadLetter(fs, &f.deadLetter)
+	f.status.register(fs, false)
 }
 
 func ingest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -102,11 +112,26 @@ func ingest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(rest) > 0 {
 		return c.usageError("no arguments expected, got %q", rest)
 	}
-	if name := c.missing("broker", "topic"); name != "" {
-		return c.usageError("missing required flag --%s", name)
+	if f.http.Addr == "" || c.missing("broker") == "" || c.missing("topic") == "" {
+		if name := c.missing("broker", "topic"); name != "" {
+			return c.usageError("missing required flag --%s (or serve --http-write alone)", name)
+		}
+	}
+	if f.http.Addr != "" {
+		addr, err := listenAddr(f.http.Addr)
+		if err != nil {
+			return c.usageError("--http-write: %v", err)
+		}
+		f.http.Addr = addr
+	}
+	if code, ok := f.status.check(c); !ok {
+		return code
 	}
 	if f.src.Password == "" {
 		f.src.Password = os.Getenv("SENSORSTORM_MQTT_PASSWORD")
+	}
+	if f.http.Token == "" {
+		f.http.Token = os.Getenv("SENSORSTORM_HTTP_TOKEN")
 	}
 	logger, logs := c.log.logger(stderr)
 	code, err := runIngest(ctx, &f, stdout, stderr, logger)
@@ -122,11 +147,29 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 	// sink, stops the run with its error.
 	ctx, giveUp := context.WithCancelCause(ctx)
 	defer giveUp(nil)
-	f.src.Logger = logger
-	f.src.Spool.Logger = logger
-	src, err := mqtt.NewSource(f.src)
-	if err != nil {
-		return exitUsage, err
+	if f.publish != "" && len(f.src.Brokers) == 0 {
+		return exitUsage, errors.New("--publish needs --broker")
+	}
+	var src *mqtt.Source
+	if len(f.src.Brokers) > 0 {
+		f.src.Logger = logger
+		f.src.Spool.Logger = logger
+		var err error
+		if src, err = mqtt.NewSource(f.src); err != nil {
+			return exitUsage, err
+		}
+	}
+	var hsrc *httpwrite.Source
+	if f.http.Addr != "" {
+		// A spool of its own: a directory belongs to one spool.
+		f.http.StateDir = filepath.Join(f.src.StateDir, "http")
+		f.http.Spool.Repair = f.src.Spool.Repair
+		f.http.Logger = logger
+		f.http.Spool.Logger = logger
+		var err error
+		if hsrc, err = httpwrite.NewSource(f.http); err != nil {
+			return exitUsage, err
+		}
 	}
 	out, err := openSink(f.out, stdout, f.src.Payload.Precision)
 	if err != nil {
@@ -136,17 +179,32 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 	if err != nil {
 		return exitError, err
 	}
+	tap := f.status.tap()
 	t, err := topology.New(topology.Config{
 		Logger:      logger,
-		DeadLetters: dead,
+		DeadLetters: tap.DeadLetters(dead),
 		Acking:      topology.AckingConfig{Enabled: true, MaxPending: ingestMaxPending},
 	})
 	if err != nil {
 		return exitError, err
 	}
+	var inputs []string
+	if src != nil {
+		t.AddSource("mqtt", tap.Source(topology.Single(src)), topology.SourceConfig{})
+		inputs = append(inputs, "mqtt")
+	}
+	if hsrc != nil {
+		t.AddSource("http", tap.Source(topology.Single(hsrc)), topology.SourceConfig{})
+		inputs = append(inputs, "http")
+	}
 	buf := syncbuffer.Config{Window: f.window, Late: f.late}
-	t.AddSource("mqtt", topology.Single(src), topology.SourceConfig{})
-	t.AddBolt("out", operation.Stateless(out), topology.BoltConfig{Buffer: buf}).Input("mqtt", topology.Global())
+	addBolt := func(name string, op operation.Operation) {
+		b := t.AddBolt(name, operation.Stateless(op), topology.BoltConfig{Buffer: buf})
+		for _, in := range inputs {
+			b.Input(in, topology.Global())
+		}
+	}
+	addBolt("out", out)
 	if f.publish != "" {
 		sink, err := mqtt.NewSink(mqtt.SinkConfig{
 			ConnConfig: mqtt.ConnConfig{
@@ -160,7 +218,7 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 		if err != nil {
 			return exitUsage, err
 		}
-		t.AddBolt("publish", operation.Stateless(sink), topology.BoltConfig{Buffer: buf}).Input("mqtt", topology.Global())
+		addBolt("publish", sink)
 	}
 	if f.record != "" {
 		if err := os.MkdirAll(f.record, 0o755); err != nil {
@@ -171,18 +229,46 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 		if err != nil {
 			return exitError, err
 		}
-		t.AddBolt("record", operation.Stateless(rec), topology.BoltConfig{Buffer: buf}).Input("mqtt", topology.Global())
+		addBolt("record", rec)
 	}
 
+	page := statuspage.Config{Topology: t, Title: strings.Join(append([]string{"ingest"}, f.src.Topics...), " "), Tap: tap, Logger: logger}
+	if src != nil {
+		page.MQTT = &statuspage.MQTT{Source: src, Brokers: f.src.Brokers}
+	}
+	stopStatus, err := serveStatus(f.status.addr, page, func(url string) { logger.Info("serving the status page", "url", url) })
+	if err != nil {
+		return exitError, err
+	}
 	start := time.Now()
 	runErr := t.Run(ctx)
-	closeErr := errors.Join(src.Close(), dead.Close())
-	st := src.Stats()
-	fmt.Fprintf(stderr, "ingest: messages=%d written=%d replayed=%d redelivered=%d acked=%d failed=%d reconnects=%d elapsed=%s\n",
-		st.Received.Load(), out.Written(), st.Replayed.Load(), st.Redelivered.Load(), st.Acked.Load(), st.Failed.Load(),
-		max(int64(st.Connects.Load())-1, 0), time.Since(start).Round(time.Millisecond))
+	stopStatus()
+	closeErrs := []error{runErr, dead.Close()}
+	elapsed := time.Since(start).Round(time.Millisecond)
+	var sum summary
+	var emitted uint64
+	if src != nil {
+		closeErrs = append(closeErrs, src.Close())
+		st := src.Stats()
+		fmt.Fprintf(stderr, "ingest: messages=%d written=%d replayed=%d redelivered=%d acked=%d failed=%d reconnects=%d elapsed=%s\n",
+			st.Received.Load(), out.Written(), st.Replayed.Load(), st.Redelivered.Load(), st.Acked.Load(), st.Failed.Load(),
+			max(int64(st.Connects.Load())-1, 0), elapsed)
+		emitted += st.Emitted.Load()
+		sum.Read += st.Emitted.Load() + st.Invalid.Load()
+		sum.Invalid += st.Invalid.Load()
+	}
+	if hsrc != nil {
+		closeErrs = append(closeErrs, hsrc.Close())
+		st := hsrc.Stats()
+		fmt.Fprintf(stderr, "ingest: http requests=%d accepted=%d bytes=%d points=%d invalid=%d replayed=%d refused=%d written=%d elapsed=%s\n",
+			st.Requests.Load(), st.Accepted.Load(), st.Bytes.Load(), st.Emitted.Load(), st.Invalid.Load(), st.Replayed.Load(),
+			st.BadRequests.Load()+st.Unauthorized.Load()+st.TooLarge.Load()+st.Unavailable.Load(), out.Written(), elapsed)
+		emitted += st.Emitted.Load()
+		sum.Read += st.Emitted.Load() + st.Invalid.Load()
+		sum.Invalid += st.Invalid.Load()
+	}
 	code := exitOK
-	err = errors.Join(runErr, closeErr)
+	err = errors.Join(closeErrs...)
 	if errors.Is(err, context.Canceled) {
 		err = nil
 	}
@@ -193,13 +279,12 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 	if _, ok := errors.AsType[*spool.CorruptError](err); ok {
 		err = fmt.Errorf("%w\nthe spool in %s is damaged; start with --spool-repair to go on without the messages lost", err, f.src.StateDir)
 	}
-	if err == nil && st.Connects.Load() == 0 {
+	if err == nil && src != nil && src.Stats().Connects.Load() == 0 {
 		err = fmt.Errorf("never connected to %s", strings.Join(f.src.Brokers, ", "))
 	}
 	if err != nil {
 		code = exitError
 	}
-	sum := summary{Read: st.Emitted.Load() + st.Invalid.Load(), Invalid: st.Invalid.Load()}
-	sum.addBolt(st.Emitted.Load(), t.Stats("out"))
+	sum.addBolt(emitted, t.Stats("out"))
 	return sum.write(stderr, code), err
 }

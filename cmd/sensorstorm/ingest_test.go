@@ -34,12 +34,18 @@ func buildBinary(t *testing.T) string {
 
 func startIngest(t *testing.T, bin string, args ...string) (*exec.Cmd, *mosquittotest.LockedBuffer) {
 	t.Helper()
+	return startIngestUntil(t, bin, "mqtt: connected", args...)
+}
+
+// startIngestUntil starts ingest and waits until its log says ready.
+func startIngestUntil(t *testing.T, bin, ready string, args ...string) (*exec.Cmd, *mosquittotest.LockedBuffer) {
+	t.Helper()
 	cmd := exec.Command(bin, append([]string{"ingest"}, args...)...)
 	stderr := &mosquittotest.LockedBuffer{}
 	cmd.Stderr = stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	waitUntil(t, 20*time.Second, "ingest connected", func() bool { return strings.Contains(stderr.String(), "mqtt: connected") })
+	waitUntil(t, 20*time.Second, "ingest to log "+ready, func() bool { return strings.Contains(stderr.String(), ready) })
 	return cmd, stderr
 }
 

@@ -6,17 +6,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/sensorstorm/sensorstorm/metrics"
 	"github.com/sensorstorm/sensorstorm/pipeline"
+	"github.com/sensorstorm/sensorstorm/statuspage"
 	"github.com/sensorstorm/sensorstorm/topology"
 )
 
@@ -39,6 +36,8 @@ func runPipeline(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	dir := c.fs.String("dir", "", "resolve the pipeline's relative paths against this `DIR` (default: the pipeline file's directory)")
 	var deadLetter string
 	registerDeadLetter(c.fs, &deadLetter)
+	var status statusFlags
+	status.register(c.fs, false)
 	clusterOpts := registerClusterFlags(c.fs)
 	rest, code, ok := c.parse(args, stdout)
 	if !ok {
@@ -46,6 +45,9 @@ func runPipeline(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	if len(rest) != 1 {
 		return c.usageError("want one pipeline file, got %d arguments", len(rest))
+	}
+	if code, ok := status.check(c); !ok {
+		return code
 	}
 	if *metricsAddr != "" {
 		addr, err := listenAddr(*metricsAddr)
@@ -66,7 +68,8 @@ func runPipeline(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintln(stderr, "sensorstorm:", err)
 		return exitError
 	}
-	opts := pipeline.Options{Dir: *dir, Stdout: stdout, Logger: logger, DeadLetters: dead}
+	tap := status.tap()
+	opts := pipeline.Options{Dir: *dir, Stdout: stdout, Logger: logger, DeadLetters: tap.DeadLetters(dead), WrapSource: tap.Source}
 	leave, err := clusterOpts.join(ctx, p, &opts, logger)
 	if err != nil {
 		dead.Close()
@@ -91,9 +94,17 @@ func runPipeline(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		}
 		defer stop()
 	}
+	stopStatus, err := serveStatus(status.addr, statuspage.Config{Topology: topo.Topology, Title: "run " + p.File, Tap: tap, Logger: logger},
+		func(url string) { logger.Info("serving the status page", "url", url) })
+	if err != nil {
+		dead.Close()
+		fmt.Fprintln(stderr, "sensorstorm:", err)
+		return exitError
+	}
+	defer stopStatus()
 	logger.Info("pipeline started", "file", p.File, "sources", len(p.Sources), "bolts", len(p.Bolts))
 	if p.Live() {
-		logger.Info("reading MQTT feeds until interrupted: SIGINT or SIGTERM drains and stops")
+		logger.Info("reading live feeds until interrupted: SIGINT or SIGTERM drains and stops")
 	}
 	start := time.Now()
 	runErr := errors.Join(topo.Run(ctx), dead.Close())
@@ -165,29 +176,14 @@ func firstReader(p *pipeline.Pipeline, name string) (string, bool) {
 
 // serveMetrics serves /metrics on addr until the returned stop is called.
 func serveMetrics(addr string, topo *topology.Topology, logger *slog.Logger) (stop func(), err error) {
-	ln, err := net.Listen("tcp", addr)
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(metricsRegistry(topo), promhttp.HandlerOpts{}))
+	bound, stop, err := serveHTTP(addr, mux)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(metrics.New(topo, nil), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			logger.Error("metrics server stopped", "err", err)
-		}
-	}()
-	logger.Info("serving metrics", "addr", ln.Addr().String(), "path", "/metrics")
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		<-done
-	}, nil
+	logger.Info("serving metrics", "addr", bound.String(), "path", "/metrics")
+	return stop, nil
 }
 
 const validateUsage = `usage: sensorstorm validate [flags] PIPELINE.yaml

@@ -6,16 +6,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/sensorstorm/sensorstorm/connectors/file"
 	replaysrc "github.com/sensorstorm/sensorstorm/connectors/replay"
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
+	"github.com/sensorstorm/sensorstorm/statuspage"
 	"github.com/sensorstorm/sensorstorm/syncbuffer"
 	"github.com/sensorstorm/sensorstorm/topology"
 )
@@ -34,6 +34,7 @@ type replayOptions struct {
 	control    string
 	deadLetter string
 	quiet      bool
+	status     statusFlags
 	format     formatFlags
 	files      []string
 }
@@ -69,6 +70,7 @@ func replayFlags(stderr io.Writer) (*cli, *replayOptions) {
 		"POST /pause, POST /resume, GET /status"+addrUsage)
 	registerDeadLetter(fs, &o.deadLetter)
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar and no keys, even on a terminal")
+	o.status.register(fs, true)
 	o.format.register(fs)
 	return c, o
 }
@@ -99,6 +101,9 @@ func parseReplay(args []string, stdout, stderr io.Writer) (*cli, *replayOptions,
 			return nil, nil, c.usageError("--control: %v", err), false
 		}
 		o.control = addr
+	}
+	if code, ok := o.status.check(c); !ok {
+		return nil, nil, code, false
 	}
 	return c, o, exitOK, true
 }
@@ -156,16 +161,17 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if err != nil {
 		return fail(exitError, err)
 	}
+	tap := o.status.tap()
 	t, err := topology.New(topology.Config{
 		Logger:      logger,
-		DeadLetters: dead,
+		DeadLetters: tap.DeadLetters(dead),
 		Replay:      true,
 		Clock:       src,
 	})
 	if err != nil {
 		return fail(exitError, err)
 	}
-	t.AddSource("replay", topology.Single(src), topology.SourceConfig{})
+	t.AddSource("replay", tap.Source(topology.Single(src)), topology.SourceConfig{})
 	t.AddBolt("out", operation.Stateless(out), topology.BoltConfig{
 		Buffer: syncbuffer.Config{Window: o.window, Late: o.late},
 	}).Input("replay", topology.Global())
@@ -179,11 +185,21 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if err != nil {
 		return fail(exitError, err)
 	}
+	page := statuspage.Config{Topology: t, Title: "replay " + strings.Join(o.files, " "), Tap: tap, Replay: src, Logger: logger}
+	if o.status.control {
+		page.Control = replaysrc.Handler(src)
+	}
+	stopStatus, err := serveStatus(o.status.addr, page, func(url string) { fmt.Fprintf(stderr, "replay: status page on %s\n", url) })
+	if err != nil {
+		stopControl()
+		return fail(exitError, err)
+	}
 	stopUI := term.start(ctx, src, cancel)
 	start := time.Now()
 	runErr := t.Run(ctx)
 	elapsed := time.Since(start)
 	stopUI()
+	stopStatus()
 	stopControl()
 	runErr = errors.Join(runErr, dead.Close())
 	logs.Summarize(ctx)
@@ -206,24 +222,12 @@ func serveControl(addr string, src *replaysrc.Source, stderr io.Writer) (func(),
 	if addr == "" {
 		return func() {}, nil
 	}
-	ln, err := net.Listen("tcp", addr)
+	bound, stop, err := serveHTTP(addr, replaysrc.Handler(src))
 	if err != nil {
 		return nil, fmt.Errorf("control: %w", err)
 	}
-	srv := &http.Server{Handler: replaysrc.Handler(src), ReadHeaderTimeout: 5 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		// Serve returns ErrServerClosed on Shutdown, the only way it ends.
-		_ = srv.Serve(ln)
-	}()
-	fmt.Fprintf(stderr, "replay: control on http://%s (POST /speed?factor=F|max, /pause, /resume; GET /status)\n", ln.Addr())
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		<-done
-	}, nil
+	fmt.Fprintf(stderr, "replay: control on http://%s (POST /speed?factor=F|max, /pause, /resume; GET /status)\n", bound)
+	return stop, nil
 }
 
 // openSink returns a file sink appending to path, created when missing;

@@ -36,26 +36,60 @@ func OpenReader(path string, f Format) (*Reader, error) {
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
-	var size int64
-	count := &countingReader{}
+	s, err := OpenStream(path)
+	if err != nil {
+		return nil, err
+	}
+	rd, err := NewReader(s, path, f)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	rd.count, rd.size, rd.close = s.count, s.size, s.Close
+	return rd, nil
+}
+
+// Stream is the text of a recording, read through gzip when its name ends
+// in ".gz", undecoded: for a reader that decodes it its own way, such as
+// in blocks, in parallel. Close it when done.
+type Stream struct {
+	r     io.Reader
+	count *countingReader
+	size  int64
+	close func() error
+}
+
+// OpenStream opens the file at path as OpenReader does, without decoding
+// it.
+func OpenStream(path string) (*Stream, error) {
+	s := &Stream{count: &countingReader{}}
 	r, closeFn, err := open(path, func(file *os.File) io.Reader {
 		if st, err := file.Stat(); err == nil {
-			size = st.Size()
+			s.size = st.Size()
 		}
-		count.r = file
-		return count
+		s.count.r = file
+		return s.count
 	})
 	if err != nil {
 		return nil, err
 	}
-	rd, err := NewReader(r, path, f)
-	if err != nil {
-		closeFn()
-		return nil, err
-	}
-	rd.count, rd.size, rd.close = count, size, closeFn
-	return rd, nil
+	s.r, s.close = r, closeFn
+	return s, nil
 }
+
+// Read reads the text, decompressed.
+func (s *Stream) Read(p []byte) (int, error) { return s.r.Read(p) }
+
+// Offset returns how many bytes of the file (compressed bytes for gzip)
+// were read so far, as Reader.Offset does. It is safe to call
+// concurrently with Read.
+func (s *Stream) Offset() int64 { return s.count.n.Load() }
+
+// Size returns the size of the file.
+func (s *Stream) Size() int64 { return s.size }
+
+// Close closes the file.
+func (s *Stream) Close() error { return s.close() }
 
 // NewReader returns a Reader of the records in r, in format f. The source
 // names r in errors.
@@ -153,8 +187,27 @@ func (l lpDecoder) decode(p *particle.Particle) error {
 // readError reports a read error of the input named source, which broke
 // off at line.
 func readError(source string, line int, err error) error {
-	return fmt.Errorf("file: read %s: line %d: %w", source, line, err)
+	return &ReadError{Source: source, Line: line, Err: err}
 }
+
+// ReadError reports a failure to read an input, which ends it: an I/O
+// error, or a truncated gzip file.
+type ReadError struct {
+	// Source names the input.
+	Source string
+	// Line is the line where the input broke off.
+	Line int
+	// Err is the cause.
+	Err error
+}
+
+// Error returns "file: read <source>: line <line>: <cause>".
+func (e *ReadError) Error() string {
+	return fmt.Sprintf("file: read %s: line %d: %v", e.Source, e.Line, e.Err)
+}
+
+// Unwrap returns e.Err.
+func (e *ReadError) Unwrap() error { return e.Err }
 
 func (l lpDecoder) line() int   { return l.d.Line() }
 func (l lpDecoder) raw() []byte { return l.d.Raw() }

@@ -67,6 +67,7 @@ type WriteError struct {
 	Err  error
 }
 
+// Error implements error.
 func (e *WriteError) Error() string {
 	if e.Path == "" {
 		return fmt.Sprintf("file: write: %v", e.Err)

@@ -10,20 +10,12 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 
+	"github.com/sensorstorm/sensorstorm/acker"
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/topology"
 )
-
-// Position names a line of an input file; it is the message id of the
-// particles a tracking Source emits.
-type Position struct {
-	Path string
-	Line int
-}
-
-// String returns "path:line".
-func (p Position) String() string { return fmt.Sprintf("%s:%d", p.Path, p.Line) }
 
 // Source emits the particles of recordings, one file after the other, as
 // fast as downstream takes them. A path ending in ".gz" is read through
@@ -37,12 +29,29 @@ type Source struct {
 	// Format is the files' format. Defaults to line protocol at
 	// Precision.
 	Format *Format
-	// Track makes every particle tracked by the acker, with its Position
-	// as message id.
+	// Track makes every particle tracked by the acker. The source keeps
+	// each particle in memory until its tree finishes, to redeliver it.
 	Track bool
+
+	retained topology.Retainer // tracked particles until their trees finish
+	emitted  atomic.Uint64     // tracked particles emitted: the last message id
 }
 
-var _ topology.Source = (*Source)(nil)
+var (
+	_ topology.Source       = (*Source)(nil)
+	_ topology.Acknowledger = (*Source)(nil)
+)
+
+// Ack implements topology.Acknowledger.
+func (s *Source) Ack(msgID uint64) { s.retained.Ack(msgID) }
+
+// Fail implements topology.Acknowledger.
+func (s *Source) Fail(msgID uint64, r acker.Reason, err error) { s.retained.Fail(msgID, r, err) }
+
+// Redeliver implements topology.Acknowledger.
+func (s *Source) Redeliver(msgID uint64) (particle.Particle, error) {
+	return s.retained.Redeliver(msgID)
+}
 
 // Run implements topology.Source.
 func (s *Source) Run(ctx context.Context, out topology.SourceEmitter) error {
@@ -80,11 +89,12 @@ func (s *Source) readFile(ctx context.Context, path string, out topology.SourceE
 		case err != nil:
 			return err
 		}
-		var id any
 		if s.Track {
-			id = Position{Path: path, Line: r.Line()}
+			err = s.retained.EmitTracked(out, p, s.emitted.Add(1))
+		} else {
+			err = out.Emit(p)
 		}
-		if err := out.Emit(p, id); err != nil {
+		if err != nil {
 			return err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,9 +21,11 @@ import (
 // broker restart or a network glitch gives.
 const takeoverWarnAfter = 3
 
-// connCounters counts connection events.
+// connCounters counts connection events and notes the broker of the
+// latest attempt.
 type connCounters struct {
 	connects, lost *atomic.Uint64
+	broker         *atomic.Pointer[string]
 }
 
 // conn keeps one paho client connected. Its supervisor makes the first
@@ -77,6 +80,11 @@ func newConn(c *ConnConfig, counters connCounters, opts *paho.ClientOptions, onC
 	opts.SetDialer(&net.Dialer{Timeout: c.ConnectTimeout})
 	opts.SetAutoReconnect(false)
 	opts.SetConnectRetry(false)
+	opts.SetConnectionAttemptHandler(func(broker *url.URL, tlsCfg *tls.Config) *tls.Config {
+		u := broker.String()
+		cn.counters.broker.Store(&u)
+		return tlsCfg
+	})
 	opts.SetConnectionLostHandler(func(_ paho.Client, err error) {
 		cn.counters.lost.Add(1)
 		select {

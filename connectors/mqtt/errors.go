@@ -57,6 +57,7 @@ type ConnectError struct {
 	Err      error
 }
 
+// Error implements error.
 func (e *ConnectError) Error() string {
 	return fmt.Sprintf("mqtt: connecting to %s as %q: %v", strings.Join(e.Brokers, ", "), e.ClientID, e.Err)
 }

@@ -120,17 +120,6 @@ func TestDecodePayloads(t *testing.T) {
 	}
 }
 
-func TestRecordRoundTrip(t *testing.T) {
-	m := &message{topic: "a/b", payload: []byte("m v=1"), recv: 123}
-	got, ok := decodeRecord(encodeRecord(nil, m))
-	require.True(t, ok)
-	assert.Equal(t, m.topic, got.topic)
-	assert.Equal(t, m.payload, got.payload)
-	assert.Equal(t, m.recv, got.recv)
-	_, ok = decodeRecord([]byte{5, 'a'})
-	assert.False(t, ok)
-}
-
 func FuzzDecodePayload(f *testing.F) {
 	f.Add(false, "m,t=1 v=1 1\nbad")
 	f.Add(true, `[{"time":"2024-01-01T00:00:00Z","v":1},{"v":{"a":[1,true,"x"]}}]`)

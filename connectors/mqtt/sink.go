@@ -46,6 +46,8 @@ type Sink struct {
 	cfg   SinkConfig
 	tmpl  []topicPart
 	stats SinkStats
+	// broker is the URL of the latest connection attempt.
+	broker atomic.Pointer[string]
 
 	mu      sync.Mutex
 	conn    *conn
@@ -321,7 +323,7 @@ func (s *Sink) connection() (*conn, error) {
 	}
 	opts := paho.NewClientOptions()
 	opts.SetCleanSession(false)
-	cn, err := newConn(&s.cfg.ConnConfig, connCounters{&s.stats.Connects, &s.stats.ConnectionsLost}, opts, nil)
+	cn, err := newConn(&s.cfg.ConnConfig, connCounters{&s.stats.Connects, &s.stats.ConnectionsLost, &s.broker}, opts, nil)
 	if err != nil {
 		return nil, err
 	}

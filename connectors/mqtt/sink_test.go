@@ -109,7 +109,7 @@ func runSink(t *testing.T, sink *mqtt.Sink, dead topology.DeadLetterSink, n int,
 	t.Helper()
 	topo, err := topology.New(topology.Config{Acking: topology.AckingConfig{Enabled: true}, DeadLetters: dead})
 	require.NoError(t, err)
-	topo.AddSource("gen", topology.Single(topology.SourceFunc(func(ctx context.Context, out topology.SourceEmitter) error {
+	topo.AddSource("gen", topology.Single(topology.Retaining(func(ctx context.Context, out topology.SourceEmitter) error {
 		for i := range n {
 			if before != nil {
 				if err := before(i, out); err != nil {
@@ -120,7 +120,7 @@ func runSink(t *testing.T, sink *mqtt.Sink, dead topology.DeadLetterSink, n int,
 			if v := sensor(i); v != "" {
 				p.Tags = []particle.Tag{{Key: "sensor", Value: v}}
 			}
-			if err := out.Emit(p, i); err != nil {
+			if err := out.EmitTracked(p, uint64(i)); err != nil {
 				return err
 			}
 		}

@@ -3,7 +3,6 @@ package mqtt
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -66,6 +65,9 @@ type Source struct {
 
 	conn  *conn
 	spool *spool.Spool
+	// opened is spool for other goroutines (SpoolStats): Run sets spool
+	// while they may already be asking.
+	opened atomic.Pointer[spool.Spool]
 
 	mu       sync.Mutex // guards arrivals and order
 	arrivals []*message
@@ -91,12 +93,15 @@ type Source struct {
 	room  chan struct{} // a message was emitted; size one: one wake-up is enough
 	ok    []*message    // emit's scratch: the messages of a batch worth decoding
 
+	broker atomic.Pointer[string] // see Broker
+
+	inflight topology.InFlight[*message] // the messages with particles in the pipeline
+
 	closeOnce sync.Once
 	closeErr  error
 }
 
-// message is one MQTT message in flight; a pointer to it is the message id
-// of its particles.
+// message is one MQTT message in flight.
 type message struct {
 	m       paho.Message // nil when replayed from the spool or once acknowledged
 	topic   string
@@ -109,6 +114,11 @@ type message struct {
 	// message is being emitted.
 	remaining atomic.Int32
 	done      bool // ModeTree: may be acknowledged; guarded by Source.mu
+	// number is the message's in Source.inflight, 0 until it emitted a
+	// particle; emitted counts its particles emitted. Both are written by
+	// the goroutine that emits.
+	number  uint32
+	emitted uint32
 }
 
 // skip says why a message is acknowledged without being decoded. Such a
@@ -155,6 +165,28 @@ func NewSource(cfg Config) (*Source, error) {
 // Stats returns the source's counters.
 func (s *Source) Stats() *Stats { return &s.stats }
 
+// Broker returns the URL of the broker of the source's latest connection
+// attempt, the one it is connected to while it is: a client holds one
+// connection at a time. It is "" before the first attempt, and safe to
+// call while the source runs.
+func (s *Source) Broker() string {
+	if u := s.broker.Load(); u != nil {
+		return *u
+	}
+	return ""
+}
+
+// SpoolStats returns the figures of the source's spool, and false before
+// Run opened it or in a mode without one. It is safe to call while the
+// source runs.
+func (s *Source) SpoolStats() (spool.Stats, bool) {
+	sp := s.opened.Load()
+	if sp == nil {
+		return spool.Stats{}, false
+	}
+	return sp.Stats(), true
+}
+
 // Run implements topology.Source. In ModeSpool it first opens the spool
 // and emits what a previous run left there, then connects, retrying as
 // ConnConfig says. It returns nil when ctx ends, a *ConnectError when the
@@ -170,6 +202,7 @@ func (s *Source) Run(ctx context.Context, out topology.SourceEmitter) error {
 			return fmt.Errorf("mqtt: %w", err)
 		}
 		s.spool = sp
+		s.opened.Store(sp)
 		if err := s.replay(ctx, out); err != nil {
 			return err
 		}
@@ -183,7 +216,7 @@ func (s *Source) Run(ctx context.Context, out topology.SourceEmitter) error {
 	opts.SetOrderMatters(true)
 	opts.SetAutoAckDisabled(true)
 	opts.SetDefaultPublishHandler(s.arrive)
-	cn, err := newConn(&s.cfg.ConnConfig, connCounters{&s.stats.Connects, &s.stats.ConnectionsLost}, opts, s.subscribe)
+	cn, err := newConn(&s.cfg.ConnConfig, connCounters{&s.stats.Connects, &s.stats.ConnectionsLost, &s.broker}, opts, s.subscribe)
 	if err != nil {
 		return err
 	}
@@ -423,7 +456,7 @@ func (s *Source) spoolAndHandOn(ctx context.Context) error {
 				// replayed: a crash may lose its dead letter, not data.
 				continue
 			}
-			rec = encodeRecord(rec[:0], m)
+			rec = spool.AppendRecord(rec[:0], spool.Record{Source: m.topic, Received: m.recv, Payload: m.payload})
 			seq, err := s.spool.Append(rec)
 			if err != nil {
 				return fmt.Errorf("mqtt: %w", err)
@@ -581,8 +614,13 @@ func (s *Source) emit(out topology.SourceEmitter, msgs []*message) error {
 	defer clear(s.ok)
 	err := s.dec.decode(ok, func(i int, p particle.Particle) error {
 		m := ok[i]
+		if m.number == 0 {
+			m.number = s.inflight.Add(m)
+		}
 		m.remaining.Add(1)
-		if err := out.Emit(p, m); err != nil {
+		id := topology.MessageID(m.number, m.emitted)
+		m.emitted++
+		if err := out.EmitTracked(p, id); err != nil {
 			return err
 		}
 		s.stats.Emitted.Add(1)
@@ -611,29 +649,27 @@ func (s *Source) unwanted(topic string) {
 
 // replay emits the spooled messages a previous run did not complete.
 func (s *Source) replay(ctx context.Context, out topology.SourceEmitter) error {
-	err := s.spool.Pending(func(seq uint64, rec []byte) error {
+	err := s.spool.PendingRecords(func(seq uint64, r spool.Record) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		m, ok := decodeRecord(rec)
-		if !ok {
-			// Written by this package and checksummed: a bug, not bad input.
-			return fmt.Errorf("mqtt: spool record %d unreadable", seq)
-		}
-		m.seq = seq
+		m := &message{topic: r.Source, recv: r.Received, payload: bytes.Clone(r.Payload), seq: seq}
 		s.stats.Replayed.Add(1)
 		return s.emit(out, []*message{m})
 	})
 	if ctx.Err() != nil {
 		return nil
 	}
-	return err
+	if err != nil {
+		return fmt.Errorf("mqtt: %w", err)
+	}
+	return nil
 }
 
 // Ack implements topology.Acknowledger. It never waits on the network:
 // in ModeTree the source's own goroutine sends the acknowledgement.
-func (s *Source) Ack(msgID any) {
-	if m, ok := msgID.(*message); ok {
+func (s *Source) Ack(msgID uint64) {
+	if m, ok := s.inflight.Get(msgID); ok {
 		s.finishOne(m)
 	}
 }
@@ -641,16 +677,30 @@ func (s *Source) Ack(msgID any) {
 // Fail implements topology.Acknowledger. The engine has sent the particle
 // to the dead-letter sink: the message is done with. Like Ack, it never
 // waits on the network.
-func (s *Source) Fail(msgID any, _ acker.Reason, _ error) {
-	if m, ok := msgID.(*message); ok {
+func (s *Source) Fail(msgID uint64, _ acker.Reason, _ error) {
+	if m, ok := s.inflight.Get(msgID); ok {
 		s.stats.Failed.Add(1)
 		s.finishOne(m)
 	}
 }
 
+// Redeliver implements topology.Acknowledger: it decodes the particle's
+// message again, which stays in memory until all of its particles are
+// finished.
+func (s *Source) Redeliver(msgID uint64) (particle.Particle, error) {
+	m, ok := s.inflight.Get(msgID)
+	if !ok {
+		return particle.Particle{}, fmt.Errorf("mqtt: no message in flight for particle %#x", msgID)
+	}
+	return redecode(s.cfg.Payload, m, topology.MessagePlace(msgID))
+}
+
 func (s *Source) finishOne(m *message) {
 	if m.remaining.Add(-1) != 0 {
 		return
+	}
+	if m.number != 0 {
+		s.inflight.Remove(m.number)
 	}
 	s.stats.Completed.Add(1)
 	switch {
@@ -724,25 +774,4 @@ func (s *Source) Close() error {
 		}
 	})
 	return s.closeErr
-}
-
-// A spool record is uvarint(len(topic)) topic, receive time (int64 LE),
-// payload.
-func encodeRecord(b []byte, m *message) []byte {
-	b = binary.AppendUvarint(b, uint64(len(m.topic)))
-	b = append(b, m.topic...)
-	b = binary.LittleEndian.AppendUint64(b, uint64(m.recv))
-	return append(b, m.payload...)
-}
-
-func decodeRecord(b []byte) (*message, bool) {
-	n, k := binary.Uvarint(b)
-	if k <= 0 || uint64(len(b)-k) < n+8 {
-		return nil, false
-	}
-	b = b[k:]
-	m := &message{topic: string(b[:n])}
-	m.recv = int64(binary.LittleEndian.Uint64(b[n:]))
-	m.payload = append([]byte(nil), b[n+8:]...)
-	return m, true
 }

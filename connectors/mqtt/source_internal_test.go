@@ -34,13 +34,16 @@ func (m *stuckMessage) Ack() {
 // emitter collects the message ids of what a source emits.
 type emitter struct {
 	mu  sync.Mutex
-	ids []any
+	ids []uint64
+	ps  []particle.Particle
 }
 
-func (e *emitter) Emit(_ particle.Particle, id any) error {
+func (e *emitter) Emit(particle.Particle) error { return nil }
+func (e *emitter) EmitTracked(p particle.Particle, id uint64) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.ids = append(e.ids, id)
+	e.ps = append(e.ps, p)
 	return nil
 }
 func (e *emitter) EmitMeta(int64, particle.Meta) error { return nil }
@@ -79,4 +82,38 @@ func TestTreeAckOffTheCaller(t *testing.T) {
 	assert.Equal(t, "t/2", <-acked)
 	require.NoError(t, s.Close())
 	assert.Equal(t, uint64(2), s.Stats().Acked.Load())
+}
+
+// Redeliver gives back each particle as it was emitted, from the message
+// still in flight, a time-less reading with its receive time; once the
+// message is finished, its ids are unknown.
+func TestRedeliverDecodesTheMessageAgain(t *testing.T) {
+	s, err := NewSource(Config{ConnConfig: ConnConfig{Brokers: []string{"tcp://x:1"}}, Topics: []string{"t/#"}, Mode: ModeTree})
+	require.NoError(t, err)
+	release := make(chan struct{})
+	close(release)
+	acked := make(chan string, 2)
+	s.arrive(nil, &stuckMessage{topic: "t/1", payload: []byte("m v=1 1\nbad\nm v=2\nm,k=x v=3 3"), release: release, acked: acked})
+	s.arrive(nil, &stuckMessage{topic: "t/2", payload: []byte("m v=4 4"), release: release, acked: acked})
+	s.startAcks()
+	out := &emitter{}
+	require.NoError(t, s.emit(out, s.arrivals))
+	require.Len(t, out.ids, 4)
+	for i, id := range out.ids {
+		p, err := s.Redeliver(id)
+		require.NoError(t, err)
+		want := out.ps[i]
+		want.Seq, p.Seq = 0, 0 // the engine numbers particles as it emits them
+		assert.Equal(t, want, p, "particle %d", i)
+	}
+	for _, id := range out.ids {
+		s.Ack(id)
+	}
+	for _, id := range out.ids {
+		_, err := s.Redeliver(id)
+		assert.Error(t, err)
+	}
+	assert.Equal(t, "t/1", <-acked)
+	assert.Equal(t, "t/2", <-acked)
+	require.NoError(t, s.Close())
 }

@@ -39,6 +39,10 @@ func TestEndToEnd(t *testing.T) {
 	assert.Equal(t, uint64(n), st.Acked.Load())
 	assert.Equal(t, uint64(n), st.Completed.Load())
 	assert.Zero(t, st.Invalid.Load())
+	sp, ok := p.src.SpoolStats()
+	assert.True(t, ok, "spool mode has a spool")
+	assert.Equal(t, uint64(n), sp.Appended)
+	assert.Zero(t, sp.Pending, "every message completed")
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	for i, ps := range rec.out {
@@ -199,6 +203,8 @@ func TestModes(t *testing.T) {
 			p.stop(t)
 			assert.Len(t, rec.seen(t), n)
 			assert.Equal(t, uint64(n), p.src.Stats().Acked.Load())
+			_, ok := p.src.SpoolStats()
+			assert.False(t, ok, "no spool in mode %s", mode)
 		})
 	}
 }

@@ -22,11 +22,14 @@
 //
 // # Exactly once in the table
 //
-// A batch is copied (COPY) into a temporary staging table, then inserted
-// with INSERT ... ON CONFLICT (series, time) DO NOTHING, in one
-// transaction. A particle delivered again, after a crash or a replay, so
-// adds no row: the first particle of a series at a time wins, also over a
-// later one with other fields (counted as Duplicates).
+// A batch is copied (COPY) straight into the table in one transaction
+// (the COPY statement alone when no column is added). When a row of it
+// is there already, the COPY fails whole and writes nothing; the batch is
+// then copied into a temporary staging table and inserted with INSERT ...
+// ON CONFLICT (series, time) DO NOTHING, in one transaction. A particle
+// delivered again, after a crash or a replay, so adds no row: the first
+// particle of a series at a time wins, also over a later one with other
+// fields (counted as Duplicates).
 //
 // # Acknowledgement and failures
 //

@@ -139,14 +139,14 @@ func run(t testing.TB, sink *postgres.Sink, cfg topology.Config, ps []particle.P
 	cfg.Acking.Enabled = true
 	topo, err := topology.New(cfg)
 	require.NoError(t, err)
-	topo.AddSource("gen", topology.Single(topology.SourceFunc(func(ctx context.Context, out topology.SourceEmitter) error {
+	topo.AddSource("gen", topology.Single(topology.Retaining(func(ctx context.Context, out topology.SourceEmitter) error {
 		for i, p := range ps {
 			if before != nil {
 				if err := before(i, out); err != nil {
 					return err
 				}
 			}
-			if err := out.Emit(p, i); err != nil {
+			if err := out.EmitTracked(p, uint64(i)); err != nil {
 				return err
 			}
 		}
@@ -155,3 +155,17 @@ func run(t testing.TB, sink *postgres.Sink, cfg topology.Config, ps []particle.P
 	topo.AddBolt("write", operation.Stateless(sink), topology.BoltConfig{}).Input("gen", topology.Global())
 	return topo, topo.Run(context.Background())
 }
+
+// recordingEmitter is the engine's side of a sink called directly: it
+// hands out anchors and records acknowledgements and failures.
+type recordingEmitter struct {
+	next   operation.Anchor
+	acked  int
+	failed []error
+}
+
+func (e *recordingEmitter) Emit(particle.Particle)                              {}
+func (e *recordingEmitter) EmitAnchored(particle.Particle, ...operation.Anchor) {}
+func (e *recordingEmitter) Hold() operation.Anchor                              { e.next++; return e.next }
+func (e *recordingEmitter) Ack(operation.Anchor)                                { e.acked++ }
+func (e *recordingEmitter) Fail(_ operation.Anchor, err error)                  { e.failed = append(e.failed, err) }

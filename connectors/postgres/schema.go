@@ -46,21 +46,6 @@ func fieldType(v particle.Value) colType {
 	return typeText
 }
 
-// fieldValue returns v as the Go value that pgx encodes for its column.
-func fieldValue(v particle.Value) any {
-	switch v.Kind() {
-	case particle.KindFloat:
-		return v.FloatValue()
-	case particle.KindInt:
-		return v.IntValue()
-	case particle.KindUint:
-		return int64(v.UintValue()) // checked to fit by fit
-	case particle.KindBool:
-		return v.BoolValue()
-	}
-	return v.StringValue()
-}
-
 // column is a named column of a type.
 type column struct {
 	name string
@@ -79,15 +64,9 @@ type columns struct {
 // column to each of its keys that has none yet, typed after p's value. The
 // error wraps ErrColumn.
 func (c *columns) fit(p *particle.Particle) error {
-	if err := text("measurement", p.Measurement); err != nil {
-		return err
-	}
 	var added []column
 	for _, t := range p.Tags {
 		if err := c.claim(p, &added, t.Key, typeText); err != nil {
-			return err
-		}
-		if err := text("tag "+t.Key, t.Value); err != nil {
 			return err
 		}
 	}
@@ -103,23 +82,63 @@ func (c *columns) fit(p *particle.Particle) error {
 		if err := c.claim(p, &added, f.Key, fieldType(f.Value)); err != nil {
 			return err
 		}
+	}
+	if err := fitValues(p); err != nil {
+		return err
+	}
+	for _, a := range added {
+		c.types[a.name] = a.typ
+	}
+	return nil
+}
+
+// fitValues checks what fit checks of p's values alone, for a particle
+// whose columns are known to fit: those of one that did (sameColumns).
+func fitValues(p *particle.Particle) error {
+	if err := text("measurement", "", p.Measurement); err != nil {
+		return err
+	}
+	for _, t := range p.Tags {
+		if err := text("tag ", t.Key, t.Value); err != nil {
+			return err
+		}
+	}
+	for _, f := range p.Fields {
 		switch f.Value.Kind() {
 		case particle.KindUint:
 			if f.Value.UintValue() > math.MaxInt64 {
 				return fmt.Errorf("%w: field %q: %d overflows bigint", ErrColumn, f.Key, f.Value.UintValue())
 			}
 		case particle.KindString:
-			if err := text("field "+f.Key, f.Value.StringValue()); err != nil {
+			if err := text("field ", f.Key, f.Value.StringValue()); err != nil {
 				return err
 			}
 		case particle.KindInvalid:
 			return fmt.Errorf("%w: field %q has no value", ErrColumn, f.Key)
 		}
 	}
-	for _, a := range added {
-		c.types[a.name] = a.typ
-	}
 	return nil
+}
+
+// sameColumns reports whether a and b have the same tag and field keys in
+// the same order, with values of the same column types: then the columns
+// of one fit the table when those of the other do, and their values go to
+// the same positions of a row.
+func sameColumns(a, b *particle.Particle) bool {
+	if len(a.Tags) != len(b.Tags) || len(a.Fields) != len(b.Fields) {
+		return false
+	}
+	for i := range a.Tags {
+		if a.Tags[i].Key != b.Tags[i].Key {
+			return false
+		}
+	}
+	for i := range a.Fields {
+		if a.Fields[i].Key != b.Fields[i].Key || fieldType(a.Fields[i].Value) != fieldType(b.Fields[i].Value) {
+			return false
+		}
+	}
+	return true
 }
 
 // claim checks that key names a column of type t, or notes in added that
@@ -145,10 +164,12 @@ func (c *columns) claim(p *particle.Particle, added *[]column, key string, t col
 	return nil
 }
 
-// text checks that s can be stored as text: UTF-8 without NUL.
-func text(what, s string) error {
+// text checks that s can be stored as text: UTF-8 without NUL. The error
+// names s as what followed by key, which are apart so that a valid s
+// costs no concatenation.
+func text(what, key, s string) error {
 	if strings.IndexByte(s, 0) >= 0 || !utf8.ValidString(s) {
-		return fmt.Errorf("%w: %s: %q is not UTF-8 without NUL", ErrColumn, what, s)
+		return fmt.Errorf("%w: %s%s: %q is not UTF-8 without NUL", ErrColumn, what, key, s)
 	}
 	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -56,6 +55,10 @@ type row struct {
 	p      particle.Particle
 	series string
 	anchor operation.Anchor
+	// likePrev is whether p has the columns of the row before it in the
+	// batch (sameColumns), which then need no second look. It tells
+	// nothing of the first row of a slice of rows.
+	likePrev bool
 }
 
 var (
@@ -87,6 +90,10 @@ func (s *Sink) Stats() *Stats { return &s.stats }
 func (s *Sink) Process(ctx context.Context, in particle.Particle, out operation.Emitter) error {
 	s.mu.Lock()
 	full := len(s.pending[out]) >= s.cfg.BatchSize
+	if !full && s.cols != nil && !s.closed {
+		defer s.mu.Unlock()
+		return s.hold(&in, out)
+	}
 	s.mu.Unlock()
 	if full {
 		if err := s.write(ctx, out); err != nil {
@@ -98,11 +105,25 @@ func (s *Sink) Process(ctx context.Context, in particle.Particle, out operation.
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.cols.fit(&in); err != nil {
+	return s.hold(&in, out)
+}
+
+// hold checks that p fits the table and holds it in out's batch. s.mu is
+// held and the table's columns are read.
+func (s *Sink) hold(p *particle.Particle, out operation.Emitter) error {
+	rows := s.pending[out]
+	like := len(rows) > 0 && sameColumns(&rows[len(rows)-1].p, p)
+	var err error
+	if like {
+		err = fitValues(p)
+	} else {
+		err = s.cols.fit(p)
+	}
+	if err != nil {
 		s.stats.Rejected.Add(1)
 		return fmt.Errorf("%w: %w", operation.ErrRejected, err)
 	}
-	s.pending[out] = append(s.pending[out], row{p: in, series: seriesKey(&in), anchor: out.Hold()})
+	s.pending[out] = append(rows, row{p: *p, series: seriesKey(p), anchor: out.Hold(), likePrev: like})
 	return nil
 }
 
@@ -233,57 +254,19 @@ func (s *Sink) writeRows(ctx context.Context, rows []row, out operation.Emitter)
 	return done + more, err
 }
 
-// tx writes rows in one transaction: the columns they need are added and
-// the rows copied into the table or, when some are there already, to the
-// staging table and inserted from there, skipping those already in the
-// table.
+// tx writes rows in one transaction. It copies them straight into the
+// table, with the columns they need added first, and only when that meets
+// a row already there (a redelivery) goes through the staging table.
 func (s *Sink) tx(ctx context.Context, rows []row) error {
 	s.mu.Lock()
 	names, added := s.batchColumns(rows)
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)
 	defer cancel()
-	table := s.table.Sanitize()
-	var inserted int64
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		for _, c := range added {
-			if _, err := tx.Exec(ctx, fmt.Sprintf("ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s %s", table, quote(c.name), c.typ)); err != nil {
-				return fmt.Errorf("add column %q: %w", c.name, err)
-			}
-		}
-		// Most batches hold no row of the table: copy them straight in,
-		// and only when that meets a row already there go through the
-		// staging table.
-		direct, err := tx.Begin(ctx)
-		if err != nil {
-			return err
-		}
-		n, err := direct.CopyFrom(ctx, s.table, names, copySource(rows, names))
-		if err == nil {
-			inserted = n
-			return direct.Commit(ctx)
-		}
-		if err := direct.Rollback(ctx); err != nil {
-			return err
-		}
-		if !duplicateKey(err) {
-			return fmt.Errorf("copy: %w", err)
-		}
-		if _, err := tx.Exec(ctx, fmt.Sprintf("CREATE TEMP TABLE %s (LIKE %s INCLUDING DEFAULTS) ON COMMIT DROP", stageTable, table)); err != nil {
-			return fmt.Errorf("create staging table: %w", err)
-		}
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{stageTable}, names, copySource(rows, names)); err != nil {
-			return fmt.Errorf("copy to staging table: %w", err)
-		}
-		list := quoteAll(names)
-		tag, err := tx.Exec(ctx, fmt.Sprintf("INSERT INTO %s (%s) SELECT %[2]s FROM %s ON CONFLICT (%s, %s) DO NOTHING",
-			table, list, stageTable, quote(colSeries), quote(colTime)))
-		if err != nil {
-			return fmt.Errorf("insert: %w", err)
-		}
-		inserted = tag.RowsAffected()
-		return nil
-	})
+	inserted, err := s.copyRows(ctx, rows, names, added)
+	if duplicateKey(err) {
+		inserted, err = s.insertRows(ctx, rows, names, added)
+	}
 	if err != nil {
 		return err
 	}
@@ -298,15 +281,85 @@ func (s *Sink) tx(ctx context.Context, rows []row) error {
 	return nil
 }
 
+// copyRows copies rows into the table. Without columns to add, that is a
+// COPY statement alone: a transaction of its own, which the server
+// commits before it reports the COPY complete, so the batch is as safe as
+// in a BEGIN ... COMMIT without the round trips of those two. With
+// columns to add, the COPY follows the ALTER TABLEs in one transaction.
+// Nothing is written when a row is in the table already.
+func (s *Sink) copyRows(ctx context.Context, rows []row, names []string, added []column) (int64, error) {
+	if len(added) == 0 {
+		n, err := s.pool.CopyFrom(ctx, s.table, names, newRowSource(rows, names))
+		if err != nil {
+			return 0, fmt.Errorf("copy: %w", err)
+		}
+		return n, nil
+	}
+	var n int64
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := s.addColumns(ctx, tx, added); err != nil {
+			return err
+		}
+		var err error
+		if n, err = tx.CopyFrom(ctx, s.table, names, newRowSource(rows, names)); err != nil {
+			return fmt.Errorf("copy: %w", err)
+		}
+		return nil
+	})
+	return n, err
+}
+
+// insertRows writes rows in one transaction through the staging table,
+// skipping those already in the table, and returns how many it inserted.
+func (s *Sink) insertRows(ctx context.Context, rows []row, names []string, added []column) (int64, error) {
+	table := s.table.Sanitize()
+	var inserted int64
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := s.addColumns(ctx, tx, added); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, fmt.Sprintf("CREATE TEMP TABLE %s (LIKE %s INCLUDING DEFAULTS) ON COMMIT DROP", stageTable, table)); err != nil {
+			return fmt.Errorf("create staging table: %w", err)
+		}
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{stageTable}, names, newRowSource(rows, names)); err != nil {
+			return fmt.Errorf("copy to staging table: %w", err)
+		}
+		list := quoteAll(names)
+		tag, err := tx.Exec(ctx, fmt.Sprintf("INSERT INTO %s (%s) SELECT %[2]s FROM %s ON CONFLICT (%s, %s) DO NOTHING",
+			table, list, stageTable, quote(colSeries), quote(colTime)))
+		if err != nil {
+			return fmt.Errorf("insert: %w", err)
+		}
+		inserted = tag.RowsAffected()
+		return nil
+	})
+	return inserted, err
+}
+
+// addColumns adds the columns added to the table in tx.
+func (s *Sink) addColumns(ctx context.Context, tx pgx.Tx, added []column) error {
+	table := s.table.Sanitize()
+	for _, c := range added {
+		if _, err := tx.Exec(ctx, fmt.Sprintf("ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s %s", table, quote(c.name), c.typ)); err != nil {
+			return fmt.Errorf("add column %q: %w", c.name, err)
+		}
+	}
+	return nil
+}
+
 // batchColumns returns the columns rows fill, in a fixed order, and those
 // of them not yet in the table. s.mu is held.
 func (s *Sink) batchColumns(rows []row) (names []string, added []column) {
 	seen := map[string]bool{}
-	for _, r := range rows {
-		for _, t := range r.p.Tags {
+	for i := range rows {
+		if i > 0 && rows[i].likePrev {
+			continue
+		}
+		p := &rows[i].p
+		for _, t := range p.Tags {
 			seen[t.Key] = true
 		}
-		for _, f := range r.p.Fields {
+		for _, f := range p.Fields {
 			seen[f.Key] = true
 		}
 	}
@@ -320,29 +373,6 @@ func (s *Sink) batchColumns(rows []row) (names []string, added []column) {
 	slices.Sort(keys)
 	slices.SortFunc(added, func(a, b column) int { return strings.Compare(a.name, b.name) })
 	return append([]string{colTime, colSeries, colMeasurement}, keys...), added
-}
-
-// copySource gives rows as the values of the columns names.
-func copySource(rows []row, names []string) pgx.CopyFromSource {
-	index := make(map[string]int, len(names))
-	for i, n := range names {
-		index[n] = i
-	}
-	values := make([]any, len(names))
-	return pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
-		r := &rows[i]
-		clear(values)
-		values[0] = time.Unix(0, r.p.Time).UTC()
-		values[1] = r.series
-		values[2] = r.p.Measurement
-		for _, t := range r.p.Tags {
-			values[index[t.Key]] = t.Value
-		}
-		for _, f := range r.p.Fields {
-			values[index[f.Key]] = fieldValue(f.Value)
-		}
-		return values, nil
-	})
 }
 
 // dataError reports whether the database refused err's statement for the

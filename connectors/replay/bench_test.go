@@ -44,26 +44,75 @@ func writeRecording(b *testing.B, n int, step time.Duration) (string, int64) {
 // unpaced through a topology: replay source, then the synchronization
 // buffer of a sink bolt writing line protocol to io.Discard.
 func BenchmarkReplay(b *testing.B) {
-	const n = 1_000_000
-	path, size := writeRecording(b, n, time.Millisecond)
-	b.ReportAllocs()
-	b.SetBytes(size)
-	var total time.Duration
-	for b.Loop() {
-		src, err := replay.New(replay.Config{Inputs: []replay.Input{{Path: path}}, Speed: replay.Max})
-		require.NoError(b, err)
+	benchReplay(b, func(src *replay.Source) int {
 		topo, err := topology.New(topology.Config{Replay: true})
 		require.NoError(b, err)
 		topo.AddSource("replay", topology.Single(src), topology.SourceConfig{})
 		topo.AddBolt("sink", operation.Stateless(file.NewSink(io.Discard, particle.Nanosecond)), topology.BoltConfig{
 			Buffer: syncbuffer.Config{FutureBound: -1},
 		}).Input("replay", topology.Global())
-		start := time.Now()
 		require.NoError(b, topo.Run(context.Background()))
+		return int(topo.Stats("sink").Processed.Load())
+	})
+}
+
+// BenchmarkReplaySource replays the file of BenchmarkReplay unpaced into
+// an emitter that only counts: the source's own rate (reading, decoding,
+// merging, judging), without a topology after it.
+func BenchmarkReplaySource(b *testing.B) {
+	benchReplay(b, func(src *replay.Source) int {
+		out := &recorder{discard: true}
+		require.NoError(b, src.Run(context.Background(), out))
+		return out.n
+	})
+}
+
+// benchReplay replays a recording of a million readings unpaced with run,
+// which returns how many particles came out, and reports the rate. Each
+// iteration also reads the file with a file.Reader, one record after the
+// other, timed apart: "vs-reader" is the replay's rate over the Reader's,
+// measured under the same machine load.
+func benchReplay(b *testing.B, run func(src *replay.Source) int) {
+	const n = 1_000_000
+	path, size := writeRecording(b, n, time.Millisecond)
+	b.ReportAllocs()
+	b.SetBytes(size)
+	var total, reading time.Duration
+	for b.Loop() {
+		src, err := replay.New(replay.Config{Inputs: []replay.Input{{Path: path}}, Speed: replay.Max})
+		require.NoError(b, err)
+		start := time.Now()
+		got := run(src)
 		total += time.Since(start)
-		require.Equal(b, uint64(n), topo.Stats("sink").Processed.Load())
+		require.Equal(b, n, got)
+		b.StopTimer()
+		start = time.Now()
+		require.Equal(b, n, readAll(b, path))
+		reading += time.Since(start)
+		b.StartTimer()
 	}
 	b.ReportMetric(float64(n)*float64(b.N)/total.Seconds(), "particles/s")
+	b.ReportMetric(reading.Seconds()/total.Seconds(), "vs-reader")
+}
+
+// readAll reads the records of path with a file.Reader and returns how
+// many there were.
+func readAll(b *testing.B, path string) int {
+	r, err := file.OpenReader(path, file.Format{})
+	require.NoError(b, err)
+	defer r.Close()
+	n := 0
+	var p particle.Particle
+	for {
+		err := r.Read(&p)
+		if err == io.EOF {
+			return n
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
 }
 
 // arrivals is a sink operation that notes when each particle arrives.

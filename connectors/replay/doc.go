@@ -20,10 +20,15 @@
 //     inputs; a file that goes back in time is replayed as recorded, and
 //     downstream synchronization buffers judge what is late. Concat reads
 //     the inputs one after the other instead.
-//   - Memory: files stream; each input is decoded in its own goroutine,
-//     in parallel with pacing and emission, at most three batches ahead
-//     of the merge, of up to 256 records (fewer with more than four
-//     inputs) and 256 KiB of file each, whatever its size.
+//   - Memory: files stream; each input is decoded in goroutines of its
+//     own, in parallel with pacing and emission, whatever its size. Line
+//     protocol is cut into blocks of whole lines (64 KiB, or one longer
+//     line), decoded on up to four goroutines per input (about one per
+//     processor over all inputs) and merged in the file's order, at most
+//     two blocks more than the decoding goroutines ahead of the merge.
+//     Delimited text is decoded in one goroutine, at most three batches
+//     ahead, of up to 256 records (fewer with more than four inputs) and
+//     256 KiB of file each.
 //   - Pacing: every emission is scheduled from an anchor (the first
 //     particle, moved by each change), never from the previous emission,
 //     so there is no drift over long replays; particles due together are

@@ -74,7 +74,9 @@ type recorder struct {
 	n         int
 }
 
-func (r *recorder) Emit(p particle.Particle, _ any) error {
+func (r *recorder) EmitTracked(p particle.Particle, _ uint64) error { return r.Emit(p) }
+
+func (r *recorder) Emit(p particle.Particle) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.n++

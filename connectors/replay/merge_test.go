@@ -2,9 +2,12 @@ package replay_test
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
+	"compress/gzip"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -17,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
+	"github.com/sensorstorm/sensorstorm/connectors/file"
 	"github.com/sensorstorm/sensorstorm/connectors/replay"
 	"github.com/sensorstorm/sensorstorm/particle"
 )
@@ -90,6 +94,76 @@ func TestReaderInput(t *testing.T) {
 	assert.Equal(t, []string{"bad"}, r.raws)
 	_, err := replay.New(replay.Config{Inputs: []replay.Input{in}, Loop: true})
 	assert.ErrorIs(t, err, replay.ErrInvalidConfig)
+}
+
+// TestPipeInputKeepsUp replays from a pipe whose writer writes the next
+// line only once the one before was emitted: each line must be decoded
+// and emitted as it comes, not once a block is full.
+func TestPipeInputKeepsUp(t *testing.T) {
+	pr, pw := io.Pipe()
+	w := newFakeWall()
+	out := &signalling{recorder: recorder{wall: w}, emitted: make(chan struct{})}
+	src, err := replay.New(replay.Config{Inputs: []replay.Input{{Path: "-", Reader: pr}}, Speed: replay.Max, Wall: w})
+	require.NoError(t, err)
+	done := make(chan error)
+	go func() { done <- src.Run(context.Background(), out) }()
+	for i := range 100 {
+		_, err := fmt.Fprintf(pw, "m,file=pipe i=%di %d\n", i, t0+int64(i))
+		require.NoError(t, err)
+		<-out.emitted
+	}
+	require.NoError(t, pw.Close())
+	require.NoError(t, <-done)
+	assert.Equal(t, regular(100, t0, 1), out.times)
+}
+
+// signalling is a recorder that tells of each particle emitted.
+type signalling struct {
+	recorder
+	emitted chan struct{}
+}
+
+func (s *signalling) Emit(p particle.Particle) error {
+	err := s.recorder.Emit(p)
+	s.emitted <- struct{}{}
+	return err
+}
+
+// TestGzipInput replays a gzip file, then the same file cut in the
+// middle: the lines before the cut are emitted, and Run fails with a read
+// error naming the file and the line where it broke off.
+func TestGzipInput(t *testing.T) {
+	const n = 20_000
+	dir := t.TempDir()
+	var text, z bytes.Buffer
+	for i := range n {
+		fmt.Fprintf(&text, "m,file=gz i=%di %d\n", i, t0+int64(i)*1e9)
+	}
+	zw := gzip.NewWriter(&z)
+	_, err := zw.Write(text.Bytes())
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	path := filepath.Join(dir, "a.lp.gz")
+	require.NoError(t, os.WriteFile(path, z.Bytes(), 0o644))
+	w := newFakeWall()
+	r := &recorder{wall: w}
+	src := run(t, replay.Config{Inputs: inputs(path), Speed: replay.Max, Wall: w}, r)
+	assert.Equal(t, regular(n, t0, time.Second), r.times)
+	assert.Equal(t, int64(z.Len()), src.Status().BytesRead)
+
+	cut := filepath.Join(dir, "cut.lp.gz")
+	require.NoError(t, os.WriteFile(cut, z.Bytes()[:z.Len()/2], 0o644))
+	r = &recorder{wall: w}
+	src, err = replay.New(replay.Config{Inputs: inputs(cut), Speed: replay.Max, Wall: w})
+	require.NoError(t, err)
+	err = src.Run(context.Background(), r)
+	var re *file.ReadError
+	require.ErrorAs(t, err, &re)
+	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+	assert.Equal(t, cut, re.Source)
+	assert.Greater(t, len(r.times), 0)
+	assert.Equal(t, len(r.times)+1, re.Line, "the line after the last emitted broke off")
+	assert.Equal(t, regular(len(r.times), t0, time.Second), r.times)
 }
 
 // TestRange checks that From and To bound the replay to [From, To) and
@@ -245,7 +319,9 @@ type memSampler struct {
 	ordered bool
 }
 
-func (m *memSampler) Emit(p particle.Particle, _ any) error {
+func (m *memSampler) EmitTracked(p particle.Particle, _ uint64) error { return m.Emit(p) }
+
+func (m *memSampler) Emit(p particle.Particle) error {
 	if m.n == 0 {
 		m.ordered = true
 	} else if p.Time < m.last {

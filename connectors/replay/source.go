@@ -48,9 +48,9 @@ type Source struct {
 	last    atomic.Int64
 	hasLast atomic.Bool
 
-	ran     atomic.Bool
-	stats   counters
-	readers atomic.Pointer[[]*file.Reader] // of the current pass, for progress
+	ran    atomic.Bool
+	stats  counters
+	inputs atomic.Pointer[[]input] // of the current pass, for progress
 }
 
 // pacing is the schedule: event time e0 is due at wall time w0, and time
@@ -276,15 +276,15 @@ type runner struct {
 
 // pass replays the inputs once and returns how many particles it emitted.
 func (r *runner) pass(ctx context.Context, pass int) (int, error) {
-	readers, err := r.open()
+	opened, err := r.open()
 	if err != nil {
 		return 0, err
 	}
-	inputs, stop := readAll(readers)
+	inputs, stop := readAll(opened)
 	defer func() {
 		stop()
-		for _, rd := range readers {
-			rd.Close()
+		for _, in := range opened {
+			in.Close()
 		}
 	}()
 	if pass == 1 {
@@ -408,26 +408,26 @@ func (r *runner) extent(t int64, n int) {
 }
 
 // open opens the inputs.
-func (r *runner) open() ([]*file.Reader, error) {
-	readers := make([]*file.Reader, 0, len(r.cfg.Inputs))
+func (r *runner) open() ([]input, error) {
+	inputs := make([]input, 0, len(r.cfg.Inputs))
 	var total int64
 	for _, in := range r.cfg.Inputs {
-		rd, err := openInput(in)
+		o, err := openInput(in)
 		if err != nil {
-			for _, o := range readers {
+			for _, o := range inputs {
 				o.Close()
 			}
 			return nil, err
 		}
-		total += rd.Size()
-		readers = append(readers, rd)
+		total += o.size
+		inputs = append(inputs, o)
 	}
 	r.stats.bytesTotal.Store(total)
-	r.readers.Store(&readers)
+	r.inputs.Store(&inputs)
 	if !r.stats.spanKnown.Load() {
 		r.scanSpan()
 	}
-	return readers, nil
+	return inputs, nil
 }
 
 // scanSpan finds the event times of the first and last records of the
@@ -460,20 +460,12 @@ func (r *runner) scanSpan() {
 	r.stats.spanKnown.Store(true)
 }
 
-// openInput opens the reader of in.
-func openInput(in Input) (*file.Reader, error) {
-	if in.Reader != nil {
-		return file.NewReader(in.Reader, in.Path, *in.Format)
-	}
-	return file.OpenReader(in.Path, *in.Format)
-}
-
 // emit emits p once it is due.
 func (r *runner) emit(ctx context.Context, p *particle.Particle) error {
 	if err := r.await(ctx, p.Time); err != nil {
 		return err
 	}
-	if err := r.out.Emit(*p, nil); err != nil {
+	if err := r.out.Emit(*p); err != nil {
 		return err
 	}
 	r.unflushed = true
@@ -661,9 +653,9 @@ func (s *Source) Status() Status {
 		st.First = time.Unix(0, addSat(s.stats.first.Load(), shift)).UTC()
 		st.Last = time.Unix(0, addSat(s.stats.last.Load(), shift)).UTC()
 	}
-	if rs := s.readers.Load(); rs != nil {
-		for _, rd := range *rs {
-			st.BytesRead += rd.Offset()
+	if ins := s.inputs.Load(); ins != nil {
+		for _, in := range *ins {
+			st.BytesRead += in.Offset()
 		}
 	}
 	return st

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/sensorstorm/sensorstorm/metrics"
+	"github.com/sensorstorm/sensorstorm/statuspage"
+	"github.com/sensorstorm/sensorstorm/topology"
+)
+
+// statusFlags are the flags of the status page.
+type statusFlags struct {
+	addr    string
+	control bool
+}
+
+// register defines --http-addr and, for a command whose run the page can
+// change (withControl), --http-control.
+func (f *statusFlags) register(fs *flag.FlagSet, withControl bool) {
+	fs.StringVar(&f.addr, "http-addr", "", "serve a live status page on `ADDR`, such as localhost:8088, with Prometheus metrics at /metrics"+addrUsage)
+	if withControl {
+		fs.BoolVar(&f.control, "http-control", false, "let the status page change the replay: speed, pause and resume\n"+
+			"(POST /speed?factor=F|max, /pause, /resume on --http-addr); without it the page is read-only")
+	}
+}
+
+// check completes the address; if it returns false, the command returns
+// code.
+func (f *statusFlags) check(c *cli) (int, bool) {
+	if f.addr == "" {
+		if f.control {
+			return c.usageError("--http-control needs --http-addr"), false
+		}
+		return exitOK, true
+	}
+	addr, err := listenAddr(f.addr)
+	if err != nil {
+		return c.usageError("--http-addr: %v", err), false
+	}
+	f.addr = addr
+	return exitOK, true
+}
+
+// tap returns the sampler of the page's plots, nil without a page: a nil
+// tap installs nothing.
+func (f *statusFlags) tap() *statuspage.Tap {
+	if f.addr == "" {
+		return nil
+	}
+	return statuspage.NewTap(statuspage.TapConfig{})
+}
+
+// serveStatus serves the status page of cfg on addr, if not empty, with
+// the Prometheus metrics of its topology, until the returned stop is
+// called; announce gets the page's URL.
+func serveStatus(addr string, cfg statuspage.Config, announce func(url string)) (stop func(), err error) {
+	if addr == "" {
+		return func() {}, nil
+	}
+	cfg.Metrics = metricsRegistry(cfg.Topology)
+	page, err := statuspage.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	bound, stopHTTP, err := serveHTTP(addr, page)
+	if err != nil {
+		return nil, fmt.Errorf("status page: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = page.Run(ctx) })
+	announce("http://" + bound.String() + "/")
+	return func() {
+		// Run's end closes the event streams, which Shutdown would wait for.
+		cancel()
+		wg.Wait()
+		stopHTTP()
+	}, nil
+}
+
+// metricsRegistry returns a registry of topo's metrics and the process's.
+func metricsRegistry(topo *topology.Topology) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(metrics.New(topo, nil), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// serveHTTP serves h on addr until the returned stop is called, and
+// returns the address it listens on.
+func serveHTTP(addr string, h http.Handler) (net.Addr, func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// Serve returns ErrServerClosed on Shutdown, the only way it ends.
+		_ = srv.Serve(ln)
+	}()
+	return ln.Addr(), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); errors.Is(err, context.DeadlineExceeded) {
+			srv.Close()
+		}
+		<-done
+	}, nil
+}

@@ -1,0 +1,217 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+)
+
+// chromiumPath is the browser the status page's test drives: Debian's
+// package chromium, which scripts/test.sh installs; SENSORSTORM_CHROMIUM
+// names another.
+func chromiumPath(t *testing.T) string {
+	path := cmpOr(os.Getenv("SENSORSTORM_CHROMIUM"), "/usr/bin/chromium")
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("the status page's browser test needs Chromium at %s: install the Debian packages chromium and chromium-driver "+
+			"(scripts/test.sh does, as root), or set SENSORSTORM_CHROMIUM: %v", path, err)
+	}
+	return path
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// announced is a stderr that hands on the status page's URL once the
+// command printed it, as pattern's first group (default: replay's line).
+type announced struct {
+	mu      sync.Mutex
+	buf     strings.Builder
+	url     chan string
+	sent    bool
+	pattern *regexp.Regexp
+}
+
+var replayPageURL = regexp.MustCompile(`status page on (http://\S+)`)
+
+func (a *announced) Write(b []byte) (int, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.buf.Write(b)
+	pattern := a.pattern
+	if pattern == nil {
+		pattern = replayPageURL
+	}
+	if m := pattern.FindStringSubmatch(a.buf.String()); m != nil && !a.sent {
+		a.sent = true
+		a.url <- m[1]
+	}
+	return len(b), nil
+}
+
+func (a *announced) String() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.buf.String()
+}
+
+// metricValues reads the samples of the metric name by component from a
+// Prometheus text exposition.
+func metricValues(t *testing.T, url, name string) map[string]uint64 {
+	t.Helper()
+	res, err := http.Get(url)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	line := regexp.MustCompile(`^` + name + `\{component="([^"]+)"\} (\S+)$`)
+	out := map[string]uint64{}
+	sc := bufio.NewScanner(res.Body)
+	for sc.Scan() {
+		if m := line.FindStringSubmatch(sc.Text()); m != nil {
+			v, err := strconv.ParseFloat(m[2], 64)
+			require.NoError(t, err)
+			out[m[1]] = uint64(v)
+		}
+	}
+	require.NoError(t, sc.Err())
+	return out
+}
+
+// TestStatusPageInChromium replays the shipped recording, paced, with the
+// status page, and checks the page in headless Chromium: the graph shows
+// every component, its counts are those of /metrics, pause stops the
+// event-time position and resume moves it on. It saves a screenshot in
+// the test's artifact directory (go test -artifacts keeps it), and with
+// SENSORSTORM_SCREENSHOT=FILE also there.
+func TestStatusPageInChromium(t *testing.T) {
+	chromium := chromiumPath(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	stderr := &announced{url: make(chan string, 1)}
+	out := filepath.Join(t.TempDir(), "out.lp")
+	replayCtx, stopReplay := context.WithCancel(ctx)
+	defer stopReplay()
+	code := make(chan int, 1)
+	go func() {
+		code <- runIO(replayCtx, []string{"replay", "--speed", "200", "--http-addr", "127.0.0.1:0", "--http-control",
+			"--out", out, "../../testdata/library1-r1.lp"}, nil, io.Discard, stderr)
+	}()
+	var url string
+	select {
+	case url = <-stderr.url:
+	case c := <-code:
+		t.Fatalf("replay ended with %d before serving the page:\n%s", c, stderr)
+	case <-ctx.Done():
+		t.Fatalf("no status page announced:\n%s", stderr)
+	}
+
+	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx,
+		chromedp.ExecPath(chromium), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 1100))
+	defer cancelAlloc()
+	browser, cancelBrowser := chromedp.NewContext(alloc)
+	defer cancelBrowser()
+	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		require.NoError(t, chromedp.Do(browser, steps...), what)
+	}
+	// poll waits until the page's expression is true.
+	poll := func(what, expr string) {
+		t.Helper()
+		_, err := chromedp.Run(browser, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(10*time.Second)))
+		require.NoError(t, err, what)
+	}
+
+	do("open the page", chromedp.Navigate(url), chromedp.WaitVisible(`#graph [data-component="out"]`))
+
+	components := evaluate[[]string](t, browser, `[...document.querySelectorAll("#graph [data-component]")].map(n => n.dataset.component)`)
+	require.Equal(t, []string{"replay", "out"}, components, "the graph shows every component of the replay")
+	poll("sensor plots", `document.querySelectorAll("#plots .plot polyline").length > 0`)
+
+	do("speed up", chromedp.Click(`#faster`))
+	poll("doubled speed", `last && last.replay.speed === "400x" && document.getElementById("speed").textContent === "400x"`)
+
+	// Paused, the counts stand still: the page must show what /metrics says.
+	do("pause", chromedp.Click(`#pause`))
+	poll("paused", `last && last.replay.paused`)
+	var pageCounts, metricCounts map[string]uint64
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		pairs := evaluate[map[string][2]uint64](t, browser, `Object.fromEntries([...document.querySelectorAll("#graph [data-component]")].map(n =>
+			[n.dataset.component, [Number(n.querySelector('[data-field="in"]').dataset.value), Number(n.querySelector('[data-field="out"]').dataset.value)]]))`)
+		pageCounts = map[string]uint64{}
+		for c, p := range pairs {
+			pageCounts[c+" in"], pageCounts[c+" out"] = p[0], p[1]
+		}
+		metricCounts = map[string]uint64{}
+		for c, v := range metricValues(t, url+"metrics", "sensorstorm_particles_in_total") {
+			metricCounts[c+" in"] = v
+		}
+		for c, v := range metricValues(t, url+"metrics", "sensorstorm_particles_out_total") {
+			metricCounts[c+" out"] = v
+		}
+		if fmt.Sprint(pageCounts) == fmt.Sprint(metricCounts) || time.Now().After(deadline) {
+			break
+		}
+		// The page shows the snapshot of the last second: wait for the next.
+		wall := evaluate[int64](t, browser, `last.wall`)
+		poll("the next update", fmt.Sprintf(`last.wall > %d`, wall))
+	}
+	require.Equal(t, metricCounts, pageCounts, "counts on the page and at /metrics")
+	require.NotZero(t, pageCounts["out in"])
+
+	paused := evaluate[string](t, browser, `document.getElementById("position").textContent`)
+	wall := evaluate[int64](t, browser, `last.wall`)
+	poll("two updates while paused", fmt.Sprintf(`last.wall > %d + 1500`, wall))
+	still := evaluate[string](t, browser, `document.getElementById("position").textContent`)
+	require.Equal(t, paused, still, "the event-time position while paused")
+
+	shot, err := chromedp.Run(browser, chromedp.FullScreenshot(100))
+	require.NoError(t, err)
+	saveScreenshot(t, shot)
+
+	do("resume", chromedp.Click(`#resume`))
+	poll("the position moves on", fmt.Sprintf(`document.getElementById("position").textContent > %q`, paused))
+
+	stopReplay()
+	require.Equal(t, exitOK, <-code, stderr.String())
+}
+
+// evaluate returns the value of the page's expression.
+func evaluate[T any](t *testing.T, browser context.Context, expr string) T {
+	t.Helper()
+	v, err := chromedp.Run(browser, chromedp.Evaluate[T](expr))
+	require.NoError(t, err, expr)
+	return v
+}
+
+// saveScreenshot keeps png in the test's artifact directory and, with
+// SENSORSTORM_SCREENSHOT, in that file.
+func saveScreenshot(t *testing.T, png []byte) {
+	t.Helper()
+	path := filepath.Join(t.ArtifactDir(), "status-page.png")
+	require.NoError(t, os.WriteFile(path, png, 0o644))
+	t.Logf("screenshot: %s", path)
+	if extra := os.Getenv("SENSORSTORM_SCREENSHOT"); extra != "" {
+		require.NoError(t, os.WriteFile(extra, png, 0o644))
+	}
+}

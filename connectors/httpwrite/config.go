@@ -1,0 +1,120 @@
+package httpwrite
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/sensorstorm/sensorstorm/spool"
+	"github.com/sensorstorm/sensorstorm/streamclock"
+)
+
+// Defaults for Config.
+const (
+	// DefaultAddr is InfluxDB's own address, on the loopback interface
+	// only.
+	DefaultAddr = "localhost:8086"
+	// DefaultMaxBodySize bounds a request body, after decompression:
+	// 32 MiB, above InfluxDB's 25 MB.
+	DefaultMaxBodySize = 32 << 20
+	// DefaultMaxInFlightBytes bounds the bytes of the bodies in the
+	// spool whose particles are not all processed.
+	DefaultMaxInFlightBytes = 256 << 20
+	// DefaultRetryAfter is what a 503 tells a client to wait.
+	DefaultRetryAfter = time.Second
+	// DefaultShutdownTimeout bounds how long Run waits, once its context
+	// ends, for the requests being handled.
+	DefaultShutdownTimeout = 10 * time.Second
+)
+
+// Config configures a Source. StateDir is required; the rest has
+// defaults.
+type Config struct {
+	// Addr is the TCP address to listen on, host:port. Defaults to
+	// DefaultAddr.
+	Addr string `yaml:"addr"`
+	// StateDir is the directory of the spool that makes a body durable
+	// before the write is answered. Required.
+	StateDir string `yaml:"state_dir"`
+	// Spool configures the spool. Defaults to spool's defaults.
+	Spool spool.Config `yaml:"spool"`
+	// Token, when set, is required of every write: as "Authorization:
+	// Token <token>" (or Bearer), and for the 1.x API also as the
+	// password of Basic authentication or of the p query parameter, as
+	// InfluxDB 2 takes it. Defaults to "", no authentication.
+	Token string `yaml:"token"`
+	// MaxBodySize is the largest request body in bytes, after gzip
+	// decompression; a larger one is answered 413. Defaults to
+	// DefaultMaxBodySize.
+	MaxBodySize int64 `yaml:"max_body_size"`
+	// MaxInFlightBytes bounds the bytes of the bodies spooled whose
+	// particles the pipeline has not finished, which the source also
+	// keeps in memory to decode a particle again when the engine retries
+	// it: beyond it, a write is answered 503 with Retry-After (the spool
+	// is full). One body is always taken when nothing is in flight.
+	// Defaults to DefaultMaxInFlightBytes.
+	MaxInFlightBytes int64 `yaml:"max_in_flight_bytes"`
+	// RetryAfter is the wait a 503 asks of the client, in whole seconds
+	// (at least one). Defaults to DefaultRetryAfter.
+	RetryAfter time.Duration `yaml:"retry_after"`
+	// ShutdownTimeout bounds how long Run waits, after its context
+	// ended, for the requests being handled before it closes their
+	// connections. Defaults to DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// Logger receives the listening address and server errors. Defaults
+	// to discarding them.
+	Logger *slog.Logger `yaml:"-"`
+	// Wall is the wall clock, whose time a line without a timestamp
+	// takes, as InfluxDB gives it the server's time. Defaults to the
+	// system clock.
+	Wall streamclock.Wall `yaml:"-"`
+}
+
+func (c *Config) setDefaults() {
+	if c.Addr == "" {
+		c.Addr = DefaultAddr
+	}
+	if c.MaxBodySize == 0 {
+		c.MaxBodySize = DefaultMaxBodySize
+	}
+	if c.MaxInFlightBytes == 0 {
+		c.MaxInFlightBytes = DefaultMaxInFlightBytes
+	}
+	if c.RetryAfter == 0 {
+		c.RetryAfter = DefaultRetryAfter
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Wall == nil {
+		c.Wall = streamclock.System{}
+	}
+}
+
+// Validate reports a missing state directory and negative limits.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.StateDir == "" {
+		errs = append(errs, errors.New("no state_dir: the spool's directory is required"))
+	}
+	if c.MaxBodySize < 0 {
+		errs = append(errs, fmt.Errorf("max_body_size %d < 0", c.MaxBodySize))
+	}
+	if c.MaxInFlightBytes < 0 {
+		errs = append(errs, fmt.Errorf("max_in_flight_bytes %d < 0", c.MaxInFlightBytes))
+	}
+	if c.RetryAfter < 0 || c.ShutdownTimeout < 0 {
+		errs = append(errs, errors.New("negative retry_after or shutdown_timeout"))
+	}
+	if err := c.Spool.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("httpwrite: invalid config: %w", err)
+	}
+	return nil
+}

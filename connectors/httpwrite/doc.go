@@ -1,0 +1,61 @@
+// Package httpwrite is a source that speaks InfluxDB's write API, so that
+// Telegraf's influxdb outputs, the official InfluxDB client libraries and
+// device firmware send line protocol to a pipeline unchanged.
+//
+// A Source serves
+//
+//	POST /api/v2/write?bucket=B&org=O&precision=ns|us|ms|s   (InfluxDB 2.x)
+//	POST /write?db=D&precision=n|u|ms|s                       (InfluxDB 1.x)
+//	GET  /ping, GET /health                                   (clients' health checks)
+//
+// Bodies are line protocol, plain or with Content-Encoding: gzip, decoded
+// by particle.Decoder; a line without a timestamp takes the time it was
+// received, as InfluxDB gives it the server's. With Config.Token set, a
+// write must carry "Authorization: Token <token>"; the 1.x API also takes
+// the token as the password of Basic authentication or of the p query
+// parameter.
+//
+// Guarantees. A write is answered 204 only once its body is durable in
+// the spool in Config.StateDir (one fsync shared by the writes that
+// arrive together), the same guarantee as a PUBACK in the MQTT source's
+// spool mode: a process killed after the answer replays the body at its
+// next start, and one killed before it never answered, so the client
+// sends the body again. Nothing is lost; a body may be processed twice.
+// A body leaves the spool once every particle of it was processed (run
+// the topology with acking on).
+//
+// Answers, as InfluxDB gives them:
+//
+//   - 204: every line written.
+//   - 400: bad lines. The valid lines of the body are written (durable
+//     before the answer, as with 204) and the bad ones are not: the JSON
+//     body names the line and column of each, the first in InfluxDB's
+//     "line" member, all in an "errors" list. Each bad line is also
+//     counted and sent to the dead-letter sink with its position
+//     (topology.SourceEmitter.Reject), like any bad input. A missing
+//     bucket or db, an unknown precision and a broken gzip stream are
+//     400 too, with nothing written.
+//   - 401: the token is missing or wrong.
+//   - 413: a body larger than Config.MaxBodySize after decompression.
+//   - 503 with Retry-After: the spool is full (Config.MaxInFlightBytes of
+//     bodies wait for the pipeline), the process is stopping, or the
+//     spool cannot be written (which also stops Run with the error).
+//     InfluxDB's clients write again after the wait.
+//
+// The particles of a body are emitted after the answer, by the request's
+// goroutine: a pipeline under backpressure holds a client's next request,
+// not the answer to this one.
+//
+// What it is not: not a database (nothing is queried; /query and the
+// other InfluxDB endpoints are absent), not an InfluxDB authorization
+// system (one token for every bucket; bucket, org and db are recorded in
+// dead letters and otherwise ignored), and not TLS-terminating (put a
+// reverse proxy in front for HTTPS). It does not deduplicate: a client
+// that retries a write whose answer it lost sends its points twice, as
+// it would to InfluxDB, where the second write overwrites the first;
+// downstream, a sink keyed by series and time (connectors/postgres) or
+// operation.Dedup makes it exactly once.
+//
+// See DESIGN.md, "MQTT" (acknowledge only what can no longer be lost) and
+// "Bad input".
+package httpwrite

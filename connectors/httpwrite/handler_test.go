@@ -1,0 +1,263 @@
+package httpwrite_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sensorstorm/sensorstorm/connectors/httpwrite"
+	"github.com/sensorstorm/sensorstorm/connectortest"
+	"github.com/sensorstorm/sensorstorm/particle"
+	"github.com/sensorstorm/sensorstorm/spool"
+	"github.com/sensorstorm/sensorstorm/streamclock"
+)
+
+func gzipped(t testing.TB, s string) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	_, err := zw.Write([]byte(s))
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	return b.Bytes()
+}
+
+// lineErr is an entry of an error body's "errors".
+type lineErr struct {
+	Line, Column int
+	Message      string
+}
+
+// errorBody is an error body of either API.
+type errorBody struct {
+	Code, Message, Error string
+	Line                 int
+	Errors               []lineErr
+}
+
+// TestWrite runs write requests against a real server with a token and a
+// small body limit: the status, the error body, what reaches the
+// pipeline and what reaches the dead-letter sink.
+func TestWrite(t *testing.T) {
+	now := time.Now()
+	base := now.UnixNano()
+	line := func(n int) string { return fmt.Sprintf("env,room=r%d t=%d.5 %d", n%3, n, base+int64(n)) }
+	good := line(1) + "\n" + line(2) + "\n"
+	auth := http.Header{"Authorization": {"Token secret"}}
+	gz := http.Header{"Authorization": {"Token secret"}, "Content-Encoding": {"gzip"}}
+	for _, tc := range []struct {
+		name     string
+		method   string
+		target   string
+		hdr      http.Header
+		body     []byte
+		status   int
+		code     string    // v2 error code
+		errors   []lineErr // positions of bad lines, messages left out
+		points   int       // reaching the pipeline
+		dead     int       // dead letters
+		contains string    // in the error message
+	}{
+		{name: "v2", target: "/api/v2/write?bucket=b&org=o", hdr: auth, body: []byte(good), status: 204, points: 2},
+		{name: "v2 bearer", target: "/api/v2/write?bucket=b", hdr: http.Header{"Authorization": {"Bearer secret"}}, body: []byte(good), status: 204, points: 2},
+		{name: "v1 token", target: "/write?db=d", hdr: auth, body: []byte(good), status: 204, points: 2},
+		{name: "v1 query password", target: "/write?db=d&u=me&p=secret", body: []byte(good), status: 204, points: 2},
+		{name: "v1 basic", target: "/write?db=d", hdr: http.Header{"Authorization": {"Basic " + basic("me", "secret")}}, body: []byte(good), status: 204, points: 2},
+		{name: "gzip", target: "/api/v2/write?bucket=b", hdr: gz, body: gzipped(t, good), status: 204, points: 2},
+		{name: "precision s", target: "/api/v2/write?bucket=b&precision=s", hdr: auth, body: fmt.Appendf(nil, "env t=1 %d\n", now.Unix()), status: 204, points: 1},
+		{name: "v1 precision u", target: "/write?db=d&precision=u", hdr: auth, body: fmt.Appendf(nil, "env t=1 %d\n", now.UnixMicro()), status: 204, points: 1},
+		{name: "empty", target: "/api/v2/write?bucket=b", hdr: auth, status: 204},
+		{
+			name: "partial", target: "/api/v2/write?bucket=b", hdr: auth,
+			body:   []byte(line(1) + "\nenv t=\n" + line(2) + "\nenv,room t=1\n# comment\nenv t=\"open\n"),
+			status: 400, code: "invalid", points: 2, dead: 3, contains: "partial write error (2 written)",
+			errors: []lineErr{{Line: 2, Column: 7}, {Line: 4, Column: 5}, {Line: 6, Column: 7}},
+		},
+		{
+			name: "partial gzip v1", target: "/write?db=d", hdr: gz, body: gzipped(t, "bad\n"+line(1)),
+			status: 400, points: 1, dead: 1, errors: []lineErr{{Line: 1, Column: 4}}, contains: "partial write",
+		},
+		{
+			name: "all bad", target: "/api/v2/write?bucket=b", hdr: auth, body: []byte("x\ny z\n"),
+			status: 400, code: "invalid", dead: 2, errors: []lineErr{{Line: 1, Column: 2}, {Line: 2, Column: 4}}, contains: "no valid line",
+		},
+		{name: "no token", target: "/api/v2/write?bucket=b", body: []byte(good), status: 401, code: "unauthorized"},
+		{name: "wrong token", target: "/api/v2/write?bucket=b", hdr: http.Header{"Authorization": {"Token nope"}}, body: []byte(good), status: 401, code: "unauthorized"},
+		{name: "v2 takes no query password", target: "/api/v2/write?bucket=b&p=secret", body: []byte(good), status: 401, code: "unauthorized"},
+		{name: "v1 wrong basic", target: "/write?db=d", hdr: http.Header{"Authorization": {"Basic " + basic("me", "nope")}}, body: []byte(good), status: 401},
+		{name: "too large", target: "/api/v2/write?bucket=b", hdr: auth, body: []byte(strings.Repeat(line(1)+"\n", 20)), status: 413, code: "request too large"},
+		{name: "too large gzip", target: "/api/v2/write?bucket=b", hdr: gz, body: gzipped(t, strings.Repeat(line(1)+"\n", 20)), status: 413, code: "request too large"},
+		{name: "broken gzip", target: "/api/v2/write?bucket=b", hdr: gz, body: []byte(good), status: 400, code: "invalid", contains: "gzip"},
+		{name: "truncated gzip", target: "/api/v2/write?bucket=b", hdr: gz, body: gzipped(t, good)[:20], status: 400, code: "invalid", contains: "gzip"},
+		{name: "other encoding", target: "/api/v2/write?bucket=b", hdr: http.Header{"Authorization": {"Token secret"}, "Content-Encoding": {"br"}}, body: []byte(good), status: 415, code: "invalid"},
+		{name: "no bucket", target: "/api/v2/write?org=o", hdr: auth, body: []byte(good), status: 400, code: "invalid", contains: "missing bucket"},
+		{name: "no db", target: "/write", hdr: auth, body: []byte(good), status: 400, contains: "missing db"},
+		{name: "bad precision", target: "/api/v2/write?bucket=b&precision=h", hdr: auth, body: []byte(good), status: 400, code: "invalid", contains: "precision"},
+		{name: "GET", method: http.MethodGet, target: "/api/v2/write?bucket=b", hdr: auth, status: 405, code: "method not allowed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := startServer(t, httpwrite.Config{Token: "secret", MaxBodySize: 512}, nil)
+			method := tc.method
+			if method == "" {
+				method = http.MethodPost
+			}
+			resp, body := post(t, method, srv.url+tc.target, tc.hdr, tc.body)
+			require.Equal(t, tc.status, resp.StatusCode, "%s", body)
+			if tc.status != http.StatusNoContent {
+				var eb errorBody
+				require.NoError(t, json.Unmarshal(body, &eb), "%s", body)
+				assert.Equal(t, tc.code, eb.Code)
+				msg := eb.Message + eb.Error
+				assert.NotEmpty(t, msg)
+				assert.Contains(t, msg, tc.contains)
+				var pos []lineErr
+				for _, e := range eb.Errors {
+					assert.NotEmpty(t, e.Message)
+					pos = append(pos, lineErr{Line: e.Line, Column: e.Column})
+				}
+				assert.Equal(t, tc.errors, pos)
+				if tc.code != "" && len(tc.errors) > 0 {
+					assert.Equal(t, tc.errors[0].Line, eb.Line, "InfluxDB's line member")
+				}
+			}
+			if tc.points > 0 {
+				connectortest.WaitFor(t, 10*time.Second, "the points", func() bool { return len(srv.particles()) >= tc.points })
+			}
+			srv.stop(t)
+			assert.Len(t, srv.particles(), tc.points)
+			dead := srv.dead.All()
+			require.Len(t, dead, tc.dead)
+			for i, d := range dead {
+				de, ok := errors.AsType[*particle.DecodeError](d.Err)
+				require.True(t, ok, "dead letter %d: %v", i, d.Err)
+				assert.Equal(t, tc.errors[i].Line, de.Line)
+				assert.Equal(t, tc.errors[i].Column, de.Column)
+				assert.Contains(t, de.Source, tc.target[:strings.IndexByte(tc.target, '?')])
+				assert.NotContains(t, de.Source, "secret", "credentials stay out of dead letters")
+				assert.NotEmpty(t, d.Raw)
+			}
+			st := srv.src.Stats()
+			assert.Equal(t, uint64(tc.dead), st.Invalid.Load())
+			assert.Equal(t, uint64(tc.points), st.Emitted.Load())
+		})
+	}
+}
+
+func basic(user, pass string) string {
+	req, _ := http.NewRequest(http.MethodGet, "http://x", nil)
+	req.SetBasicAuth(user, pass)
+	return strings.TrimPrefix(req.Header.Get("Authorization"), "Basic ")
+}
+
+// TestNoTimestamp checks that a line without a timestamp takes the time
+// the body was received, in every precision.
+func TestNoTimestamp(t *testing.T) {
+	at := time.Now().Truncate(time.Second).Add(123456789)
+	srv := startServer(t, httpwrite.Config{Wall: streamclock.NewFake(at)}, nil)
+	resp, body := post(t, http.MethodPost, srv.url+"/api/v2/write?bucket=b&precision=s", nil, []byte("env t=1\n"))
+	require.Equal(t, http.StatusNoContent, resp.StatusCode, "%s", body)
+	connectortest.WaitFor(t, 10*time.Second, "the point", func() bool { return len(srv.particles()) == 1 })
+	assert.Equal(t, at.UnixNano(), srv.particles()[0].Time)
+}
+
+// TestSpoolFull holds the pipeline so that the first body stays in
+// flight: the next ones are answered 503 with Retry-After until it is
+// done.
+func TestSpoolFull(t *testing.T) {
+	gate := make(chan struct{})
+	srv := startServer(t, httpwrite.Config{MaxInFlightBytes: 100, RetryAfter: 2 * time.Second}, gate)
+	line := fmt.Sprintf("env t=1 %d\n", time.Now().UnixNano())
+	resp, _ := post(t, http.MethodPost, srv.url+"/api/v2/write?bucket=b", nil, []byte(strings.Repeat(line, 5)))
+	require.Equal(t, http.StatusNoContent, resp.StatusCode, "one body is always taken")
+	resp, body := post(t, http.MethodPost, srv.url+"/api/v2/write?bucket=b", nil, []byte(line))
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "%s", body)
+	assert.Equal(t, "2", resp.Header.Get("Retry-After"))
+	assert.Contains(t, string(body), `"code":"unavailable"`)
+	resp, _ = post(t, http.MethodPost, srv.url+"/write?db=d", nil, []byte(line))
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	close(gate)
+	connectortest.WaitFor(t, 10*time.Second, "the first body done", func() bool { return srv.src.Stats().InFlightBytes.Load() == 0 })
+	resp, body = post(t, http.MethodPost, srv.url+"/api/v2/write?bucket=b", nil, []byte(line))
+	require.Equal(t, http.StatusNoContent, resp.StatusCode, "%s", body)
+	assert.Equal(t, uint64(2), srv.src.Stats().Unavailable.Load())
+}
+
+// TestHealth checks the endpoints clients probe before writing.
+func TestHealth(t *testing.T) {
+	srv := startServer(t, httpwrite.Config{Token: "secret"}, nil)
+	resp, _ := post(t, http.MethodGet, srv.url+"/ping", nil, nil)
+	assert.Equal(t, http.StatusNoContent, resp.StatusCode)
+	assert.NotEmpty(t, resp.Header.Get("X-Influxdb-Version"))
+	resp, body := post(t, http.MethodGet, srv.url+"/health", nil, nil)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, string(body), `"status":"pass"`)
+}
+
+// TestReplay starts a source on a spool that a killed process left with a
+// body answered and not processed: its valid lines are emitted at the
+// precision of its request, its bad line not dead-lettered again, and
+// the spool is empty once they are done.
+func TestReplay(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state")
+	sp, err := spool.Open(state, spool.Config{})
+	require.NoError(t, err)
+	now := time.Now().Unix()
+	_, err = sp.Append(spool.AppendRecord(nil, spool.Record{
+		Source:   "/api/v2/write?bucket=b&precision=s",
+		Received: 1,
+		Payload:  fmt.Appendf(nil, "env t=1 %d\nbad\nenv t=2\n", now),
+	}))
+	require.NoError(t, err)
+	require.NoError(t, sp.Close())
+
+	srv := startServer(t, httpwrite.Config{StateDir: state}, nil)
+	connectortest.WaitFor(t, 10*time.Second, "the replayed points", func() bool { return len(srv.particles()) == 2 })
+	srv.stop(t)
+	got := srv.particles()
+	// In event-time order: the line without a timestamp took the receive
+	// time, 1 ns.
+	assert.Equal(t, []int64{1, now * int64(time.Second)}, []int64{got[0].Time, got[1].Time})
+	assert.Empty(t, srv.dead.All())
+	assert.Equal(t, uint64(1), srv.src.Stats().Replayed.Load())
+	assert.Equal(t, uint64(1), srv.src.Stats().Completed.Load())
+	sp, err = spool.Open(state, spool.Config{})
+	require.NoError(t, err)
+	defer sp.Close()
+	assert.Zero(t, sp.Stats().Recovered)
+}
+
+// TestRedeliver fails the first attempt of every particle: the engine
+// asks the source for each again, which decodes it from the body it kept,
+// and every particle arrives once, the same as written.
+func TestRedeliver(t *testing.T) {
+	srv := startServerWith(t, httpwrite.Config{}, &server{failFirst: true})
+	base := time.Now().UnixNano()
+	var body strings.Builder
+	for i := range 20 {
+		fmt.Fprintf(&body, "env,room=r%d t=%d.5,note=\"n%d\" %d\n", i%3, i, i, base+int64(i))
+	}
+	body.WriteString("env t=\n") // a bad line does not shift the others
+	resp, _ := post(t, http.MethodPost, srv.url+"/api/v2/write?bucket=b", nil, []byte(body.String()))
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	connectortest.WaitFor(t, 10*time.Second, "every particle", func() bool { return len(srv.particles()) == 20 })
+	srv.stop(t)
+	for i, p := range srv.particles() {
+		line, err := particle.AppendLineProtocol(nil, &p, particle.Nanosecond)
+		require.NoError(t, err)
+		assert.Equal(t, fmt.Sprintf("env,room=r%d t=%d.5,note=\"n%d\" %d\n", i%3, i, i, base+int64(i)), string(line))
+	}
+	st := srv.src.Stats()
+	assert.Equal(t, uint64(1), st.Completed.Load())
+	assert.Zero(t, st.Failed.Load())
+	assert.Zero(t, st.InFlightBytes.Load())
+}

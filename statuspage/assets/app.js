@@ -1,0 +1,270 @@
+// The sensorstorm status page: it draws the snapshots that /events sends
+// about once a second. No framework, no build step.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const SVG = "http://www.w3.org/2000/svg";
+const NODE_W = 236, NODE_H = 92, COL = 300, ROW = 112;
+const MIN_SPEED = 0.01, MAX_SPEED = 10000;
+
+let shape = "";      // the graph drawn: component names and edges
+let last = null;     // the latest snapshot
+let chosenByUser = false; // the field to plot was picked on the page
+
+function el(tag, attrs, parent) {
+  const e = document.createElementNS(SVG, tag);
+  for (const k in attrs) e.setAttribute(k, attrs[k]);
+  if (parent) parent.appendChild(e);
+  return e;
+}
+
+function human(n) {
+  if (n >= 1e6) return (n / 1e6).toFixed(1) + "M";
+  if (n >= 1e3) return (n / 1e3).toFixed(1) + "k";
+  return n < 10 ? n.toFixed(1) : n.toFixed(0);
+}
+
+function bytes(n) {
+  if (n >= 1 << 30) return (n / (1 << 30)).toFixed(1) + " GiB";
+  if (n >= 1 << 20) return (n / (1 << 20)).toFixed(1) + " MiB";
+  if (n >= 1 << 10) return (n / (1 << 10)).toFixed(1) + " KiB";
+  return n + " B";
+}
+
+function duration(s) {
+  if (s == null) return "-";
+  const a = Math.abs(s);
+  if (a < 60) return s.toFixed(1) + " s";
+  if (a < 3600) return (s / 60).toFixed(1) + " min";
+  if (a < 86400 * 2) return (s / 3600).toFixed(1) + " h";
+  return (s / 86400).toFixed(0) + " d";
+}
+
+function isoTime(ms) { return new Date(ms).toISOString().replace(".000Z", "Z"); }
+
+// layers places each component in the column after its farthest input.
+function layers(snap) {
+  const col = {};
+  for (const c of snap.components) col[c.name] = 0;
+  for (let i = 0; i < snap.components.length; i++) {
+    let moved = false;
+    for (const e of snap.edges) {
+      if (col[e.to] < col[e.from] + 1) { col[e.to] = col[e.from] + 1; moved = true; }
+    }
+    if (!moved) break;
+  }
+  return col;
+}
+
+function drawGraph(snap) {
+  const svg = $("graph");
+  svg.textContent = "";
+  const col = layers(snap), rows = {}, pos = {};
+  for (const c of snap.components) {
+    const x = col[c.name], y = rows[x] || 0;
+    rows[x] = y + 1;
+    pos[c.name] = { x: 10 + x * COL, y: 10 + y * ROW };
+  }
+  const h = Math.max(...Object.values(rows)) * ROW + 10;
+  svg.setAttribute("viewBox", `0 0 ${Math.max(...Object.values(col)) * COL + NODE_W + 20} ${h}`);
+  svg.style.maxWidth = (Math.max(...Object.values(col)) * COL + NODE_W + 20) + "px";
+  for (const e of snap.edges) {
+    const a = pos[e.from], b = pos[e.to];
+    const x1 = a.x + NODE_W, y1 = a.y + NODE_H / 2, x2 = b.x, y2 = b.y + NODE_H / 2, mx = (x1 + x2) / 2;
+    el("path", { class: "edge", d: `M${x1},${y1} C${mx},${y1} ${mx},${y2} ${x2},${y2}`, "marker-end": "url(#arrow)" }, svg);
+    const label = el("text", { class: "edge-label", x: mx, y: (y1 + y2) / 2 - 4, "text-anchor": "middle" }, svg);
+    label.textContent = e.grouping + (e.stream ? ` [${e.stream}]` : "");
+  }
+  const marker = el("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 10, refY: 5, markerWidth: 6, markerHeight: 6, orient: "auto" }, el("defs", {}, svg));
+  el("path", { d: "M0,0 L10,5 L0,10 z", fill: "#98a2b3" }, marker);
+  for (const c of snap.components) {
+    const g = el("g", { class: "node " + c.kind, "data-component": c.name, transform: `translate(${pos[c.name].x},${pos[c.name].y})` }, svg);
+    el("rect", { width: NODE_W, height: NODE_H }, g);
+    const name = el("text", { class: "name", x: 8, y: 17 }, g);
+    name.textContent = c.name;
+    const kind = el("text", { x: NODE_W - 8, y: 17, "text-anchor": "end" }, g);
+    kind.textContent = `${c.kind} ×${c.parallelism}`;
+    ["flow", "buffer", "bad", "acks"].forEach((line, i) => el("text", { "data-line": line, x: 8, y: 36 + i * 16 }, g));
+  }
+}
+
+// field writes a figure with its exact value in data-value, for tools.
+function field(parent, name, label, value, shown) {
+  const t = el("tspan", { "data-field": name, "data-value": value }, parent);
+  t.textContent = `${label} ${shown === undefined ? value : shown}`;
+  parent.appendChild(document.createTextNode("  "));
+  return t;
+}
+
+function updateGraph(snap) {
+  const key = JSON.stringify([snap.components.map((c) => c.name), snap.edges]);
+  if (key !== shape) { drawGraph(snap); shape = key; }
+  for (const c of snap.components) {
+    const g = document.querySelector(`#graph [data-component="${CSS.escape(c.name)}"]`);
+    const line = (n) => { const t = g.querySelector(`[data-line="${n}"]`); t.textContent = ""; return t; };
+    let t = line("flow");
+    field(t, "in", "in", c.in, `${c.in} (${human(c.rate_in)}/s)`);
+    field(t, "out", "out", c.out, `${c.out} (${human(c.rate_out)}/s)`);
+    t = line("buffer");
+    field(t, "buffered", "buffer", c.buffered, `${c.buffered} (${bytes(c.buffered_bytes)})`);
+    field(t, "watermark_lag", "lag", c.watermark_lag == null ? "" : c.watermark_lag, duration(c.watermark_lag));
+    t = line("bad");
+    for (const [f, label] of [["late", "late"], ["invalid", "invalid"], ["dead_letters", "dead"]]) {
+      field(t, f, label, c[f]).setAttribute("class", c[f] > 0 ? "bad" : "");
+    }
+    t = line("acks");
+    if (c.kind === "source") {
+      field(t, "acked", "acked", c.acked);
+      field(t, "failed", "failed", c.failed);
+      field(t, "pending", "pending", snap.pending_trees);
+    } else {
+      field(t, "errors", "errors", c.errors);
+      field(t, "behind", "behind", c.behind);
+    }
+  }
+}
+
+function updateReplay(snap) {
+  const r = snap.replay;
+  $("replay").hidden = !r;
+  if (!r) return;
+  $("position").textContent = r.position.startsWith("0001") ? "-" : r.position;
+  $("speed").textContent = r.done ? "done" : r.paused ? `paused (${r.speed})` : r.speed === "max" ? "unpaced" : r.speed;
+  $("eta").textContent = r.done ? "done" : duration(r.eta);
+  $("read").textContent = r.read;
+  $("progress").style.width = ((r.progress || 0) * 100) + "%";
+  $("buttons").hidden = !snap.control || r.done;
+}
+
+function updateMQTT(snap) {
+  const m = snap.mqtt;
+  $("mqtt").hidden = !m;
+  if (!m) return;
+  $("brokers").innerHTML = "";
+  for (const b of m.brokers) {
+    const s = document.createElement("span");
+    s.className = "broker " + b.state;
+    s.textContent = `${b.url}: ${b.state}`;
+    $("brokers").appendChild(s);
+  }
+  $("received").textContent = m.received;
+  $("acked").textContent = m.acked;
+  $("redelivered").textContent = m.redelivered;
+  $("waiting").textContent = m.buffered;
+  $("spool").textContent = m.spool ? `${m.spool.Pending} in ${m.spool.Segments} segments` : "no spool";
+}
+
+function updateSensors(snap) {
+  const tap = snap.tap;
+  $("sensors").hidden = !tap || tap.series.length === 0;
+  if (!tap) return;
+  const select = $("field"), fields = new Set();
+  for (const s of tap.series) s.fields.forEach((f) => fields.add(f));
+  const have = [...select.options].map((o) => o.value);
+  for (const f of fields) if (!have.includes(f)) select.add(new Option(f, f));
+  if (!chosenByUser && select.options.length > 0) select.value = reading(tap.series) || select.value;
+  const chosen = select.value;
+  $("unfollowed").textContent = tap.unfollowed ? `(${tap.unfollowed} particles of further series not shown)` : "";
+  const plots = $("plots");
+  plots.textContent = "";
+  const common = commonParts(tap.series);
+  const sorted = [...tap.series].sort((a, b) => a.key.localeCompare(b.key, undefined, { numeric: true }));
+  for (const s of sorted) plots.appendChild(plot(s, chosen, common));
+}
+
+// reading picks the field to plot first: the first with a fraction in
+// its values, a reading rather than a counter or a sequence number.
+function reading(series) {
+  for (const s of series) {
+    for (let i = 0; i < s.fields.length; i++) {
+      if (s.points.some((p) => p[i + 1] != null && !Number.isInteger(p[i + 1]))) return s.fields[i];
+    }
+  }
+  return "";
+}
+
+// commonParts returns the parts of the series keys (the measurement, each
+// tag) that every series shares: a plot names its series by the others.
+function commonParts(series) {
+  const counts = new Map();
+  for (const s of series) for (const p of new Set(s.key.split(","))) counts.set(p, (counts.get(p) || 0) + 1);
+  return new Set([...counts].filter(([, n]) => n === series.length && series.length > 1).map(([p]) => p));
+}
+
+// plot draws one series' chosen field over its recent points, and its
+// dead-lettered particles as ticks at the bottom.
+function plot(s, name, common) {
+  const div = document.createElement("div");
+  div.className = "plot";
+  div.dataset.series = s.key;
+  const key = document.createElement("div");
+  key.className = "key";
+  key.title = s.key;
+  key.textContent = s.key.split(",").filter((p) => !common.has(p)).join(",") || s.key;
+  div.appendChild(key);
+  const W = 200, H = 60, svg = el("svg", { viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: "none" }, div);
+  const i = s.fields.indexOf(name) + 1;
+  const pts = i > 0 ? s.points.filter((p) => p[i] != null) : [];
+  const times = pts.map((p) => p[0]).concat(s.marks.map((m) => m.t));
+  if (times.length === 0) return div;
+  const t0 = Math.min(...times), t1 = Math.max(...times, t0 + 1);
+  const x = (t) => ((t - t0) / (t1 - t0)) * (W - 4) + 2;
+  if (pts.length > 0) {
+    const vs = pts.map((p) => p[i]), lo = Math.min(...vs), hi = Math.max(...vs, lo + 1e-9);
+    const y = (v) => H - 8 - ((v - lo) / (hi - lo)) * (H - 14);
+    el("polyline", { points: pts.map((p) => `${x(p[0]).toFixed(1)},${y(p[i]).toFixed(1)}`).join(" ") }, svg);
+    el("title", {}, svg).textContent = `${name}: ${vs[vs.length - 1]} (min ${lo}, max ${Math.max(...vs)})`;
+    const value = document.createElement("span");
+    value.className = "value";
+    value.textContent = `${vs[vs.length - 1]}  [${lo} … ${Math.max(...vs)}]`;
+    key.prepend(value);
+  }
+  for (const m of s.marks) {
+    const kind = m.reason === "late" || m.reason === "invalid" ? m.reason : "other";
+    el("line", { class: "mark-" + kind, x1: x(m.t), x2: x(m.t), y1: H - 6, y2: H, "stroke-width": 2 }, svg);
+  }
+  return div;
+}
+
+function render(snap) {
+  last = snap;
+  $("title").textContent = snap.title;
+  $("stream").textContent = "stream clock " + isoTime(snap.stream);
+  $("pending").textContent = `pending trees ${snap.pending_trees}`;
+  updateGraph(snap);
+  updateReplay(snap);
+  updateMQTT(snap);
+  updateSensors(snap);
+}
+
+async function post(path) {
+  const res = await fetch(path, { method: "POST" });
+  if (!res.ok) alert(await res.text());
+}
+
+function speedOf(r) { return r.speed === "max" ? Infinity : parseFloat(r.speed); }
+
+$("faster").onclick = () => {
+  const s = speedOf(last.replay);
+  if (s !== Infinity) post("speed?factor=" + Math.min(s * 2, MAX_SPEED));
+};
+$("slower").onclick = () => {
+  const s = speedOf(last.replay);
+  post("speed?factor=" + (s === Infinity ? MAX_SPEED : Math.max(s / 2, MIN_SPEED)));
+};
+$("pause").onclick = () => post("pause");
+$("resume").onclick = () => post("resume");
+$("unpaced").onclick = () => post("speed?factor=max");
+$("realtime").onclick = () => post("speed?factor=1");
+$("field").onchange = () => { chosenByUser = true; if (last) updateSensors(last); };
+
+const events = new EventSource("events");
+events.addEventListener("snapshot", (e) => {
+  $("conn").className = "conn on";
+  $("conn").textContent = "live";
+  render(JSON.parse(e.data));
+});
+events.onerror = () => {
+  $("conn").className = "conn off";
+  $("conn").textContent = "disconnected";
+};
