@@ -31,6 +31,8 @@ type held struct {
 	// first backs xors for an input of one tree, the common case, so that
 	// holding it takes one allocation.
 	first [1]uint64
+	// children counts the particles derived from the input (see derive).
+	children uint32
 }
 
 // spareHelds bounds the held inputs an instance keeps for reuse.
@@ -46,6 +48,7 @@ func (b *boltInstance) newHeld(env *envelope, xor uint64) *held {
 		h = new(held)
 	}
 	h.env = *env
+	h.children = b.curChildren
 	if len(env.more) == 0 {
 		h.xors = h.first[:]
 	} else {
@@ -120,11 +123,13 @@ type boltInstance struct {
 
 	// the input being processed: its children's edges go to curXor, or to
 	// curHeld once the operation holds it; curDone once it acked or failed
-	// it itself
-	cur     *envelope
-	curXor  uint64
-	curHeld *held
-	curDone bool
+	// it itself; curChildren counts the particles derived from it until it
+	// is held, then curHeld does
+	cur         *envelope
+	curXor      uint64
+	curHeld     *held
+	curDone     bool
+	curChildren uint32
 
 	// released and emitted hold the envelope being processed and the one
 	// being emitted, so that taking their address does not allocate.
@@ -365,7 +370,7 @@ func (b *boltInstance) process(ctx context.Context, env *envelope) {
 	if b.gaveUp != nil {
 		return
 	}
-	b.cur, b.curXor, b.curHeld, b.curDone = env, 0, nil, false
+	b.cur, b.curXor, b.curHeld, b.curDone, b.curChildren = env, 0, nil, false, 0
 	err := b.attempt(ctx, func() error { return b.op.Process(ctx, env.p, b) })
 	b.stats.Processed.Add(1)
 	switch {
@@ -470,7 +475,7 @@ func (b *boltInstance) handleLate(ctx context.Context, env *envelope, behind boo
 	case b.late == syncbuffer.LatePass:
 		b.process(ctx, env)
 	case b.late == syncbuffer.LateSide:
-		b.cur, b.curXor = env, 0
+		b.cur, b.curXor, b.curChildren = env, 0, 0
 		b.emit(LateStream, env.p)
 		b.cur = nil
 		b.ackInput(env, b.curXor)
@@ -491,8 +496,16 @@ func (b *boltInstance) handleInvalid(ctx context.Context, env *envelope) {
 func (b *boltInstance) Emit(p particle.Particle) { b.emit("", p) }
 
 func (b *boltInstance) emit(stream string, p particle.Particle) {
-	b.seq++
-	p.Origin, p.Seq = b.origin, b.seq
+	switch {
+	case p.Meta != nil || b.cur == nil:
+		b.seq++
+		p.Seq = b.seq
+	case b.curHeld != nil:
+		p.Seq = derive(&b.curHeld.env.p, &b.curHeld.children)
+	default:
+		p.Seq = derive(&b.cur.p, &b.curChildren)
+	}
+	p.Origin = b.origin
 	env := &b.emitted
 	*env = envelope{p: p}
 	if p.Meta == nil && b.cur != nil && b.cur.tracked && !b.curDone {
@@ -528,8 +541,17 @@ func (b *boltInstance) Hold() operation.Anchor {
 // edge into every anchor, so that a tree reached through two anchors, or the
 // same anchor twice, could complete before the child was processed.)
 func (b *boltInstance) EmitAnchored(p particle.Particle, anchors ...operation.Anchor) {
-	b.seq++
-	p.Origin, p.Seq = b.origin, b.seq
+	p.Origin, p.Seq = b.origin, 0
+	for _, a := range anchors {
+		if h := b.heldInputs[a]; h != nil && p.Meta == nil {
+			p.Seq = derive(&h.env.p, &h.children)
+			break
+		}
+	}
+	if p.Seq == 0 {
+		b.seq++
+		p.Seq = b.seq
+	}
 	env := &b.emitted
 	*env = envelope{p: p}
 	b.claims = b.claims[:0]
@@ -659,4 +681,29 @@ func (b *boltInstance) flushAcks() {
 	}
 	clear(b.acks)
 	b.acks = b.acks[:0]
+}
+
+// derive returns the sequence number of the next particle derived from
+// parent, the k-th, and counts it. A derived particle's identity is thus a
+// function of its parent's and of its place among the parent's children,
+// not of when or where it was made: an instance that derives it again, in
+// this process after a replay or in another after the unit moved there,
+// gives it the same identity, and receivers that drop copies by identity
+// drop it. Particles made without a parent (on a timer or a watermark,
+// with no anchor held) are numbered in turn from Config.Incarnation<<32.
+func derive(parent *particle.Particle, k *uint32) uint64 {
+	x := mix64(mix64(uint64(parent.Origin)<<32|uint64(*k)) ^ parent.Seq)
+	*k++
+	// The top bit marks meta particles' numbers.
+	return x &^ metaSeqBit
+}
+
+// mix64 is splitmix64's finalizer, a bijection that spreads every bit of x
+// over the result.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sensorstorm/sensorstorm/operation"
@@ -155,26 +156,50 @@ func TestTransportNeedsAcking(t *testing.T) {
 	require.ErrorContains(t, err, "acking")
 }
 
-// A bolt instance numbers what it derives from its run's incarnation
-// on; sources number alike in every run.
-func TestIncarnationNumbersDerivedParticles(t *testing.T) {
-	topo, err := topology.New(topology.Config{Incarnation: 3})
-	require.NoError(t, err)
-	var got gatherSeqs
-	topo.AddSource("src", topology.Single(topology.SourceFunc(func(_ context.Context, out topology.SourceEmitter) error {
-		return out.Emit(particle.Particle{Time: 1, Measurement: "m"})
-	})), topology.SourceConfig{})
-	topo.AddBolt("pass", operation.Stateless(operation.Func(func(_ context.Context, in particle.Particle, out operation.Emitter) error {
-		got.add("src", in.Seq)
-		out.Emit(in)
-		return nil
-	})), topology.BoltConfig{}).Input("src", topology.Shuffle())
-	topo.AddBolt("sink", operation.Stateless(operation.Func(func(_ context.Context, in particle.Particle, _ operation.Emitter) error {
-		got.add("pass", in.Seq)
-		return nil
-	})), topology.BoltConfig{}).Input("pass", topology.Shuffle())
-	require.NoError(t, topo.Run(context.Background()))
-	require.Equal(t, map[string][]uint64{"src": {1}, "pass": {3<<32 + 1}}, got.seqs)
+// twoChildren emits two particles per input, and one without a parent at
+// the first watermark.
+type twoChildren struct{ orphaned bool }
+
+func (o *twoChildren) Process(_ context.Context, in particle.Particle, out operation.Emitter) error {
+	out.Emit(in)
+	out.Emit(in)
+	return nil
+}
+
+func (o *twoChildren) OnWatermark(_ context.Context, wm int64, out operation.Emitter) error {
+	if !o.orphaned {
+		o.orphaned = true
+		out.Emit(particle.Particle{Time: wm, Measurement: "orphan"})
+	}
+	return nil
+}
+
+// A particle derived from an input has an identity that is a function of
+// its parent's and of its place among the parent's children, the same in
+// every run and process; one made without a parent is numbered from the
+// run's incarnation on. Sources number alike in every run.
+func TestDerivedIdentities(t *testing.T) {
+	run := func(incarnation uint32) map[string][]uint64 {
+		topo, err := topology.New(topology.Config{Incarnation: incarnation})
+		require.NoError(t, err)
+		var got gatherSeqs
+		topo.AddSource("src", topology.Single(topology.SourceFunc(func(_ context.Context, out topology.SourceEmitter) error {
+			return out.Emit(particle.Particle{Time: 1, Measurement: "m"})
+		})), topology.SourceConfig{})
+		topo.AddBolt("pass", operation.Stateless(&twoChildren{}), topology.BoltConfig{}).Input("src", topology.Global())
+		topo.AddBolt("sink", operation.Stateless(operation.Func(func(_ context.Context, in particle.Particle, _ operation.Emitter) error {
+			got.add(in.Measurement, in.Seq)
+			return nil
+		})), topology.BoltConfig{}).Input("pass", topology.Global())
+		require.NoError(t, topo.Run(context.Background()))
+		return got.seqs
+	}
+	three, four := run(3), run(4)
+	require.Len(t, three["m"], 2)
+	assert.Equal(t, three["m"], four["m"], "derived from the same parent, in any incarnation")
+	assert.NotEqual(t, three["m"][0], three["m"][1], "two children, two identities")
+	assert.Equal(t, []uint64{3<<32 + 1}, three["orphan"])
+	assert.Equal(t, []uint64{4<<32 + 1}, four["orphan"])
 }
 
 type gatherSeqs struct {
