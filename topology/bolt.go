@@ -228,7 +228,10 @@ func (b *boltInstance) receive(ctx context.Context, bt *batch) {
 		case syncbuffer.Invalid:
 			b.handleInvalid(ctx, env)
 		case syncbuffer.Duplicate:
+			// A copy of a meta particle already handled: dropped, it is
+			// done.
 			b.stats.Duplicates.Add(1)
+			b.ackInput(env, 0)
 		}
 	}
 	b.buf.Advance(bt.input, bt.high, bt.promise, now)
@@ -437,7 +440,9 @@ func (b *boltInstance) failInput(ctx context.Context, env *envelope, err error) 
 }
 
 // handleMeta hands a meta particle to the operation, then forwards it to
-// every downstream instance unless it is the engine's own tick.
+// every downstream instance unless it is the engine's own tick. A meta
+// particle that came through a Feed is tracked, as an edge of its remote
+// batch's tree: it is done once handled, and its copies once they are.
 func (b *boltInstance) handleMeta(ctx context.Context, env *envelope, forward bool) {
 	if h, ok := b.op.(operation.MetaHandler); ok {
 		if err := b.call(func() error { return h.HandleMeta(ctx, env.p, b) }); err != nil {
@@ -446,9 +451,11 @@ func (b *boltInstance) handleMeta(ctx context.Context, env *envelope, forward bo
 		}
 	}
 	b.stats.Meta.Add(1)
+	var xor uint64
 	if forward {
-		b.router.route("", env, nil)
+		xor = b.router.route("", env, b.edges.Next)
 	}
+	b.ackInput(env, xor)
 }
 
 // handleLate deals with a particle its buffer would not order: late for
@@ -461,6 +468,7 @@ func (b *boltInstance) handleLate(ctx context.Context, env *envelope, behind boo
 		return
 	case env.p.Meta != nil:
 		b.stats.Late.Add(1)
+		b.ackInput(env, 0)
 		return
 	case behind:
 		b.stats.Behind.Add(1)

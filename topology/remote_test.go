@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sensorstorm/sensorstorm/metaparticle"
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/topology"
@@ -231,4 +232,32 @@ func TestSkipKeepsIdentities(t *testing.T) {
 	})), topology.BoltConfig{}).Input("src", topology.Shuffle())
 	require.NoError(t, topo.Run(context.Background()))
 	require.Equal(t, []uint64{3}, got.seqs["src"])
+}
+
+// A meta particle is an edge of the tree of the remote batch that carried
+// it, like a data particle: the batch completes once the meta particle was
+// handled and its copies sent, also where nothing is downstream to forward
+// it to, and where it is a copy of one handled already (every instance of
+// mid forwards it to last).
+func TestRemoteMetaParticlesComplete(t *testing.T) {
+	lb := newLoopback()
+	topo, err := topology.New(topology.Config{Transport: lb, Acking: topology.AckingConfig{Enabled: true}})
+	require.NoError(t, err)
+	topo.AddSource("src", topology.Single(topology.SourceFunc(func(_ context.Context, out topology.SourceEmitter) error {
+		for i := range 10 {
+			if err := out.EmitMeta(int64(10*i), metaparticle.Tick{Domain: metaparticle.EventTime}); err != nil {
+				return err
+			}
+			if err := out.Emit(particle.Particle{Time: int64(10*i + 1), Measurement: "m"}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})), topology.SourceConfig{})
+	pass := operation.Func(func(_ context.Context, in particle.Particle, out operation.Emitter) error { out.Emit(in); return nil })
+	topo.AddBolt("mid", operation.Stateless(pass), topology.BoltConfig{Parallelism: 2}).Input("src", topology.Shuffle())
+	topo.AddBolt("last", operation.Stateless(pass), topology.BoltConfig{}).Input("mid", topology.Global())
+	require.NoError(t, topo.Run(context.Background()))
+	require.Positive(t, topo.Stats("last").Duplicates.Load(), "last received every meta particle twice")
+	lb.requireAllDone(t)
 }

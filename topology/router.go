@@ -117,7 +117,7 @@ func (r *router) route(stream string, env *envelope, newEdge edgeFunc) uint64 {
 		}
 		if meta {
 			for ti := range o.targets {
-				r.add(&o.targets[ti], env)
+				xor ^= r.addCopy(&o.targets[ti], env, newEdge)
 			}
 			continue
 		}
@@ -125,24 +125,30 @@ func (r *router) route(stream string, env *envelope, newEdge edgeFunc) uint64 {
 		env.high = o.high
 		r.scratch = o.grouping.Route(&env.p, len(o.targets), r.scratch[:0])
 		for _, ti := range r.scratch {
-			t := &o.targets[ti]
-			if !env.tracked {
-				r.add(t, env)
-				continue
-			}
-			copyEnv := *env
-			copyEnv.first.edge = newEdge()
-			xor ^= copyEnv.first.edge
-			if len(env.more) > 0 {
-				copyEnv.more = make([]anchor, len(env.more))
-				for i, a := range env.more {
-					copyEnv.more[i] = anchor{root: a.root, edge: copyEnv.first.edge}
-				}
-			}
-			r.add(t, &copyEnv)
+			xor ^= r.addCopy(&o.targets[ti], env, newEdge)
 		}
 	}
 	return xor
+}
+
+// addCopy appends a copy of env to t's batch and returns the copy's edge:
+// a tracked copy gets a fresh edge in each of env's trees, so that every
+// copy must be acked once; an untracked one goes as it is, under edge 0.
+func (r *router) addCopy(t *target, env *envelope, newEdge edgeFunc) uint64 {
+	if !env.tracked || newEdge == nil {
+		r.add(t, env)
+		return 0
+	}
+	copyEnv := *env
+	copyEnv.first.edge = newEdge()
+	if len(env.more) > 0 {
+		copyEnv.more = make([]anchor, len(env.more))
+		for i, a := range env.more {
+			copyEnv.more[i] = anchor{root: a.root, edge: copyEnv.first.edge}
+		}
+	}
+	r.add(t, &copyEnv)
+	return copyEnv.first.edge
 }
 
 func (r *router) add(t *target, env *envelope) {
