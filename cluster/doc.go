@@ -5,7 +5,8 @@
 // through JetStream (package jetstreamedge), whose pinned consumers decide
 // which worker runs each bolt instance: when a worker stops pulling, the
 // server pins another, and the unacknowledged messages are delivered to it
-// again, so that it rebuilds the instance's windows. What consumers cannot
+// again, before any newer one, so that it rebuilds the instance's windows
+// as they were. What consumers cannot
 // express, which worker replays a file source, a lease in a key-value
 // bucket decides: the holder renews it, recording with it a checkpoint,
 // the prefix of the source's particles that JetStream confirmed; when it

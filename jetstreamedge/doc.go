@@ -20,19 +20,30 @@
 // (PubAck), and a worker acknowledges a message only once every particle
 // in it completed its local tree; until then it sends in-progress
 // acknowledgements, so that windows may hold messages longer than the ack
-// wait. A receiving instance drops copies of data particles it received
-// already, by identity (origin, sequence), within Config.DedupWindow.
+// wait. Meta particles are part of their message's tree like data ones. A
+// receiving instance drops copies of data particles it received already,
+// by identity (origin, sequence), within Config.DedupWindow.
+//
+// When a consumer is pinned to a worker after another (a worker died),
+// the messages the other took and did not acknowledge come again once
+// their ack wait expires, while newer ones would flow at once and make
+// the older particles late. The worker taking the unit over holds the
+// newer messages back until the server has no message pending that it did
+// not receive (at most an ack wait and a pull's expiry), so that the unit
+// sees its input in order and rebuilds the windows open at the move.
 //
 // # What it is not
 //
 // Not a cluster manager: which worker runs a source is decided elsewhere
 // (package cluster leases it). Not exactly once: delivery is at least
-// once, and the identity filter removes the copies it can recognise. The
-// identities of derived particles are the instance's own counter, so a
-// unit that moves to another worker numbers its output afresh, and copies
-// of what the first worker emitted are not recognised downstream. Only the
-// built-in meta particles of package metaparticle cross workers
-// (UnknownMetaError).
+// once, and the identity filter removes the copies it can recognise: a
+// derived particle's identity is a function of its parent's (package
+// topology), so that a unit that moved re-derives copies under the same
+// identities, but the filter of a receiving instance that moved starts
+// empty. A worker that lost its pin while alive keeps its messages in
+// progress: the worker pinned next waits for them only until its catch-up
+// bound, and does not get them. Only the built-in meta particles of
+// package metaparticle cross workers (UnknownMetaError).
 //
 // See DESIGN.md, "Beyond one machine".
 package jetstreamedge

@@ -1,7 +1,9 @@
 package jetstreamedge
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -55,15 +57,17 @@ func (s *identitySet) remove(ids []identity) {
 type receiver struct {
 	in   *inlet
 	feed topology.Feed
+	c    *catchUp
 	b    topology.RemoteBatch
 
-	mu      sync.Mutex // guards what follows: done callbacks come from the engine
-	seen    *identitySet
-	pending map[jetstream.Msg]struct{}
+	mu   sync.Mutex // guards what follows: done callbacks come from the engine
+	seen *identitySet
+	// pending maps the messages in progress to their stream sequence.
+	pending map[jetstream.Msg]uint64
 }
 
-func newReceiver(in *inlet, feed topology.Feed) *receiver {
-	return &receiver{in: in, feed: feed, seen: newIdentitySet(in.t.cfg.DedupWindow), pending: map[jetstream.Msg]struct{}{}}
+func newReceiver(in *inlet, feed topology.Feed, c *catchUp) *receiver {
+	return &receiver{in: in, feed: feed, c: c, seen: newIdentitySet(in.t.cfg.DedupWindow), pending: map[jetstream.Msg]uint64{}}
 }
 
 // receive delivers m. It returns an error only when the feed refused it.
@@ -77,15 +81,15 @@ func (r *receiver) receive(ctx context.Context, m jetstream.Msg) error {
 		// A message that does not decode never will: it is not delivered
 		// again.
 		t.cfg.Logger.Error("dropping a message that does not decode", "subject", m.Subject(), "err", err)
+		r.forget(m)
 		return m.TermWithReason(err.Error())
 	}
 	ids := r.dropCopies()
-	r.mu.Lock()
-	r.pending[m] = struct{}{}
-	r.mu.Unlock()
+	r.keep(m)
 	err := r.feed.Deliver(ctx, &r.b, func(err error) {
 		r.mu.Lock()
 		delete(r.pending, m)
+		r.c.settled.Add(1)
 		if err != nil {
 			// The particles come again, and must not be dropped then.
 			r.seen.remove(ids)
@@ -100,6 +104,35 @@ func (r *receiver) receive(ctx context.Context, m jetstream.Msg) error {
 	})
 	clear(r.b.Items)
 	return err
+}
+
+// receiveAll delivers msgs in order.
+func (r *receiver) receiveAll(ctx context.Context, msgs []jetstream.Msg) error {
+	for _, m := range msgs {
+		if err := r.receive(ctx, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// keep counts m among the messages in progress, kept alive until settled.
+func (r *receiver) keep(m jetstream.Msg) {
+	var seq uint64
+	if md, err := m.Metadata(); err == nil {
+		seq = md.Sequence.Stream
+	}
+	r.mu.Lock()
+	r.pending[m] = seq
+	r.mu.Unlock()
+}
+
+// forget settles m without the engine.
+func (r *receiver) forget(m jetstream.Msg) {
+	r.mu.Lock()
+	delete(r.pending, m)
+	r.mu.Unlock()
+	r.c.settled.Add(1)
 }
 
 // dropCopies removes the data particles already received from r.b and
@@ -128,10 +161,17 @@ func (r *receiver) dropCopies() []identity {
 
 // keepAlive tells the server every interval that the messages still in
 // progress are being worked on, so that a window holding them for longer
-// than the ack wait does not get them delivered again.
+// than the ack wait does not get them delivered again. It does so in
+// stream order, so that if this worker dies, their ack waits expire in
+// that order, and the worker taking the unit over receives them in it.
 func (r *receiver) keepAlive(ctx context.Context, interval time.Duration) {
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
+	type inProgress struct {
+		m   jetstream.Msg
+		seq uint64
+	}
+	var msgs []inProgress
 	for {
 		select {
 		case <-ctx.Done():
@@ -139,13 +179,15 @@ func (r *receiver) keepAlive(ctx context.Context, interval time.Duration) {
 		case <-ticker.C:
 		}
 		r.mu.Lock()
-		msgs := make([]jetstream.Msg, 0, len(r.pending))
-		for m := range r.pending {
-			msgs = append(msgs, m)
+		msgs = msgs[:0]
+		for m, seq := range r.pending {
+			msgs = append(msgs, inProgress{m: m, seq: seq})
 		}
 		r.mu.Unlock()
-		for _, m := range msgs {
-			_ = m.InProgress()
+		slices.SortFunc(msgs, func(a, b inProgress) int { return cmp.Compare(a.seq, b.seq) })
+		for _, p := range msgs {
+			_ = p.m.InProgress()
 		}
+		clear(msgs)
 	}
 }

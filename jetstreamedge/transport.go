@@ -244,12 +244,16 @@ func (in *inlet) Run(ctx context.Context, feed topology.Feed) error {
 		case <-time.After(t.cfg.PinnedTTL):
 		}
 	}
+	expiry := max(t.cfg.PinnedTTL/2, time.Second)
 	msgs, err := cons.Messages(jetstream.PullPriorityGroup(PriorityGroup), jetstream.PullMaxMessages(t.cfg.FetchBatch),
-		jetstream.PullExpiry(max(t.cfg.PinnedTTL/2, time.Second)))
+		jetstream.PullExpiry(expiry))
 	if err != nil {
 		return fmt.Errorf("jetstreamedge: consumer %s: %w", in.consumer, err)
 	}
-	r := newReceiver(in, feed)
+	// The previous worker's messages come again at the latest an ack wait
+	// after its last pull expired.
+	c := &catchUp{cons: cons, limit: t.cfg.AckWait + expiry}
+	r := newReceiver(in, feed, c)
 	var wg sync.WaitGroup
 	inner, stopInner := context.WithCancel(ctx)
 	defer func() {
@@ -268,9 +272,13 @@ func (in *inlet) Run(ctx context.Context, feed topology.Feed) error {
 	var pullErr error
 	wg.Go(func() {
 		defer stopInner()
-		pullErr = in.pull(inner, msgs, q)
+		pullErr = in.pull(inner, msgs, q, &c.taken)
 	})
 	for {
+		var poll <-chan time.Time
+		if c.holding {
+			poll = time.After(catchUpPoll)
+		}
 		select {
 		case <-inner.Done():
 			if ctx.Err() != nil {
@@ -278,18 +286,29 @@ func (in *inlet) Run(ctx context.Context, feed topology.Feed) error {
 			}
 			return pullErr
 		case <-q.ready:
+		case <-poll:
 		}
-		for _, m := range q.take() {
-			if err := r.receive(inner, m); err != nil {
-				return err
-			}
+		msgs := q.take()
+		for _, m := range msgs {
+			// Kept alive while held back too.
+			r.keep(m)
+		}
+		if err := r.receiveAll(inner, c.admit(time.Now(), msgs, t.cfg.PinnedTTL)); err != nil {
+			return err
+		}
+		held, err := c.release(inner, time.Now())
+		if err != nil {
+			t.cfg.Logger.Debug("catching up", "consumer", in.consumer, "err", err)
+		}
+		if err := r.receiveAll(inner, held); err != nil {
+			return err
 		}
 	}
 }
 
 // pull hands the consumer's messages to q until ctx ends or the iterator
 // closes.
-func (in *inlet) pull(ctx context.Context, msgs jetstream.MessagesContext, q *msgQueue) error {
+func (in *inlet) pull(ctx context.Context, msgs jetstream.MessagesContext, q *msgQueue, taken *atomic.Uint64) error {
 	for {
 		m, err := msgs.Next()
 		switch {
@@ -303,6 +322,7 @@ func (in *inlet) pull(ctx context.Context, msgs jetstream.MessagesContext, q *ms
 			continue
 		}
 		in.lastReceived.Store(time.Now().UnixNano())
+		taken.Add(1)
 		q.put(m)
 	}
 }

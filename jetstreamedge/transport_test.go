@@ -165,6 +165,34 @@ func TestRedeliveryAfterAWorkerDies(t *testing.T) {
 	require.Eventually(t, func() bool { return ackPending(t, second, "moves", "count", 1) == 0 }, 10*time.Second, 20*time.Millisecond)
 }
 
+// The worker a unit moves to receives the messages the dead worker had
+// taken before any newer one, although the newer one is there first and
+// the older ones only come again once their ack wait expired.
+func TestMovedUnitReceivesOlderMessagesFirst(t *testing.T) {
+	c := natstest.StartCluster(t, 3)
+	cfg := jetstreamedge.Config{Pipeline: "order", Replicas: 3, AckWait: 3 * time.Second, PinnedTTL: time.Second}
+	first, second := newWorker(t, c, cfg), newWorker(t, c, cfg)
+	feed1 := &heldFeed{got: make(chan delivery)}
+	stop1 := runInlet(first, "count", 0, feed1)
+	send(t, first, "count", 0, data(3, 1))
+	send(t, first, "count", 0, data(3, 2))
+	receive(t, feed1)
+	receive(t, feed1)
+
+	feed2 := &heldFeed{got: make(chan delivery)}
+	stop2 := runInlet(second, "count", 0, feed2)
+	defer stop2()
+	stop1()
+	first.nc.Close()
+	send(t, second, "count", 0, data(3, 3))
+	for _, want := range []uint64{1, 2, 3} {
+		d := receive(t, feed2)
+		require.Len(t, d.b.Items, 1)
+		require.Equal(t, want, d.b.Items[0].Particle.Seq, "delivered in the order sent")
+		d.done(nil)
+	}
+}
+
 // A message whose particles failed is delivered again, whole.
 func TestFailedMessageIsDeliveredAgain(t *testing.T) {
 	c := natstest.StartCluster(t, 1)
