@@ -38,6 +38,7 @@ type catchUp struct {
 	last    time.Time // when the inlet last received a message
 	holding bool
 	since   time.Time // when holding began
+	asked   time.Time // when the server was last asked, zero at first
 	held    []heldMsg
 }
 
@@ -54,7 +55,7 @@ func (c *catchUp) admit(now time.Time, msgs []jetstream.Msg, silence time.Durati
 		return nil
 	}
 	if c.last.IsZero() || now.Sub(c.last) > silence {
-		c.holding, c.since = true, now
+		c.holding, c.since, c.asked = true, now, time.Time{}
 	}
 	c.last = now
 	if !c.holding {
@@ -77,7 +78,12 @@ func (c *catchUp) release(ctx context.Context, now time.Time) ([]jetstream.Msg, 
 	if !c.holding {
 		return nil, nil
 	}
-	caught, err := c.caughtUp(ctx)
+	var caught bool
+	var err error
+	if now.Sub(c.asked) >= catchUpPoll {
+		c.asked = now
+		caught, err = c.caughtUp(ctx)
+	}
 	if !caught && now.Sub(c.since) < c.limit {
 		return nil, err
 	}
