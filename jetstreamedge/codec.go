@@ -47,6 +47,11 @@ const (
 // ErrMalformed is the error of a message that does not decode.
 var ErrMalformed = errors.New("jetstreamedge: malformed message")
 
+// ErrServerTooOld is returned by New when the NATS server predates
+// priority groups (2.11), which pin each instance's consumer to one
+// worker.
+var ErrServerTooOld = errors.New("jetstreamedge: NATS server 2.11 or later is needed (priority groups)")
+
 // UnknownMetaError is the error of a meta particle the wire format cannot
 // carry: only the built-ins of package metaparticle cross processes.
 type UnknownMetaError struct{ Type string }

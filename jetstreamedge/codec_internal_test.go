@@ -188,3 +188,14 @@ func BenchmarkCodec(b *testing.B) {
 	b.ReportMetric(float64(lpBytes)/float64(len(ps)), "lp-B/particle")
 	b.ReportMetric(float64(len(ps))*float64(b.N)/b.Elapsed().Seconds(), "particles/s")
 }
+
+func TestAtLeast(t *testing.T) {
+	for _, tt := range []struct {
+		v    string
+		want bool
+	}{{"2.9.10", false}, {"2.10.22", false}, {"2.11.0", true}, {"2.15.3", true}, {"3.0.0", true}, {"unknown", true}} {
+		if got := atLeast(tt.v, 2, 11); got != tt.want {
+			t.Errorf("atLeast(%q, 2, 11) = %v, want %v", tt.v, got, tt.want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -71,12 +72,30 @@ type Transport struct {
 
 var _ topology.Transport = (*Transport)(nil)
 
+// atLeast reports whether the server version v (such as "2.9.10") is at
+// least major.minor; a version it cannot read passes.
+func atLeast(v string, major, minor int) bool {
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 {
+		return true
+	}
+	ma, err1 := strconv.Atoi(parts[0])
+	mi, err2 := strconv.Atoi(parts[1])
+	if err1 != nil || err2 != nil {
+		return true
+	}
+	return ma > major || ma == major && mi >= minor
+}
+
 // New makes the pipeline's stream on nc's JetStream, or updates it to
 // cfg, and returns the Transport.
 func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Transport, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if v := nc.ConnectedServerVersion(); v != "" && !atLeast(v, 2, 11) {
+		return nil, fmt.Errorf("%w: the server at %s is %s", ErrServerTooOld, nc.ConnectedUrlRedacted(), v)
 	}
 	t := &Transport{cfg: cfg, inflight: make(chan struct{}, cfg.MaxInFlight)}
 	t.encoders.New = func() any { return new(encoder) }
