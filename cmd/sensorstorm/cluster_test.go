@@ -11,7 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sensorstorm/sensorstorm/jetstreamedge"
 	"github.com/sensorstorm/sensorstorm/natstest"
+	"github.com/sensorstorm/sensorstorm/topology"
 )
 
 // Two workers run a recording's pipeline on a JetStream server: together
@@ -63,4 +65,20 @@ func TestClusterStatusNeedsAURL(t *testing.T) {
 	var stdout, stderr strings.Builder
 	assert.Equal(t, exitUsage, run(context.Background(), []string{"cluster", "status"}, &stdout, &stderr))
 	assert.Contains(t, stderr.String(), "--cluster is required")
+}
+
+// A worker's metrics include its transport's counters.
+func TestMetricsRegistryHasTheTransport(t *testing.T) {
+	topo, err := topology.New(topology.Config{})
+	require.NoError(t, err)
+	var stats jetstreamedge.Stats
+	stats.Published.Add(2)
+	families, err := metricsRegistry(topo, jetstreamedge.NewCollector(&stats)).Gather()
+	require.NoError(t, err)
+	var names []string
+	for _, f := range families {
+		names = append(names, f.GetName())
+	}
+	assert.Contains(t, names, "sensorstorm_jetstream_published_messages_total")
+	assert.Contains(t, names, "go_goroutines")
 }

@@ -10,11 +10,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/sensorstorm/sensorstorm/jetstreamedge"
 	"github.com/sensorstorm/sensorstorm/pipeline"
 	"github.com/sensorstorm/sensorstorm/statuspage"
-	"github.com/sensorstorm/sensorstorm/topology"
 )
 
 const runUsage = `usage: sensorstorm run [flags] PIPELINE.yaml
@@ -85,8 +86,13 @@ func runPipeline(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintln(stderr, err)
 		return exitError
 	}
+	var extra []prometheus.Collector
+	if t, ok := opts.Transport.(*jetstreamedge.Transport); ok {
+		extra = append(extra, jetstreamedge.NewCollector(t.Stats()))
+	}
+	reg := metricsRegistry(topo.Topology, extra...)
 	if *metricsAddr != "" {
-		stop, err := serveMetrics(*metricsAddr, topo.Topology, logger)
+		stop, err := serveMetrics(*metricsAddr, reg, logger)
 		if err != nil {
 			dead.Close()
 			fmt.Fprintln(stderr, "sensorstorm:", err)
@@ -94,7 +100,7 @@ func runPipeline(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		}
 		defer stop()
 	}
-	stopStatus, err := serveStatus(status.addr, statuspage.Config{Topology: topo.Topology, Title: "run " + p.File, Tap: tap, Logger: logger},
+	stopStatus, err := serveStatus(status.addr, statuspage.Config{Topology: topo.Topology, Title: "run " + p.File, Tap: tap, Logger: logger, Metrics: reg},
 		func(url string) { logger.Info("serving the status page", "url", url) })
 	if err != nil {
 		dead.Close()
@@ -175,9 +181,9 @@ func firstReader(p *pipeline.Pipeline, name string) (string, bool) {
 }
 
 // serveMetrics serves /metrics on addr until the returned stop is called.
-func serveMetrics(addr string, topo *topology.Topology, logger *slog.Logger) (stop func(), err error) {
+func serveMetrics(addr string, reg *prometheus.Registry, logger *slog.Logger) (stop func(), err error) {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(metricsRegistry(topo), promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	bound, stop, err := serveHTTP(addr, mux)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)

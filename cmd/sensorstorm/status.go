@@ -61,13 +61,15 @@ func (f *statusFlags) tap() *statuspage.Tap {
 }
 
 // serveStatus serves the status page of cfg on addr, if not empty, with
-// the Prometheus metrics of its topology, until the returned stop is
-// called; announce gets the page's URL.
+// cfg.Metrics or else the Prometheus metrics of its topology, until the
+// returned stop is called; announce gets the page's URL.
 func serveStatus(addr string, cfg statuspage.Config, announce func(url string)) (stop func(), err error) {
 	if addr == "" {
 		return func() {}, nil
 	}
-	cfg.Metrics = metricsRegistry(cfg.Topology)
+	if cfg.Metrics == nil {
+		cfg.Metrics = metricsRegistry(cfg.Topology)
+	}
 	page, err := statuspage.New(cfg)
 	if err != nil {
 		return nil, err
@@ -88,10 +90,12 @@ func serveStatus(addr string, cfg statuspage.Config, announce func(url string)) 
 	}, nil
 }
 
-// metricsRegistry returns a registry of topo's metrics and the process's.
-func metricsRegistry(topo *topology.Topology) *prometheus.Registry {
+// metricsRegistry returns a registry of topo's metrics, the process's,
+// and those of extra (a cluster worker's transport).
+func metricsRegistry(topo *topology.Topology, extra ...prometheus.Collector) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(metrics.New(topo, nil), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(extra...)
 	return reg
 }
 
