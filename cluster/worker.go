@@ -49,8 +49,8 @@ type Worker struct {
 	workers jetstream.KeyValue
 	done    jetstream.KeyValue
 	since   time.Time
-	// incarnation numbers the particles this worker's bolt instances
-	// derive apart from other workers'.
+	// incarnation numbers the particles this worker's bolt instances make
+	// without a parent apart from other workers'.
 	incarnation uint32
 
 	mu   sync.Mutex // guards held

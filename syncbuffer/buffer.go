@@ -15,7 +15,8 @@ const (
 	// freeNodes is how many emptied tree nodes are kept for reuse, so that a
 	// steady state of splits and merges does not allocate.
 	freeNodes = 128
-	// keepSlots is the slot capacity kept when the buffer empties.
+	// keepSlots is the capacity, in items, that a buffer keeps at least
+	// as it shrinks: in its slots and in each input's run.
 	keepSlots = 4096
 )
 

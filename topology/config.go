@@ -70,10 +70,13 @@ type Config struct {
 	// trees that failed for good. Defaults to counting them only.
 	DeadLetters DeadLetterSink `yaml:"-"`
 	// Incarnation tells this process's run apart from the runs of the
-	// same topology in other processes: bolt instances number what they
-	// emit from Incarnation<<32, so that when an instance moves to another
-	// process, the particles it derives there never take the identities
-	// of those derived before, which receivers would drop as copies.
+	// same topology in other processes. A particle a bolt instance derives
+	// from an input takes an identity that is a function of its parent's,
+	// the same in every process, so that receivers drop the copies an
+	// instance that moved derives again; one it makes without a parent (on
+	// a timer or a watermark, no anchor held) is numbered from
+	// Incarnation<<32, so that it never takes the identity of one made
+	// before in another process, which receivers would drop as a copy.
 	// Sources number alike in every process: a recording replayed again
 	// gives its particles their identities again. Defaults to 0.
 	Incarnation uint32 `yaml:"-"`
