@@ -61,17 +61,6 @@ func (p *Pipeline) setDefaults() {
 	}
 }
 
-// speed returns the replay speed of the file sources (they agree: Parse
-// checks it), or 1 without any.
-func (p *Pipeline) speed() replay.Speed {
-	for _, s := range p.Sources {
-		if s.File != nil {
-			return s.File.Speed
-		}
-	}
-	return 1
-}
-
 // Check reports files that cannot be read (recordings, TLS certificates
 // and keys) and sink files that cannot be created (their directory is
 // missing), with their place in the pipeline file; dir resolves relative
