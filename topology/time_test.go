@@ -186,27 +186,16 @@ func TestResultsFlowWithoutEndOfStream(t *testing.T) {
 	cut := size + w1 + 200*time.Millisecond
 	release := make(chan struct{})
 	topo := newTopology(t, topology.Config{Replay: true})
-	topo.AddSource("src", topology.Single(topology.SourceFunc(func(ctx context.Context, out topology.SourceEmitter) error {
-		for at := time.Duration(0); at <= cut; at += 100 * time.Millisecond {
-			key := "a"
-			if at < 2*time.Second && at%(200*time.Millisecond) == 0 {
-				key = "b" // then quiet: its instance has nothing more to say
-			}
-			p := particle.Particle{Time: int64(at), Measurement: "m", Tags: []particle.Tag{{Key: "k", Value: key}},
-				Fields: []particle.Field{{Key: "v", Value: particle.Int(1)}}}
-			if err := out.Emit(p); err != nil {
-				return err
-			}
+	var ps []particle.Particle
+	for at := time.Duration(0); at <= cut; at += 100 * time.Millisecond {
+		key := "a"
+		if at < 2*time.Second && at%(200*time.Millisecond) == 0 {
+			key = "b" // then quiet: its instance has nothing more to say
 		}
-		if err := out.Flush(); err != nil {
-			return err
-		}
-		select {
-		case <-release:
-		case <-ctx.Done():
-		}
-		return nil
-	})), topology.SourceConfig{})
+		ps = append(ps, particle.Particle{Time: int64(at), Measurement: "m", Tags: []particle.Tag{{Key: "k", Value: key}},
+			Fields: []particle.Field{{Key: "v", Value: particle.Int(1)}}})
+	}
+	topo.AddSource("src", topology.Single(quiet(ps, release)), topology.SourceConfig{})
 	perKey := func() operation.Operation {
 		return operation.Aggregate(operation.Tumbling(size), operation.ByTags("k"), sumAgg{})
 	}
