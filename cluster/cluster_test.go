@@ -192,6 +192,6 @@ func counts(s *jetstreamedge.Stats) map[string]uint64 {
 	return map[string]uint64{
 		"published": s.Published.Load(), "particles": s.PublishedParticles.Load(), "bytes": s.PublishedBytes.Load(),
 		"received": s.Received.Load(), "redelivered": s.Redelivered.Load(), "duplicates": s.Duplicates.Load(),
-		"publish_failed": s.PublishFailed.Load(),
+		"publish_failed": s.PublishFailed.Load(), "held_back": s.HeldBack.Load(), "gaps_skipped": s.GapsSkipped.Load(),
 	}
 }

@@ -74,7 +74,7 @@ func workerProcess(settings string) int {
 func testConfig(name, worker string) cluster.Config {
 	return cluster.Config{
 		Pipeline: name, Worker: worker, LeaseTTL: 3 * time.Second,
-		Edges: jetstreamedge.Config{Replicas: 3, AckWait: 5 * time.Second, PinnedTTL: 2 * time.Second},
+		Edges: jetstreamedge.Config{Replicas: 3, AckWait: 5 * time.Second, PinnedTTL: 2 * time.Second, PublishTimeout: 2 * time.Second},
 	}
 }
 

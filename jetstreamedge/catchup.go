@@ -49,18 +49,26 @@ type heldMsg struct {
 }
 
 // admit takes msgs, just received at now, and returns those to hand on
-// now; it holds back the others.
-func (c *catchUp) admit(now time.Time, msgs []jetstream.Msg, silence time.Duration) []jetstream.Msg {
+// now; it holds back the others. began tells that a round of holding
+// began with msgs.
+func (c *catchUp) admit(now time.Time, msgs []jetstream.Msg, silence time.Duration) (out []jetstream.Msg, began bool) {
 	if len(msgs) == 0 {
-		return nil
+		return nil, false
 	}
 	if c.last.IsZero() || now.Sub(c.last) > silence {
 		c.holding, c.since, c.asked = true, now, time.Time{}
+		began = true
 	}
 	c.last = now
 	if !c.holding {
-		return msgs
+		return msgs, false
 	}
+	c.hold(msgs)
+	return nil, began
+}
+
+// hold adds msgs to the messages held back.
+func (c *catchUp) hold(msgs []jetstream.Msg) {
 	for _, m := range msgs {
 		var seq uint64
 		if md, err := m.Metadata(); err == nil {
@@ -68,7 +76,6 @@ func (c *catchUp) admit(now time.Time, msgs []jetstream.Msg, silence time.Durati
 		}
 		c.held = append(c.held, heldMsg{m: m, seq: seq})
 	}
-	return nil
 }
 
 // release returns the messages held back, in stream order, once the inlet

@@ -11,13 +11,16 @@ import (
 	"github.com/sensorstorm/sensorstorm/topology"
 )
 
-// The wire format of one message, version 1. Integers are varints
-// (zigzag for signed ones); a string is a reference into the message's
+// The wire format of one message, version 2. Integers are varints
+// (zigzag for signed ones), but for the stamp: the sender and the number,
+// 8 bytes each, little endian, at fixed offsets so that a number can be
+// set once the message is encoded and a receiver can read the stamp
+// without decoding the rest. A string is a reference into the message's
 // string table: uvarint 2*i+1 for the i-th string seen, or 2*n followed
 // by n new bytes, which become the next entry. So a tag key, a field key
 // or a sensor id costs its bytes once per message and a byte or two after.
 //
-//	message  = version input flags high promise count item*
+//	message  = version sender number input flags high promise count item*
 //	item     = iflags time-delta [origin] [seq-delta] [high-delta] body
 //	body     = meta-type meta-payload | [measurement] ntags (key value)* nfields (key kind value)*
 //
@@ -26,7 +29,34 @@ import (
 // against the previous item's sequence, omitted when it is one more;
 // high-delta is high minus time, omitted when zero; the measurement is
 // omitted when equal to the previous data item's.
-const version = 1
+const version = 2
+
+// Offsets of the stamp in a message, and the length of its fixed head.
+const (
+	senderAt = 1
+	numberAt = senderAt + 8
+	headLen  = numberAt + 8
+)
+
+// stamp tells a receiver where a message comes from and in which order:
+// the outlet that sent it (a random number, new with every outlet) and
+// the message's number among that outlet's, from 1.
+type stamp struct {
+	sender, number uint64
+}
+
+// readStamp returns the stamp of a message.
+func readStamp(data []byte) (stamp, error) {
+	if len(data) < headLen || data[0] != version {
+		return stamp{}, fmt.Errorf("%w: no version %d head", ErrMalformed, version)
+	}
+	return stamp{sender: binary.LittleEndian.Uint64(data[senderAt:]), number: binary.LittleEndian.Uint64(data[numberAt:])}, nil
+}
+
+// setNumber numbers an encoded message.
+func setNumber(data []byte, number uint64) {
+	binary.LittleEndian.PutUint64(data[numberAt:], number)
+}
 
 // message flags
 const (
@@ -52,6 +82,10 @@ var ErrMalformed = errors.New("jetstreamedge: malformed message")
 // worker.
 var ErrServerTooOld = errors.New("jetstreamedge: NATS server 2.11 or later is needed (priority groups)")
 
+// ErrPublishFailed is the error of a batch the server did not confirm
+// within Config.RetryFor.
+var ErrPublishFailed = errors.New("jetstreamedge: publish failed")
+
 // UnknownMetaError is the error of a meta particle the wire format cannot
 // carry: only the built-ins of package metaparticle cross processes.
 type UnknownMetaError struct{ Type string }
@@ -65,8 +99,8 @@ type encoder struct {
 	strings map[string]uint64
 }
 
-// appendBatch appends the encoding of b to dst.
-func (e *encoder) appendBatch(dst []byte, b *topology.RemoteBatch) ([]byte, error) {
+// appendBatch appends the encoding of b, stamped with st, to dst.
+func (e *encoder) appendBatch(dst []byte, st stamp, b *topology.RemoteBatch) ([]byte, error) {
 	if e.strings == nil {
 		e.strings = map[string]uint64{}
 	}
@@ -79,6 +113,8 @@ func (e *encoder) appendBatch(dst []byte, b *topology.RemoteBatch) ([]byte, erro
 		flags |= msgEOS
 	}
 	dst = append(dst, version)
+	dst = binary.LittleEndian.AppendUint64(dst, st.sender)
+	dst = binary.LittleEndian.AppendUint64(dst, st.number)
 	dst = binary.AppendUvarint(dst, uint64(b.Input))
 	dst = append(dst, flags)
 	dst = binary.AppendVarint(dst, b.High)
@@ -204,12 +240,14 @@ type decoder struct {
 	err     error
 }
 
-// decodeBatch decodes data into b, reusing b's items.
-func decodeBatch(data []byte, b *topology.RemoteBatch) error {
-	d := decoder{data: data}
-	if v := d.byte(); v != version && d.err == nil {
-		return fmt.Errorf("%w: version %d", ErrMalformed, v)
+// decodeBatch decodes data into b, reusing b's items, and returns its
+// stamp.
+func decodeBatch(data []byte, b *topology.RemoteBatch) (stamp, error) {
+	st, err := readStamp(data)
+	if err != nil {
+		return stamp{}, err
 	}
+	d := decoder{data: data[headLen:]}
 	input := d.uvarint()
 	flags := d.byte()
 	*b = topology.RemoteBatch{
@@ -257,7 +295,7 @@ func decodeBatch(data []byte, b *topology.RemoteBatch) error {
 	if d.err == nil && len(d.data) > 0 {
 		d.fail("%d bytes after the last item", len(d.data))
 	}
-	return d.err
+	return st, d.err
 }
 
 func (d *decoder) fail(format string, args ...any) {

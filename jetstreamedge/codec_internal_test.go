@@ -66,15 +66,23 @@ func drawBatch(t *rapid.T) topology.RemoteBatch {
 	return b
 }
 
-// Every batch decodes to itself.
+// Every batch decodes to itself, with its stamp, and a number set after
+// encoding is the one read.
 func TestCodecRoundTrip(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		b := drawBatch(t)
+		st := stamp{sender: rapid.Uint64().Draw(t, "sender"), number: rapid.Uint64().Draw(t, "number")}
 		var e encoder
-		data, err := e.appendBatch(nil, &b)
+		data, err := e.appendBatch(nil, stamp{sender: st.sender}, &b)
 		require.NoError(t, err)
+		setNumber(data, st.number)
+		head, err := readStamp(data)
+		require.NoError(t, err)
+		require.Equal(t, st, head)
 		var got topology.RemoteBatch
-		require.NoError(t, decodeBatch(data, &got))
+		gotStamp, err := decodeBatch(data, &got)
+		require.NoError(t, err)
+		require.Equal(t, st, gotStamp)
 		if len(b.Items) == 0 {
 			b.Items = got.Items[:0]
 		}
@@ -89,7 +97,7 @@ func (customMeta) MetaType() string { return "custom" }
 func TestCodecRefusesUnknownMeta(t *testing.T) {
 	var e encoder
 	b := topology.RemoteBatch{Items: []topology.RemoteItem{{Particle: particle.Particle{Meta: customMeta{}}}}}
-	_, err := e.appendBatch(nil, &b)
+	_, err := e.appendBatch(nil, stamp{}, &b)
 	var unknown *UnknownMetaError
 	require.ErrorAs(t, err, &unknown)
 	require.Equal(t, "custom", unknown.Type)
@@ -108,20 +116,23 @@ func FuzzDecode(f *testing.F) {
 			{Particle: particle.Particle{Time: 2, Origin: 2, Seq: 4, Meta: metaparticle.SpeedChange{Speed: 2}}, High: 9, Replay: true},
 		}},
 	} {
-		data, err := e.appendBatch(nil, &b)
+		data, err := e.appendBatch(nil, stamp{sender: 1 << 60, number: 7}, &b)
 		require.NoError(f, err)
 		f.Add(data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var b topology.RemoteBatch
-		if err := decodeBatch(data, &b); err != nil {
+		st, err := decodeBatch(data, &b)
+		if err != nil {
 			require.ErrorIs(t, err, ErrMalformed)
 			return
 		}
-		again, err := e.appendBatch(nil, &b)
+		again, err := e.appendBatch(nil, st, &b)
 		require.NoError(t, err)
 		var b2 topology.RemoteBatch
-		require.NoError(t, decodeBatch(again, &b2))
+		st2, err := decodeBatch(again, &b2)
+		require.NoError(t, err)
+		require.Equal(t, st, st2)
 		require.Equal(t, b, b2)
 	})
 }
@@ -174,12 +185,12 @@ func BenchmarkCodec(b *testing.B) {
 		wire = 0
 		for i := range batches {
 			var err error
-			buf, err = e.appendBatch(buf[:0], &batches[i])
+			buf, err = e.appendBatch(buf[:0], stamp{sender: 1, number: uint64(i + 1)}, &batches[i])
 			if err != nil {
 				b.Fatal(err)
 			}
 			wire += len(buf)
-			if err := decodeBatch(buf, &decoded); err != nil {
+			if _, err := decodeBatch(buf, &decoded); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -17,7 +17,7 @@ func TestCollectorExportsStats(t *testing.T) {
 # HELP sensorstorm_jetstream_duplicates_total Particles dropped as copies of particles already received.
 # TYPE sensorstorm_jetstream_duplicates_total counter
 sensorstorm_jetstream_duplicates_total 7
-# HELP sensorstorm_jetstream_publish_failed_total Messages the server did not confirm.
+# HELP sensorstorm_jetstream_publish_failed_total Publishes the server did not confirm, each tried again.
 # TYPE sensorstorm_jetstream_publish_failed_total counter
 sensorstorm_jetstream_publish_failed_total 1
 # HELP sensorstorm_jetstream_published_messages_total Messages the server confirmed.

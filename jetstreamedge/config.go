@@ -15,6 +15,7 @@ const (
 	DefaultMaxAckPending  = 1024
 	DefaultMaxInFlight    = 256
 	DefaultPublishTimeout = 10 * time.Second
+	DefaultRetryFor       = 2 * time.Minute
 	DefaultFetchBatch     = 64
 	DefaultDedupWindow    = 1 << 18
 )
@@ -50,10 +51,14 @@ type Config struct {
 	// over all outlets: Send blocks beyond it. Defaults to
 	// DefaultMaxInFlight.
 	MaxInFlight int `yaml:"max_in_flight"`
-	// PublishTimeout fails a publish the server did not confirm in time;
-	// the particles in it fail and are replayed. Defaults to
-	// DefaultPublishTimeout.
+	// PublishTimeout fails a publish the server did not confirm in time:
+	// it is tried again. Defaults to DefaultPublishTimeout.
 	PublishTimeout time.Duration `yaml:"publish_timeout"`
+	// RetryFor is how long a publish that failed is tried again, with
+	// the batches after it to the same instance waiting, before its
+	// particles fail and are replayed from their source. Defaults to
+	// DefaultRetryFor.
+	RetryFor time.Duration `yaml:"retry_for"`
 	// FetchBatch is how many messages a consumer asks for at once.
 	// Defaults to DefaultFetchBatch.
 	FetchBatch int `yaml:"fetch_batch"`
@@ -89,6 +94,9 @@ func (c *Config) setDefaults() {
 	if c.PublishTimeout == 0 {
 		c.PublishTimeout = DefaultPublishTimeout
 	}
+	if c.RetryFor == 0 {
+		c.RetryFor = DefaultRetryFor
+	}
 	if c.FetchBatch == 0 {
 		c.FetchBatch = DefaultFetchBatch
 	}
@@ -109,7 +117,7 @@ func (c *Config) Validate() error {
 	if c.Replicas < 1 || c.Replicas > 5 {
 		errs = append(errs, fmt.Errorf("replicas %d not in [1, 5]", c.Replicas))
 	}
-	if c.AckWait < time.Second || c.PinnedTTL < 0 || c.PublishTimeout < 0 {
+	if c.AckWait < time.Second || c.PinnedTTL < 0 || c.PublishTimeout < 0 || c.RetryFor < 0 {
 		errs = append(errs, errors.New("ack wait under a second, or a negative timeout"))
 	}
 	if c.MaxAckPending < 1 || c.MaxInFlight < 1 || c.FetchBatch < 1 || c.DedupWindow < 1 {

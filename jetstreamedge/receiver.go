@@ -77,7 +77,7 @@ func (r *receiver) receive(ctx context.Context, m jetstream.Msg) error {
 	if md, err := m.Metadata(); err == nil && md.NumDelivered > 1 {
 		t.stats.Redelivered.Add(1)
 	}
-	if err := decodeBatch(m.Data(), &r.b); err != nil {
+	if _, err := decodeBatch(m.Data(), &r.b); err != nil {
 		// A message that does not decode never will: it is not delivered
 		// again.
 		t.cfg.Logger.Error("dropping a message that does not decode", "subject", m.Subject(), "err", err)

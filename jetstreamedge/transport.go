@@ -51,6 +51,10 @@ type Stats struct {
 	// delivered more than once, Duplicates the particles dropped as
 	// copies already received.
 	Received, Redelivered, Duplicates atomic.Uint64
+	// HeldBack counts messages that came ahead of an earlier one of their
+	// sender and waited for it; GapsSkipped the times a receiver stopped
+	// waiting for missing messages.
+	HeldBack, GapsSkipped atomic.Uint64
 }
 
 // Transport carries a pipeline's edges into bolt instances over one
@@ -140,7 +144,7 @@ func (t *Transport) Edge(bolt string, index int) (topology.Outlet, topology.Inle
 	t.mu.Lock()
 	t.inlets = append(t.inlets, in)
 	t.mu.Unlock()
-	return &outlet{t: t, subject: subject}, in, true
+	return newOutlet(t, subject), in, true
 }
 
 // ActiveUnits returns the consumers this transport received messages from
@@ -157,76 +161,6 @@ func (t *Transport) ActiveUnits(since time.Time) []string {
 	return units
 }
 
-// pending is a message published and not yet confirmed.
-type pending struct {
-	done      func(error)
-	particles int
-}
-
-// confirmed reports the fate of a published message.
-func (t *Transport) confirmed(m *nats.Msg, err error) {
-	v, ok := t.dones.LoadAndDelete(m)
-	if !ok {
-		return
-	}
-	<-t.inflight
-	p := v.(pending)
-	if err != nil {
-		t.stats.PublishFailed.Add(1)
-		t.cfg.Logger.Warn("publish failed: its particles are replayed", "subject", m.Subject, "err", err)
-		p.done(fmt.Errorf("jetstreamedge: publish to %s: %w", m.Subject, err))
-		return
-	}
-	t.stats.Published.Add(1)
-	t.stats.PublishedBytes.Add(uint64(len(m.Data)))
-	t.stats.PublishedParticles.Add(uint64(p.particles))
-	p.done(nil)
-}
-
-// outlet publishes the batches for one bolt instance.
-type outlet struct {
-	t       *Transport
-	subject string
-}
-
-// Send implements topology.Outlet. Batches go out asynchronously, in
-// order on the connection; one that carries Drained or EOS is published
-// synchronously, with retries, after those before it.
-func (o *outlet) Send(ctx context.Context, b *topology.RemoteBatch, done func(error)) error {
-	t := o.t
-	e := t.encoders.Get().(*encoder)
-	data, err := e.appendBatch(nil, b)
-	t.encoders.Put(e)
-	if err != nil {
-		return err
-	}
-	msg := &nats.Msg{Subject: o.subject, Data: data}
-	if b.Drained || b.EOS {
-		if _, err := t.js.PublishMsg(ctx, msg, jetstream.WithRetryAttempts(10)); err != nil {
-			return fmt.Errorf("jetstreamedge: publish to %s: %w", o.subject, err)
-		}
-		t.stats.Published.Add(1)
-		t.stats.PublishedBytes.Add(uint64(len(data)))
-		t.stats.PublishedParticles.Add(uint64(len(b.Items)))
-		done(nil)
-		return nil
-	}
-	select {
-	case t.inflight <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	t.dones.Store(msg, pending{done: done, particles: len(b.Items)})
-	if _, err := t.js.PublishMsgAsync(msg); err != nil {
-		if _, ok := t.dones.LoadAndDelete(msg); ok {
-			<-t.inflight
-			return fmt.Errorf("jetstreamedge: publish to %s: %w", o.subject, err)
-		}
-		// The error handler ran first and reported it.
-	}
-	return nil
-}
-
 // inlet feeds one bolt instance from its durable consumer.
 type inlet struct {
 	t        *Transport
@@ -240,27 +174,16 @@ type inlet struct {
 // ends, delivering what the server sends while this worker is pinned.
 func (in *inlet) Run(ctx context.Context, feed topology.Feed) error {
 	t := in.t
-	cons, err := t.js.CreateOrUpdateConsumer(ctx, StreamName(t.cfg.Pipeline), jetstream.ConsumerConfig{
-		Durable:        in.consumer,
-		FilterSubject:  in.subject,
-		AckPolicy:      jetstream.AckExplicitPolicy,
-		AckWait:        t.cfg.AckWait,
-		MaxAckPending:  t.cfg.MaxAckPending,
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
-		PriorityPolicy: jetstream.PriorityPolicyPinned,
-		PriorityGroups: []string{PriorityGroup},
-		PinnedTTL:      t.cfg.PinnedTTL,
-	})
+	cons, err := in.consumerOf(ctx)
 	if err != nil {
-		return fmt.Errorf("jetstreamedge: consumer %s: %w", in.consumer, err)
+		return err
 	}
 	if t.cfg.Prefer != nil && !t.cfg.Prefer(in.consumer) {
-		// Let the worker that prefers the unit be pinned first; if it
-		// is not there, this one takes the unit after the wait.
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(t.cfg.PinnedTTL):
+		// Let the worker that prefers the unit have it while it is there:
+		// a worker pulling beside it would take the unit whenever the
+		// consumer's leader changes, which forgets the pin.
+		if err := in.awaitOrphaned(ctx, cons); err != nil {
+			return err
 		}
 	}
 	expiry := max(t.cfg.PinnedTTL/2, time.Second)
@@ -272,6 +195,9 @@ func (in *inlet) Run(ctx context.Context, feed topology.Feed) error {
 	// The previous worker's messages come again at the latest an ack wait
 	// after its last pull expired.
 	c := &catchUp{cons: cons, limit: t.cfg.AckWait + expiry}
+	// A message missing comes again at the latest an ack wait after its
+	// delivery was lost, or a publish timeout after its publish failed.
+	s := newSequencer(t.cfg.AckWait+t.cfg.PublishTimeout, t.cfg.Logger.With("consumer", in.consumer), &t.stats)
 	r := newReceiver(in, feed, c)
 	var wg sync.WaitGroup
 	inner, stopInner := context.WithCancel(ctx)
@@ -295,8 +221,12 @@ func (in *inlet) Run(ctx context.Context, feed topology.Feed) error {
 	})
 	for {
 		var poll <-chan time.Time
-		if c.holding {
-			poll = time.After(catchUpPoll)
+		if deadline, ok := s.deadline(); ok || c.holding {
+			wait := catchUpPoll
+			if ok {
+				wait = min(wait, time.Until(deadline))
+			}
+			poll = time.After(wait)
 		}
 		select {
 		case <-inner.Done():
@@ -312,17 +242,100 @@ func (in *inlet) Run(ctx context.Context, feed topology.Feed) error {
 			// Kept alive while held back too.
 			r.keep(m)
 		}
-		if err := r.receiveAll(inner, c.admit(time.Now(), msgs, t.cfg.PinnedTTL)); err != nil {
+		now := time.Now()
+		admitted, began := c.admit(now, msgs, t.cfg.PinnedTTL)
+		if began {
+			// What this worker received before may have gone on at
+			// another one meanwhile: the senders start afresh.
+			c.hold(s.reset())
+		}
+		if err := r.receiveAll(inner, s.order(now, admitted)); err != nil {
 			return err
 		}
 		held, err := c.release(inner, time.Now())
 		if err != nil {
 			t.cfg.Logger.Debug("catching up", "consumer", in.consumer, "err", err)
 		}
-		if err := r.receiveAll(inner, held); err != nil {
+		now = time.Now()
+		if err := r.receiveAll(inner, s.order(now, held)); err != nil {
+			return err
+		}
+		if err := r.receiveAll(inner, s.expire(now)); err != nil {
 			return err
 		}
 	}
+}
+
+// consumerOf makes the inlet's consumer, or updates it, trying again
+// while the server does not answer (a leader being elected) until ctx
+// ends.
+func (in *inlet) consumerOf(ctx context.Context) (jetstream.Consumer, error) {
+	t := in.t
+	cfg := jetstream.ConsumerConfig{
+		Durable:        in.consumer,
+		FilterSubject:  in.subject,
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		AckWait:        t.cfg.AckWait,
+		MaxAckPending:  t.cfg.MaxAckPending,
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+		PriorityPolicy: jetstream.PriorityPolicyPinned,
+		PriorityGroups: []string{PriorityGroup},
+		PinnedTTL:      t.cfg.PinnedTTL,
+	}
+	b := backoff{min: retryMin, max: retryMax}
+	for {
+		cons, err := t.js.CreateOrUpdateConsumer(ctx, StreamName(t.cfg.Pipeline), cfg)
+		if err == nil {
+			return cons, nil
+		}
+		if !transient(err) {
+			return nil, fmt.Errorf("jetstreamedge: consumer %s: %w", in.consumer, err)
+		}
+		t.cfg.Logger.Warn("making the consumer failed: trying again", "consumer", in.consumer, "err", err)
+		if err := b.wait(ctx); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// awaitOrphaned returns once no worker pulls from cons and none is
+// pinned, twice in a row: the worker that had the unit is gone.
+func (in *inlet) awaitOrphaned(ctx context.Context, cons jetstream.Consumer) error {
+	poll := max(in.t.cfg.PinnedTTL/2, orphanPollMin)
+	ticker := time.NewTicker(poll)
+	defer ticker.Stop()
+	seen := 0
+	for seen < 2 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ticker.C:
+		}
+		info, err := cons.Info(ctx)
+		switch {
+		case err != nil:
+			in.t.cfg.Logger.Debug("watching an unpreferred unit", "consumer", in.consumer, "err", err)
+			seen = 0
+		case orphaned(info):
+			seen++
+		default:
+			seen = 0
+		}
+	}
+	return nil
+}
+
+// orphaned tells whether a consumer has no worker pulling and none pinned.
+func orphaned(info *jetstream.ConsumerInfo) bool {
+	if info.NumWaiting > 0 {
+		return false
+	}
+	for _, g := range info.PriorityGroups {
+		if g.PinnedClientID != "" {
+			return false
+		}
+	}
+	return true
 }
 
 // pull hands the consumer's messages to q until ctx ends or the iterator

@@ -1,0 +1,97 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sensorstorm/sensorstorm/jetstreamedge"
+	"github.com/sensorstorm/sensorstorm/natstest"
+)
+
+// streamLeader returns the index in c of the server leading the stream of
+// pipeline name: the node whose loss fails publishes until another is
+// elected.
+func streamLeader(t *testing.T, cw *clusterWorker, name string) int {
+	t.Helper()
+	js, err := jetstream.New(cw.nc)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, jetstreamedge.StreamName(name))
+	require.NoError(t, err)
+	info := s.CachedInfo()
+	require.NotNil(t, info.Cluster, "the stream is replicated")
+	// natstest names its servers n1, n2, ...
+	i, err := strconv.Atoi(strings.TrimPrefix(info.Cluster.Leader, "n"))
+	require.NoError(t, err, "leader %q", info.Cluster.Leader)
+	return i - 1
+}
+
+// outputLines counts the lines the workers wrote so far.
+func outputLines(workers []*clusterWorker) int {
+	n := 0
+	for _, w := range workers {
+		n += len(lines(w.out.String()))
+	}
+	return n
+}
+
+// Stopping the NATS node that leads the pipeline's stream mid-run, and
+// starting it again later, loses nothing and changes nothing in the
+// output (replicas 3): publishes that fail while another leader is
+// elected are retried in place, and the receivers restore each sender's
+// order when redeliveries come after newer messages.
+func TestNATSNodeRestartKeepsTheOutput(t *testing.T) {
+	want := lines(singleProcess(t, threeStages))
+	c := natstest.StartCluster(t, 3)
+	name := fmt.Sprintf("node-%d", time.Now().UnixNano())
+	const paced = "testdata/library1-mean-paced.yaml"
+	workers := []*clusterWorker{
+		startWorker(t, c, paced, name, "w1"),
+		startWorker(t, c, paced, name, "w2"),
+	}
+	require.Eventually(t, func() bool { return len(status(t, workers[0].nc, name).Workers) == 2 }, 10*time.Second, 20*time.Millisecond)
+	for _, w := range workers {
+		w.run()
+	}
+	require.Eventually(t, func() bool { return outputLines(workers) >= len(want)/4 }, 60*time.Second, 10*time.Millisecond,
+		"the replay makes progress")
+	node := streamLeader(t, workers[0], name)
+	c.Stop(node)
+	t.Logf("stopped node %d after %d lines", node, outputLines(workers))
+	require.Eventually(t, func() bool { return outputLines(workers) >= len(want)*3/8 }, 60*time.Second, 10*time.Millisecond,
+		"the replay goes on without the node")
+	c.Start(node)
+	c.WaitReady()
+	t.Logf("started node %d after %d lines", node, outputLines(workers))
+	require.Eventually(t, func() bool { return ended(workers, "out") == 1 }, 90*time.Second, 50*time.Millisecond,
+		"the sink instance ends on one worker")
+	var got []string
+	for _, w := range workers {
+		w.stop()
+		require.NoError(t, w.err, "worker %s", w.name)
+		got = append(got, lines(w.out.String())...)
+		t.Logf("worker %s: %d lines, units %v, transport %+v", w.name, len(lines(w.out.String())),
+			w.w.Transport().ActiveUnits(time.Time{}), counts(w.w.Transport().Stats()))
+		for _, c := range []string{"wsn", "dedup", "stats10m", "out"} {
+			st := w.built.Stats(c)
+			t.Logf("  %s: in %d late %d behind %d replayed %d failed %d dup %d", c, st.In.Load(), st.Late.Load(), st.Behind.Load(), st.Replayed.Load(), st.Failed.Load(), st.Duplicates.Load())
+		}
+	}
+	missing, extra := diffLines(want, got)
+	for _, l := range missing {
+		t.Logf("missing: %s", strings.TrimSpace(l))
+	}
+	for _, l := range extra {
+		t.Logf("extra: %s", strings.TrimSpace(l))
+	}
+	require.Empty(t, missing, "lines of the single-process output missing")
+	require.Empty(t, extra, "lines beyond the single-process output")
+}

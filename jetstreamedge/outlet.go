@@ -1,0 +1,207 @@
+package jetstreamedge
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sensorstorm/sensorstorm/topology"
+)
+
+// outlet publishes the batches for one bolt instance, numbered in the
+// order sent. A publish the server does not confirm is tried again in
+// place, and the batches after it wait, until it is confirmed or
+// Config.RetryFor passed: a NATS node away is not the particles' fault.
+// Batches published before the failure was known may be stored before
+// the one tried again; the receiver restores the order by number.
+type outlet struct {
+	t       *Transport
+	subject string
+	sender  uint64
+
+	mu     sync.Mutex // guards what follows, and numbers go out in order under it
+	number uint64     // of the last message published
+	failed []*pending // messages to publish again, in number order
+	// retried is closed once failed is empty again; nil while nothing
+	// is tried again.
+	retried chan struct{}
+}
+
+func newOutlet(t *Transport, subject string) *outlet {
+	// Zero is no sender: a receiver takes it for one like any other.
+	return &outlet{t: t, subject: subject, sender: rand.Uint64() | 1}
+}
+
+// pending is a message published and not yet confirmed.
+type pending struct {
+	o         *outlet
+	ctx       context.Context // Send's: retries end with it
+	msg       *nats.Msg
+	number    uint64
+	done      func(error)
+	particles int
+	since     time.Time // when it first failed
+}
+
+// confirmed reports the fate of a published message: the error handler
+// and the acknowledgement handler of the async publisher.
+func (t *Transport) confirmed(m *nats.Msg, err error) {
+	v, ok := t.dones.LoadAndDelete(m)
+	if !ok {
+		return
+	}
+	p := v.(*pending)
+	if err != nil {
+		p.o.retry(p, err)
+		return
+	}
+	t.published(p)
+}
+
+// published counts p confirmed and completes it.
+func (t *Transport) published(p *pending) {
+	<-t.inflight
+	t.stats.Published.Add(1)
+	t.stats.PublishedBytes.Add(uint64(len(p.msg.Data)))
+	t.stats.PublishedParticles.Add(uint64(p.particles))
+	p.done(nil)
+}
+
+// Send implements topology.Outlet. Batches go out asynchronously, in
+// order on the connection; one that carries Drained or EOS is published
+// synchronously. Send waits while a failed publish is tried again.
+func (o *outlet) Send(ctx context.Context, b *topology.RemoteBatch, done func(error)) error {
+	t := o.t
+	e := t.encoders.Get().(*encoder)
+	data, err := e.appendBatch(nil, stamp{sender: o.sender}, b)
+	t.encoders.Put(e)
+	if err != nil {
+		return err
+	}
+	select {
+	case t.inflight <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	o.mu.Lock()
+	for o.retried != nil {
+		wait := o.retried
+		o.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			<-t.inflight
+			return ctx.Err()
+		}
+		o.mu.Lock()
+	}
+	defer o.mu.Unlock()
+	o.number++
+	setNumber(data, o.number)
+	p := &pending{o: o, ctx: ctx, msg: &nats.Msg{Subject: o.subject, Data: data}, number: o.number, done: done, particles: len(b.Items)}
+	if b.Drained || b.EOS {
+		if err := o.publishSync(p); err != nil {
+			<-t.inflight
+			return fmt.Errorf("jetstreamedge: publish to %s: %w", o.subject, err)
+		}
+		t.published(p)
+		return nil
+	}
+	t.dones.Store(p.msg, p)
+	// No retries of its own: they would store the message after later
+	// ones without a word, and retry does it in order.
+	if _, err := t.js.PublishMsgAsync(p.msg, jetstream.WithRetryAttempts(0)); err != nil {
+		if _, ok := t.dones.LoadAndDelete(p.msg); ok {
+			o.retryLocked(p, err)
+		}
+		// Otherwise the error handler ran first and reported it.
+	}
+	return nil
+}
+
+// publishSync publishes p and waits for its confirmation, trying again
+// until it comes, p's context ends or Config.RetryFor passed.
+func (o *outlet) publishSync(p *pending) error {
+	t := o.t
+	b := backoff{min: retryMin, max: retryMax}
+	for {
+		ctx, cancel := context.WithTimeout(p.ctx, t.cfg.PublishTimeout)
+		_, err := t.js.PublishMsg(ctx, p.msg, jetstream.WithRetryAttempts(0))
+		cancel()
+		switch {
+		case err == nil:
+			return nil
+		case p.ctx.Err() != nil:
+			return p.ctx.Err()
+		}
+		t.stats.PublishFailed.Add(1)
+		now := time.Now()
+		if p.since.IsZero() {
+			p.since = now
+		}
+		if now.Sub(p.since) >= t.cfg.RetryFor {
+			return fmt.Errorf("%w: gave up after %s: %w", ErrPublishFailed, t.cfg.RetryFor, err)
+		}
+		t.cfg.Logger.Warn("publish failed: trying again", "subject", o.subject, "number", p.number, "err", err)
+		if err := b.wait(p.ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// retry has p published again, in number order with the others that
+// failed, while Send waits.
+func (o *outlet) retry(p *pending, err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.retryLocked(p, err)
+}
+
+func (o *outlet) retryLocked(p *pending, err error) {
+	o.t.stats.PublishFailed.Add(1)
+	o.t.cfg.Logger.Warn("publish failed: trying again in place", "subject", o.subject, "number", p.number, "err", err)
+	i := len(o.failed)
+	for i > 0 && o.failed[i-1].number > p.number {
+		i--
+	}
+	o.failed = append(o.failed, nil)
+	copy(o.failed[i+1:], o.failed[i:])
+	o.failed[i] = p
+	if o.retried == nil {
+		o.retried = make(chan struct{})
+		go o.publishFailed()
+	}
+}
+
+// publishFailed publishes the failed messages again, one at a time in
+// number order, until none is left.
+func (o *outlet) publishFailed() {
+	t := o.t
+	for {
+		o.mu.Lock()
+		if len(o.failed) == 0 {
+			close(o.retried)
+			o.retried = nil
+			o.mu.Unlock()
+			return
+		}
+		p := o.failed[0]
+		o.mu.Unlock()
+		err := o.publishSync(p)
+		o.mu.Lock()
+		o.failed = o.failed[1:]
+		o.mu.Unlock()
+		if err != nil {
+			<-t.inflight
+			t.cfg.Logger.Error("publish failed: its particles fail", "subject", o.subject, "number", p.number, "err", err)
+			p.done(fmt.Errorf("jetstreamedge: publish to %s: %w", o.subject, err))
+			continue
+		}
+		t.published(p)
+	}
+}

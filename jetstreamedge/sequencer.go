@@ -1,0 +1,178 @@
+package jetstreamedge
+
+import (
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// sequencer hands on each sender's messages in the order it numbered
+// them. A message can come after later ones of its sender: its publish
+// failed and was tried again after the later ones were stored, or its
+// delivery was lost (a connection or a consumer's leader gone) and the
+// server delivers it again only once its ack wait expired. Handed on
+// after them, its particles would be late. So a message that comes ahead
+// of a missing one of its sender waits for it, at most wait: then the
+// sender is taken to be gone with the missing message (a worker that died
+// while it was trying a publish again), and the gap is skipped.
+//
+// What a sender numbered before the first message a sequencer sees of it
+// was acknowledged, or is among the messages of that first round (see
+// catchUp), so a sender's first number seen is its start.
+type sequencer struct {
+	wait    time.Duration
+	log     *slog.Logger
+	stats   *Stats
+	senders map[uint64]*sender
+}
+
+// sender is what a sequencer knows of one sender.
+type sender struct {
+	next  uint64 // the number expected next
+	held  []numbered
+	since time.Time // when the gap before held began
+	last  time.Time // when a message of the sender last came
+}
+
+// numbered is a message held back, with its number.
+type numbered struct {
+	m      jetstream.Msg
+	number uint64
+}
+
+func newSequencer(wait time.Duration, log *slog.Logger, stats *Stats) *sequencer {
+	return &sequencer{wait: wait, log: log, stats: stats, senders: map[uint64]*sender{}}
+}
+
+// order takes msgs, received at now, and returns those to hand on now, in
+// order; it holds back those that came ahead of a missing one. A message
+// without a stamp is handed on, to be dropped as malformed.
+func (s *sequencer) order(now time.Time, msgs []jetstream.Msg) []jetstream.Msg {
+	out := make([]jetstream.Msg, 0, len(msgs))
+	stamps := make([]stamp, len(msgs))
+	for i, m := range msgs {
+		st, err := readStamp(m.Data())
+		if err != nil {
+			continue
+		}
+		stamps[i] = st
+		if s.senders[st.sender] == nil {
+			s.senders[st.sender] = &sender{next: st.number}
+		}
+		if ss := s.senders[st.sender]; ss.last.IsZero() {
+			// New: its first number in this round is its start.
+			ss.next = min(ss.next, st.number)
+		}
+	}
+	for i, m := range msgs {
+		st := stamps[i]
+		ss := s.senders[st.sender]
+		if ss == nil {
+			out = append(out, m)
+			continue
+		}
+		ss.last = now
+		switch {
+		case st.number < ss.next:
+			// A copy of one handed on, or one that failed and comes
+			// again: the receiver drops the particles it has.
+			out = append(out, m)
+		case st.number == ss.next:
+			ss.next++
+			out = append(out, m)
+			out = ss.release(now, out)
+		default:
+			if len(ss.held) == 0 {
+				ss.since = now
+			}
+			s.stats.HeldBack.Add(1)
+			ss.hold(numbered{m: m, number: st.number})
+		}
+	}
+	return out
+}
+
+// hold adds n to the held messages, in number order.
+func (ss *sender) hold(n numbered) {
+	i, _ := slices.BinarySearchFunc(ss.held, n.number, func(h numbered, number uint64) int {
+		switch {
+		case h.number < number:
+			return -1
+		case h.number > number:
+			return 1
+		}
+		return 0
+	})
+	// After the copies of the same number.
+	for i < len(ss.held) && ss.held[i].number == n.number {
+		i++
+	}
+	ss.held = slices.Insert(ss.held, i, n)
+}
+
+// release appends to out the held messages that are next in order.
+func (ss *sender) release(now time.Time, out []jetstream.Msg) []jetstream.Msg {
+	i := 0
+	for ; i < len(ss.held) && ss.held[i].number <= ss.next; i++ {
+		if ss.held[i].number == ss.next {
+			ss.next++
+		}
+		out = append(out, ss.held[i].m)
+	}
+	if i > 0 {
+		ss.held = slices.Delete(ss.held, 0, i)
+		ss.since = now
+	}
+	return out
+}
+
+// expire returns, in order, the messages that waited wait for a missing
+// one before them, skipping the gap; and forgets the senders that were
+// silent long enough to be gone.
+func (s *sequencer) expire(now time.Time) []jetstream.Msg {
+	var out []jetstream.Msg
+	for id, ss := range s.senders {
+		switch {
+		case len(ss.held) > 0 && now.Sub(ss.since) >= s.wait:
+			s.stats.GapsSkipped.Add(1)
+			s.log.Warn("messages missing from a sender: skipped", "sender", id, "from", ss.next, "to", ss.held[0].number-1, "waited", now.Sub(ss.since))
+			ss.next = ss.held[0].number
+			out = ss.release(now, out)
+		case len(ss.held) == 0 && now.Sub(ss.last) >= forgetAfter*s.wait:
+			delete(s.senders, id)
+		}
+	}
+	return out
+}
+
+// forgetAfter is how many waits a sender may be silent before a
+// sequencer forgets it.
+const forgetAfter = 10
+
+// deadline returns when the next gap is skipped, and false if no message
+// is held back.
+func (s *sequencer) deadline() (time.Time, bool) {
+	var first time.Time
+	for _, ss := range s.senders {
+		if len(ss.held) > 0 && (first.IsZero() || ss.since.Before(first)) {
+			first = ss.since
+		}
+	}
+	return first.Add(s.wait), !first.IsZero()
+}
+
+// reset forgets every sender, and returns the messages held back: the
+// inlet starts a round again, in which it may have missed messages that
+// another worker received.
+func (s *sequencer) reset() []jetstream.Msg {
+	var held []jetstream.Msg
+	for _, ss := range s.senders {
+		for _, h := range ss.held {
+			held = append(held, h.m)
+		}
+	}
+	clear(s.senders)
+	return held
+}
