@@ -1,6 +1,7 @@
 package jetstreamedge
 
 import (
+	"cmp"
 	"log/slog"
 	"slices"
 	"time"
@@ -18,9 +19,14 @@ import (
 // sender is taken to be gone with the missing message (a worker that died
 // while it was trying a publish again), and the gap is skipped.
 //
-// What a sender numbered before the first message a sequencer sees of it
-// was acknowledged, or is among the messages of that first round (see
-// catchUp), so a sender's first number seen is its start.
+// The messages of a sender in the first round a sequencer sees of it
+// (its first message, or all those a catch-up releases at once) are
+// handed on in number order, in the places where they came among the
+// others' (in stream order after a catch-up: a unit that moved must see
+// the messages of the worker that had it before the new ones, which hold
+// copies), and the sender's next number is one past the
+// highest of them: the numbers missing among them were acknowledged
+// before, by this worker or by one that ran the unit before it.
 type sequencer struct {
 	wait    time.Duration
 	log     *slog.Logger
@@ -51,26 +57,28 @@ func newSequencer(wait time.Duration, log *slog.Logger, stats *Stats) *sequencer
 // without a stamp is handed on, to be dropped as malformed.
 func (s *sequencer) order(now time.Time, msgs []jetstream.Msg) []jetstream.Msg {
 	out := make([]jetstream.Msg, 0, len(msgs))
-	stamps := make([]stamp, len(msgs))
-	for i, m := range msgs {
+	// The senders new in this round: their messages, and the places in
+	// out where they came, which they fill in number order.
+	var first map[uint64]*firstRound
+	for _, m := range msgs {
 		st, err := readStamp(m.Data())
 		if err != nil {
+			out = append(out, m)
 			continue
 		}
-		stamps[i] = st
-		if s.senders[st.sender] == nil {
-			s.senders[st.sender] = &sender{next: st.number}
-		}
-		if ss := s.senders[st.sender]; ss.last.IsZero() {
-			// New: its first number in this round is its start.
-			ss.next = min(ss.next, st.number)
-		}
-	}
-	for i, m := range msgs {
-		st := stamps[i]
 		ss := s.senders[st.sender]
 		if ss == nil {
-			out = append(out, m)
+			if first == nil {
+				first = map[uint64]*firstRound{}
+			}
+			f := first[st.sender]
+			if f == nil {
+				f = &firstRound{}
+				first[st.sender] = f
+			}
+			f.msgs = append(f.msgs, numbered{m: m, number: st.number})
+			f.places = append(f.places, len(out))
+			out = append(out, nil)
 			continue
 		}
 		ss.last = now
@@ -91,7 +99,20 @@ func (s *sequencer) order(now time.Time, msgs []jetstream.Msg) []jetstream.Msg {
 			ss.hold(numbered{m: m, number: st.number})
 		}
 	}
+	for id, f := range first {
+		slices.SortStableFunc(f.msgs, func(a, b numbered) int { return cmp.Compare(a.number, b.number) })
+		for i, n := range f.msgs {
+			out[f.places[i]] = n.m
+		}
+		s.senders[id] = &sender{next: f.msgs[len(f.msgs)-1].number + 1, last: now}
+	}
 	return out
+}
+
+// firstRound is what a sequencer received of a sender in the first round.
+type firstRound struct {
+	msgs   []numbered
+	places []int
 }
 
 // hold adds n to the held messages, in number order.

@@ -92,7 +92,8 @@ func atLeast(v string, major, minor int) bool {
 }
 
 // New makes the pipeline's stream on nc's JetStream, or updates it to
-// cfg, and returns the Transport.
+// cfg, trying again while the server does not answer until ctx ends, and
+// returns the Transport.
 func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Transport, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -118,7 +119,7 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Transport, error) {
 		return nil, fmt.Errorf("jetstreamedge: %w", err)
 	}
 	t.js = js
-	t.stream, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	sc := jetstream.StreamConfig{
 		Name:        StreamName(cfg.Pipeline),
 		Description: "sensorstorm pipeline " + cfg.Pipeline,
 		Subjects:    []string{SubjectPrefix(cfg.Pipeline) + ">"},
@@ -126,11 +127,21 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Transport, error) {
 		Retention: jetstream.WorkQueuePolicy,
 		Storage:   jetstream.FileStorage,
 		Replicas:  cfg.Replicas,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("jetstreamedge: stream %s: %w", StreamName(cfg.Pipeline), err)
 	}
-	return t, nil
+	b := backoff{min: retryMin, max: retryMax}
+	for {
+		t.stream, err = js.CreateOrUpdateStream(ctx, sc)
+		if err == nil {
+			return t, nil
+		}
+		if !transient(err) || ctx.Err() != nil {
+			return nil, fmt.Errorf("jetstreamedge: stream %s: %w", sc.Name, err)
+		}
+		cfg.Logger.Warn("making the stream failed: trying again", "stream", sc.Name, "err", err)
+		if err := b.wait(ctx); err != nil {
+			return nil, fmt.Errorf("jetstreamedge: stream %s: %w", sc.Name, err)
+		}
+	}
 }
 
 // Stats returns the transport's counters.
