@@ -103,6 +103,56 @@ func BenchmarkHop(b *testing.B) {
 	}
 }
 
+// BenchmarkHopLatency sends the test recording across one hop at low
+// load, 10k particles/s in batches of 100, and reports the latency of a
+// batch from Send to delivery: the hop's own cost, without queueing.
+func BenchmarkHopLatency(b *testing.B) {
+	ps := jetstreamedge.Recording(b)
+	const (
+		batch = 100
+		rate  = 10_000 // particles/s
+	)
+	for _, c := range []struct{ nodes, replicas int }{{1, 1}, {3, 3}} {
+		b.Run(fmt.Sprintf("nodes=%d,replicas=%d", c.nodes, c.replicas), func(b *testing.B) {
+			cl := natstest.StartCluster(b, c.nodes)
+			cfg := jetstreamedge.Config{Pipeline: fmt.Sprintf("latency-%d", c.replicas), Replicas: c.replicas}
+			from, to := benchWorker(b, cl, cfg), benchWorker(b, cl, cfg)
+			out, _, _ := from.Edge("sink", 0)
+			_, in, _ := to.Edge("sink", 0)
+			feed := &timingFeed{sent: map[uint64]time.Time{}, want: batch * b.N, all: make(chan struct{})}
+			ctx, cancel := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			wg.Go(func() { _ = in.Run(ctx, feed) })
+			defer func() {
+				cancel()
+				wg.Wait()
+			}()
+			var seq uint64
+			rb := topology.RemoteBatch{Items: make([]topology.RemoteItem, batch)}
+			b.ResetTimer()
+			start := time.Now()
+			for i := range b.N {
+				time.Sleep(time.Until(start.Add(time.Duration(i) * batch * time.Second / rate)))
+				for j := range batch {
+					seq++
+					p := ps[int(seq)%len(ps)]
+					p.Origin, p.Seq = 1, seq
+					rb.Items[j] = topology.RemoteItem{Particle: p, High: p.Time}
+				}
+				feed.sending(rb.Items[0].Particle.Seq)
+				if err := out.Send(ctx, &rb, func(error) {}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			<-feed.all
+			b.StopTimer()
+			slices.Sort(feed.latencies)
+			b.ReportMetric(float64(feed.latencies[len(feed.latencies)/2].Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(feed.latencies[len(feed.latencies)*99/100].Microseconds())/1000, "p99-ms")
+		})
+	}
+}
+
 func benchWorker(b *testing.B, c *natstest.Cluster, cfg jetstreamedge.Config) *jetstreamedge.Transport {
 	nc, err := nats.Connect(c.URL())
 	require.NoError(b, err)

@@ -4,16 +4,40 @@
 // Every worker builds the whole topology. The edges into each bolt
 // instance go through one subject of the pipeline's stream (the grouping
 // picks the instance, so it picks the subject). Each subject has a durable
-// pull consumer with a priority group of policy pinned_client: every
-// worker pulls, the server delivers to one, and when that worker stops
+// pull consumer with a priority group of policy pinned_client: the server
+// delivers to one of the workers pulling, and when that worker stops
 // pulling for Config.PinnedTTL it pins another. Pinned consumers decide
-// which worker runs a downstream instance.
+// which worker runs a downstream instance. A worker pulls at once for the
+// units it prefers (Config.Prefer), and for the others only once nobody
+// pulls and none is pinned: the pin lives in the memory of the consumer's
+// leader, so a new leader (a NATS node stopped) pins whichever worker
+// pulls first, and a worker pulling beside the one that has the unit
+// would take it while the other keeps its messages in progress.
 //
 // Particles travel in batches, one message per batch, in a compact binary
 // encoding (about 75 bytes a particle for the test recording against 137
 // in line protocol; BenchmarkCodec measures it); the sender's progress
 // (high-water mark, forwarded watermark), drained and end-of-stream marks
 // and meta particles travel in the same messages, in order.
+//
+// Order is kept per sender, an outlet of one worker. A publish the
+// server does not confirm (no stream leader while one is elected, a
+// connection lost, a timeout) is tried again in place, with backoff, for
+// Config.RetryFor; the batches after it wait, and the particles' trees do
+// not fail for a transient NATS error. Batches published before the
+// failure was known can be stored before the one tried again, and a
+// delivery lost with a consumer's leader comes again only once its ack
+// wait expired, after newer ones. So every message carries its sender (a
+// random number per outlet) and its number among the sender's, and a
+// receiving inlet hands each sender's messages on in number order,
+// holding one that comes ahead of a missing one until that comes, or for
+// at most Config.RetryFor plus the ack wait (a sender that died while it
+// tried the missing one again). Stream sequences cannot do this:
+// a retried publish is stored after the batches that overtook it. A
+// receiver cannot tell a number acknowledged before it had the unit from
+// one still to come, so it starts each sender's count past the highest
+// number of the first messages it receives from it (after a catch-up,
+// below, all those the server had pending).
 //
 // Delivery is acknowledged hop by hop (STORM-3314): a particle's local
 // tree completes once JetStream confirmed the message that carries it
@@ -42,8 +66,12 @@
 // identities, but the filter of a receiving instance that moved starts
 // empty. A worker that lost its pin while alive keeps its messages in
 // progress: the worker pinned next waits for them only until its catch-up
-// bound, and does not get them. Only the built-in meta particles of
-// package metaparticle cross workers (UnknownMetaError).
+// bound, and does not get them (a worker that prefers its units keeps
+// them across leader changes, but one too slow to pull for a pinned TTL
+// loses them). A publish stored only after its receiver started the
+// sender's count (tried again while the unit moved) is handed on when it
+// comes, late. Only the built-in meta particles of package metaparticle
+// cross workers (UnknownMetaError).
 //
 // See DESIGN.md, "Beyond one machine".
 package jetstreamedge

@@ -1,9 +1,11 @@
 package jetstreamedge
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -164,7 +166,7 @@ func (o *outlet) retry(p *pending, err error) {
 
 func (o *outlet) retryLocked(p *pending, err error) {
 	o.t.stats.PublishFailed.Add(1)
-	o.t.cfg.Logger.Warn("publish failed: trying again in place", "subject", o.subject, "number", p.number, "err", err)
+	o.t.cfg.Logger.Debug("publish failed: trying again in place", "subject", o.subject, "number", p.number, "err", err)
 	i := len(o.failed)
 	for i > 0 && o.failed[i-1].number > p.number {
 		i--
@@ -178,30 +180,79 @@ func (o *outlet) retryLocked(p *pending, err error) {
 	}
 }
 
-// publishFailed publishes the failed messages again, one at a time in
-// number order, until none is left.
+// publishFailed publishes the failed messages again, in number order,
+// pipelined, round after round with backoff between them, until none is
+// left.
 func (o *outlet) publishFailed() {
 	t := o.t
+	b := backoff{min: retryMin, max: retryMax}
 	for {
 		o.mu.Lock()
-		if len(o.failed) == 0 {
+		round := o.failed
+		o.failed = nil
+		if len(round) == 0 {
 			close(o.retried)
 			o.retried = nil
 			o.mu.Unlock()
 			return
 		}
-		p := o.failed[0]
 		o.mu.Unlock()
-		err := o.publishSync(p)
-		o.mu.Lock()
-		o.failed = o.failed[1:]
-		o.mu.Unlock()
-		if err != nil {
-			<-t.inflight
-			t.cfg.Logger.Error("publish failed: its particles fail", "subject", o.subject, "number", p.number, "err", err)
-			p.done(fmt.Errorf("jetstreamedge: publish to %s: %w", o.subject, err))
+		futures := make([]jetstream.PubAckFuture, len(round))
+		errs := make([]error, len(round))
+		for i, p := range round {
+			futures[i], errs[i] = t.js.PublishMsgAsync(p.msg, jetstream.WithRetryAttempts(0))
+		}
+		var (
+			again []*pending
+			first error
+		)
+		for i, p := range round {
+			if errs[i] == nil {
+				select {
+				case <-futures[i].Ok():
+					t.published(p)
+					continue
+				case errs[i] = <-futures[i].Err():
+				case <-p.ctx.Done():
+					errs[i] = p.ctx.Err()
+				}
+			}
+			now := time.Now()
+			if p.since.IsZero() {
+				p.since = now
+			}
+			switch {
+			case p.ctx.Err() != nil:
+				o.gaveUp(p, p.ctx.Err())
+			case now.Sub(p.since) >= t.cfg.RetryFor:
+				o.gaveUp(p, fmt.Errorf("%w: gave up after %s: %w", ErrPublishFailed, t.cfg.RetryFor, errs[i]))
+			default:
+				t.stats.PublishFailed.Add(1)
+				again = append(again, p)
+				if first == nil {
+					first = errs[i]
+				}
+			}
+		}
+		if len(again) == 0 {
+			b = backoff{min: retryMin, max: retryMax}
 			continue
 		}
-		t.published(p)
+		t.cfg.Logger.Warn("publish failed: trying again in place", "subject", o.subject, "from", again[0].number, "messages", len(again), "err", first)
+		o.mu.Lock()
+		o.failed = append(again, o.failed...)
+		slices.SortFunc(o.failed, func(a, b *pending) int { return cmp.Compare(a.number, b.number) })
+		o.mu.Unlock()
+		if err := b.wait(again[0].ctx); err != nil {
+			// The run ends: the next round gives every message up.
+			continue
+		}
 	}
+}
+
+// gaveUp fails p's particles: they are replayed from their source.
+func (o *outlet) gaveUp(p *pending, err error) {
+	<-o.t.inflight
+	o.t.cfg.Logger.Error("publish failed: its particles fail", "subject", o.subject, "number", p.number, "err", err)
+	p.done(fmt.Errorf("jetstreamedge: publish to %s: %w", o.subject, err))
 }

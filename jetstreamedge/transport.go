@@ -206,9 +206,9 @@ func (in *inlet) Run(ctx context.Context, feed topology.Feed) error {
 	// The previous worker's messages come again at the latest an ack wait
 	// after its last pull expired.
 	c := &catchUp{cons: cons, limit: t.cfg.AckWait + expiry}
-	// A message missing comes again at the latest an ack wait after its
-	// delivery was lost, or a publish timeout after its publish failed.
-	s := newSequencer(t.cfg.AckWait+t.cfg.PublishTimeout, t.cfg.Logger.With("consumer", in.consumer), &t.stats)
+	// A message missing comes while its sender tries it again, or an ack
+	// wait after its delivery was lost.
+	s := newSequencer(t.cfg.RetryFor+t.cfg.AckWait, t.cfg.Logger.With("consumer", in.consumer), &t.stats)
 	r := newReceiver(in, feed, c)
 	var wg sync.WaitGroup
 	inner, stopInner := context.WithCancel(ctx)
