@@ -115,9 +115,11 @@ func (o *outlet) Send(ctx context.Context, b *topology.RemoteBatch, done func(er
 		return nil
 	}
 	t.dones.Store(p.msg, p)
-	// No retries of its own: they would store the message after later
-	// ones without a word, and retry does it in order.
-	if _, err := t.js.PublishMsgAsync(p.msg, jetstream.WithRetryAttempts(0)); err != nil {
+	// Without options: they give the message a header, which the server
+	// then parses. nats.go tries a publish nobody answered again by
+	// itself, twice, which may store it after later ones: receivers
+	// restore the order.
+	if _, err := t.js.PublishMsgAsync(p.msg); err != nil {
 		if _, ok := t.dones.LoadAndDelete(p.msg); ok {
 			o.retryLocked(p, err)
 		}
@@ -200,7 +202,7 @@ func (o *outlet) publishFailed() {
 		futures := make([]jetstream.PubAckFuture, len(round))
 		errs := make([]error, len(round))
 		for i, p := range round {
-			futures[i], errs[i] = t.js.PublishMsgAsync(p.msg, jetstream.WithRetryAttempts(0))
+			futures[i], errs[i] = t.js.PublishMsgAsync(p.msg)
 		}
 		var (
 			again []*pending
