@@ -97,7 +97,7 @@ func (l *leasedSource) runHeld(ctx context.Context, out topology.SourceEmitter, 
 	defer stopRenewing()
 	l.w.hold(l.key, true)
 	defer l.w.hold(l.key, false)
-	wg.Go(func() { l.renew(heldCtx, lose, rev) })
+	wg.Go(func() { l.w.renewLease(heldCtx, lose, l.key, rev, l.checkpoint) })
 
 	if _, err := l.w.done.Get(heldCtx, l.key); err == nil {
 		stopRenewing()
@@ -137,10 +137,11 @@ func (l *leasedSource) runHeld(ctx context.Context, out topology.SourceEmitter, 
 	return nil
 }
 
-// renew renews the lease every third of its TTL until ctx ends; when it
-// cannot, it cancels the replay.
-func (l *leasedSource) renew(ctx context.Context, lose context.CancelCauseFunc, rev uint64) {
-	ticker := time.NewTicker(l.w.cfg.LeaseTTL / 3)
+// renewLease renews the lease key, taken at rev, every third of its TTL
+// until ctx ends, calling renewed (if set) after each renewal; when it
+// cannot renew, it cancels the holder with errLeaseLost.
+func (w *Worker) renewLease(ctx context.Context, lose context.CancelCauseFunc, key string, rev uint64, renewed func(context.Context)) {
+	ticker := time.NewTicker(w.cfg.LeaseTTL / 3)
 	defer ticker.Stop()
 	for {
 		select {
@@ -148,7 +149,7 @@ func (l *leasedSource) renew(ctx context.Context, lose context.CancelCauseFunc, 
 			return
 		case <-ticker.C:
 		}
-		next, err := l.w.leases.Update(ctx, l.key, []byte(l.w.cfg.Worker), rev)
+		next, err := w.leases.Update(ctx, key, []byte(w.cfg.Worker), rev)
 		if err != nil {
 			if ctx.Err() == nil {
 				lose(errLeaseLost)
@@ -156,7 +157,9 @@ func (l *leasedSource) renew(ctx context.Context, lose context.CancelCauseFunc, 
 			return
 		}
 		rev = next
-		l.checkpoint(ctx)
+		if renewed != nil {
+			renewed(ctx)
+		}
 	}
 }
 

@@ -98,7 +98,7 @@ func readStatus(ctx context.Context, js jetstream.JetStream, stream, tok string)
 		err = eachEntry(ctx, js, doneBucket(tok), func(k string, v []byte) {
 			if src, ok := strings.CutPrefix(k, checkpointKey("")); ok {
 				st.Checkpoints[src] = string(v)
-			} else {
+			} else if !strings.HasPrefix(k, epochKey("")) {
 				st.Done = append(st.Done, k)
 			}
 		})

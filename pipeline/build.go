@@ -41,9 +41,23 @@ type Options struct {
 	Transport topology.Transport
 	// Incarnation is passed to the topology (topology.Config.Incarnation).
 	Incarnation uint32
-	// Lease, if set, wraps every source instance, outside WrapSource, in a
-	// lease that lets one process of a cluster run it.
+	// Lease, if set, wraps every instance of a source replaying files,
+	// outside WrapSource, in a lease that lets one process of a cluster
+	// run it.
 	Lease func(name string, instance int, src topology.Source) topology.Source
+	// LeaseFeed, if set, wraps every instance of an MQTT source, outside
+	// WrapSource, in a lease that lets one process of a cluster run it;
+	// with a Transport, Build requires it for MQTT sources, since
+	// instances with one client id on every worker would take the
+	// broker session from each other.
+	LeaseFeed func(name string, instance int, src topology.Source) topology.Source
+	// Cluster, if set, is the pipeline's name in the cluster this process
+	// is a worker of. Build then refuses what cannot run on a cluster
+	// (see Pipeline.CheckCluster), and an MQTT source whose file gives no
+	// client id takes sensorstorm-CLUSTER-NAME (suffixed with the
+	// instance's index as usual), the same on every worker, so that the
+	// worker taking an instance over resumes its broker session.
+	Cluster string
 }
 
 // setDefaults fills in what depends on the whole pipeline: see the
@@ -170,6 +184,11 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 	if err := p.Check(opts.Dir); err != nil {
 		return nil, err
 	}
+	if opts.Cluster != "" {
+		if err := p.CheckCluster(); err != nil {
+			return nil, err
+		}
+	}
 	if opts.Stdout == nil {
 		opts.Stdout = os.Stdout
 	}
@@ -223,7 +242,15 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 		if opts.WrapSource != nil {
 			factory = opts.WrapSource(factory)
 		}
-		if lease := opts.Lease; lease != nil {
+		lease := opts.Lease
+		if s.MQTT != nil {
+			lease = opts.LeaseFeed
+			if lease == nil && opts.Transport != nil {
+				return fail(&Error{File: p.File, Line: s.pos.line, Column: s.pos.col,
+					Err: fmt.Errorf("source %q: an MQTT source of a cluster needs a lease (Options.LeaseFeed)", s.Name)})
+			}
+		}
+		if lease != nil {
 			inner, name := factory, s.Name
 			factory = func(i int) topology.Source { return lease(name, i, inner(i)) }
 		}
@@ -283,7 +310,7 @@ func httpSource(s *Source, opts Options) (*httpwrite.Source, error) {
 // mqttSources returns the instances of an MQTT source.
 func mqttSources(s *Source, opts Options) ([]*mqtt.Source, error) {
 	var srcs []*mqtt.Source
-	for _, cfg := range mqttSourceConfigs(s, opts.Dir, opts.Logger) {
+	for _, cfg := range mqttSourceConfigs(s, opts.Dir, opts.Cluster, opts.Logger) {
 		src, err := mqtt.NewSource(cfg)
 		if err != nil {
 			for _, s := range srcs {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -42,8 +41,8 @@ func (f *clusterFlags) join(ctx context.Context, p *pipeline.Pipeline, opts *pip
 	if f.url == "" {
 		return nil, nil
 	}
-	if p.Live() {
-		return nil, errors.New("--cluster: pipelines with MQTT sources cannot run on a cluster yet, only recordings")
+	if err := p.CheckCluster(); err != nil {
+		return nil, fmt.Errorf("--cluster: %w", err)
 	}
 	name := f.name
 	if name == "" {
@@ -62,7 +61,7 @@ func (f *clusterFlags) join(ctx context.Context, p *pipeline.Pipeline, opts *pip
 		nc.Close()
 		return nil, fmt.Errorf("--cluster: %w", err)
 	}
-	opts.Transport, opts.Lease, opts.Incarnation = w.Transport(), w.LeaseSource, w.Incarnation()
+	opts.Transport, opts.Lease, opts.LeaseFeed, opts.Incarnation, opts.Cluster = w.Transport(), w.LeaseSource, w.LeaseFeed, w.Incarnation(), name
 	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = w.Run(runCtx) })
