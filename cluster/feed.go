@@ -73,48 +73,48 @@ func (f *leasedFeed) Run(ctx context.Context, out topology.SourceEmitter) error 
 		return nil
 	}
 	log.Info("lease taken")
-	heldCtx, lose := context.WithCancelCause(ctx)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer lose(nil)
 	f.w.hold(f.key, true)
 	defer f.w.hold(f.key, false)
+	heldCtx, lose := context.WithCancelCause(ctx)
+	var wg sync.WaitGroup
 	wg.Go(func() { f.w.renewLease(heldCtx, lose, f.key, rev, nil) })
-
-	epoch, err := f.w.nextEpoch(heldCtx, f.key)
-	if err != nil {
-		return f.stop(ctx, fmt.Errorf("cluster: lease %s: counting the holdings: %w", f.key, err))
-	}
-	skipper, ok := out.(topology.Skipper)
-	if !ok {
-		return f.stop(ctx, fmt.Errorf("cluster: lease %s: the emitter cannot renumber the particles", f.key))
-	}
-	// The particles of this holding take numbers no earlier holding, on
-	// any worker, gave: receivers would drop them as copies. This worker
-	// holds the instance once, so nothing was numbered here before.
-	skipper.Skip(epoch << epochShift)
-	err = f.inner.Run(heldCtx, out)
-	if errors.Is(context.Cause(heldCtx), errLeaseLost) {
-		// Another worker may run the instance now: leave it the
-		// session, and the stream open.
-		log.Warn("lease lost: leaving the source to another worker")
-		_ = f.stop(ctx, nil)
-		<-ctx.Done()
-		return nil
-	}
-	return f.stop(ctx, err)
-}
-
-// stop disconnects the inner source, so that its session is free for the
-// worker taking the instance over, then gives the lease up. It returns err.
-func (f *leasedFeed) stop(ctx context.Context, err error) error {
+	err := f.runHeld(heldCtx, out)
+	lost := errors.Is(context.Cause(heldCtx), errLeaseLost)
+	lose(nil)
+	wg.Wait()
+	// The session is left to the worker taking the instance over: the
+	// inner source disconnects before the lease is free.
 	if c, ok := f.inner.(io.Closer); ok {
 		err = errors.Join(err, c.Close())
+	}
+	if lost {
+		// Another worker may hold the lease and run the instance now:
+		// this one must not end its stream.
+		log.Warn("lease lost: leaving the source to another worker")
+		<-ctx.Done()
+		return nil
 	}
 	rel, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
 	_ = f.w.leases.Delete(rel, f.key)
 	return err
+}
+
+// runHeld runs the inner source in a holding of its own.
+func (f *leasedFeed) runHeld(ctx context.Context, out topology.SourceEmitter) error {
+	epoch, err := f.w.nextEpoch(ctx, f.key)
+	if err != nil {
+		return fmt.Errorf("cluster: lease %s: counting the holdings: %w", f.key, err)
+	}
+	skipper, ok := out.(topology.Skipper)
+	if !ok {
+		return fmt.Errorf("cluster: lease %s: the emitter cannot renumber the particles", f.key)
+	}
+	// The particles of this holding take numbers no earlier holding, on
+	// any worker, gave: receivers would drop them as copies. This worker
+	// holds the instance once, so nothing was numbered here before.
+	skipper.Skip(epoch << epochShift)
+	return f.inner.Run(ctx, out)
 }
 
 // acquire takes the lease: at once when this worker is the instance's
@@ -172,22 +172,27 @@ func (f *leasedFeed) acquire(ctx context.Context) (rev uint64, ok bool) {
 }
 
 // prefersInstance tells whether this worker should run instance of source
-// name: the instances of a source go round the workers announced, in the
-// order of their names, from a place that depends on the source, so that
-// n instances on n workers give each worker one.
+// name, among the workers announced.
 func (w *Worker) prefersInstance(ctx context.Context, name string, instance int) bool {
 	self := jetstreamedge.Token(w.cfg.Worker)
-	names := []string{self}
+	workers := []string{self}
 	lookup, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	if keys, err := w.workers.Keys(lookup); err == nil {
-		names = append(names, keys...)
+		workers = append(workers, keys...)
 	}
-	slices.Sort(names)
-	names = slices.Compact(names)
+	return preferredWorker(workers, name, instance) == self
+}
+
+// preferredWorker returns the worker that should run instance of source
+// name: the instances of a source go round the workers in the order of
+// their names, from a place that depends on the source, so that n
+// instances on n workers give each worker one.
+func preferredWorker(workers []string, name string, instance int) string {
+	workers = slices.Compact(slices.Sorted(slices.Values(workers)))
 	h := fnv.New32a()
 	h.Write([]byte(name))
-	return names[(int(h.Sum32()%uint32(len(names)))+instance)%len(names)] == self
+	return workers[(int(h.Sum32()%uint32(len(workers)))+instance)%len(workers)]
 }
 
 // nextEpoch counts a new holding of the instance key and returns its
