@@ -8,10 +8,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// On a cluster, an MQTT source instance has the same client id on every
-// worker: the pipeline's when the file gives none, else the file's.
-func TestClusterClientIDs(t *testing.T) {
-	const feed = `sources:
+// SharedFeed is an MQTT source for a cluster, for the tests of both
+// packages: two instances sharing a subscription, mode tree.
+const SharedFeed = `sources:
   - name: sensors
     parallelism: 2
     mqtt:
@@ -23,6 +22,11 @@ bolts:
     input: {from: sensors}
     sink: {file: "-"}
 `
+
+// On a cluster, an MQTT source instance has the same client id on every
+// worker: the pipeline's when the file gives none, else the file's.
+func TestClusterClientIDs(t *testing.T) {
+	feed := SharedFeed
 	for _, tc := range []struct {
 		name, file, cluster string
 		want                []string

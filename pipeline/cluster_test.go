@@ -47,25 +47,10 @@ func TestCheckCluster(t *testing.T) {
 	require.ErrorContains(t, err, "mqtt mode spool cannot run on a cluster", "Build refuses it too")
 }
 
-// sharedFeed is an MQTT source for a cluster: two instances sharing a
-// subscription, mode tree.
-const sharedFeed = `sources:
-  - name: sensors
-    parallelism: 2
-    mqtt:
-      broker: tcp://127.0.0.1:1883
-      topics: ["$share/mean/sensors/#"]
-      mode: tree
-bolts:
-  - name: out
-    input: {from: sensors}
-    sink: {file: "-"}
-`
-
 // An MQTT source of a cluster runs only leased: instances with one
 // client id on every worker would take the session from each other.
 func TestClusterMQTTSourcesAreLeased(t *testing.T) {
-	p, err := pipeline.Parse([]byte(sharedFeed), "p.yaml")
+	p, err := pipeline.Parse([]byte(pipeline.SharedFeed), "p.yaml")
 	require.NoError(t, err)
 	opts := pipeline.Options{Dir: t.TempDir(), Stdout: io.Discard, Cluster: "mean", Transport: noTransport{}}
 	_, err = p.Build(opts)
