@@ -58,6 +58,10 @@ type Options struct {
 	// instance's index as usual), the same on every worker, so that the
 	// worker taking an instance over resumes its broker session.
 	Cluster string
+	// Worker, with Cluster, names this worker: an MQTT sink's client id
+	// ends with it, since the workers running the sink's instances
+	// connect at the same time.
+	Worker string
 }
 
 // setDefaults fills in what depends on the whole pipeline: see the
@@ -337,9 +341,7 @@ func openSink(s *Sink, name string, opts Options) (operation.Operation, io.Close
 		return sink, nil, err
 	}
 	if s.MQTT != nil {
-		cfg := *s.MQTT
-		resolveConn(&cfg.ConnConfig, opts.Dir, opts.Logger, name)
-		sink, err := mqtt.NewSink(cfg)
+		sink, err := mqtt.NewSink(mqttSinkConfig(s.MQTT, name, opts))
 		return sink, nil, err
 	}
 	path := resolve(opts.Dir, s.File)
@@ -351,6 +353,18 @@ func openSink(s *Sink, name string, opts Options) (operation.Operation, io.Close
 		return nil, nil, err
 	}
 	return sink, sink, nil
+}
+
+// mqttSinkConfig returns the configuration of the MQTT sink of bolt name,
+// paths resolved against opts.Dir; on a cluster, its client id is this
+// worker's.
+func mqttSinkConfig(c *mqtt.SinkConfig, name string, opts Options) mqtt.SinkConfig {
+	cfg := *c
+	if opts.Cluster != "" && opts.Worker != "" {
+		cfg.ClientID += "-" + opts.Worker
+	}
+	resolveConn(&cfg.ConnConfig, opts.Dir, opts.Logger, name)
+	return cfg
 }
 
 func grouping(in Input) topology.Grouping {

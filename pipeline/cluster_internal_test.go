@@ -50,3 +50,13 @@ func TestClusterClientIDs(t *testing.T) {
 		})
 	}
 }
+
+// On a cluster, an MQTT sink's client id is the worker's: every worker
+// running one of its instances connects.
+func TestClusterSinkClientIDs(t *testing.T) {
+	p, err := Parse([]byte(strings.Replace(SharedFeed, `sink: {file: "-"}`, `sink: {mqtt: {broker: tcp://127.0.0.1:1883, topic: "results/{sensor}", client_id: out}}`, 1)), "p.yaml")
+	require.NoError(t, err)
+	sink := p.Bolts[0].Sink.MQTT
+	assert.Equal(t, "out", mqttSinkConfig(sink, "out", Options{}).ClientID, "one process")
+	assert.Equal(t, "out-w1", mqttSinkConfig(sink, "out", Options{Cluster: "mean", Worker: "w1"}).ClientID, "worker w1")
+}

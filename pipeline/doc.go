@@ -81,8 +81,9 @@
 // subscriptions ($share/GROUP/FILTER), and its instances get the client
 // id and state directory suffixed with their index. On a cluster
 // ([Options.Cluster]) a client id the file does not give is
-// sensorstorm-CLUSTER-NAME, the same on every worker, and mode spool is
-// refused ([Pipeline.CheckCluster]). A password left out
+// sensorstorm-CLUSTER-NAME, the same on every worker, mode spool is
+// refused ([Pipeline.CheckCluster]), and an MQTT sink's client id ends
+// with the worker's name ([Options.Worker]). A password left out
 // is read from [PasswordEnv]. [Built.Run] closes the MQTT sources once the
 // topology has drained.
 //

@@ -61,7 +61,8 @@ func (f *clusterFlags) join(ctx context.Context, p *pipeline.Pipeline, opts *pip
 		nc.Close()
 		return nil, fmt.Errorf("--cluster: %w", err)
 	}
-	opts.Transport, opts.Lease, opts.LeaseFeed, opts.Incarnation, opts.Cluster = w.Transport(), w.LeaseSource, w.LeaseFeed, w.Incarnation(), name
+	opts.Transport, opts.Lease, opts.LeaseFeed, opts.Incarnation = w.Transport(), w.LeaseSource, w.LeaseFeed, w.Incarnation()
+	opts.Cluster, opts.Worker = name, w.Name()
 	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = w.Run(runCtx) })
