@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/sensorstorm/sensorstorm/cluster"
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt/mosquittotest"
+	"github.com/sensorstorm/sensorstorm/jetstreamedge"
 )
 
 // livePipeline is an MQTT feed on two workers: the source's two
@@ -94,6 +97,7 @@ func TestLiveFeedSurvivesAKilledWorker(t *testing.T) {
 	require.NoError(t, tok.Error())
 	defer pub.Disconnect(100)
 	published := make(chan int, n)
+	var sent atomic.Int64
 	go func() {
 		defer close(published)
 		for i := range n {
@@ -103,6 +107,7 @@ func TestLiveFeedSurvivesAKilledWorker(t *testing.T) {
 				t.Errorf("publishing reading %d: %v", i, tok.Error())
 				return
 			}
+			sent.Add(1)
 			published <- i
 			time.Sleep(time.Millisecond)
 		}
@@ -123,21 +128,35 @@ func TestLiveFeedSurvivesAKilledWorker(t *testing.T) {
 		}
 	}
 	require.Eventually(t, func() bool { return len(seen()) >= n/6 }, 30*time.Second, 20*time.Millisecond, "readings come out")
-	killed := procs[0]
-	holder := status(t, nc, name).Leases["source.sensors.0"]
-	for _, p := range procs {
-		if p.name == holder {
-			killed = p
+	// The worker running the sink is killed: its source instance, the
+	// filter instances it runs and the sink move.
+	var killed, survivor *process
+	require.Eventually(t, func() bool {
+		for _, w := range status(t, nc, name).Workers {
+			if slices.Contains(w.Units, jetstreamedge.ConsumerName("out", 0)) {
+				for _, p := range procs {
+					if p.name == w.Worker {
+						killed = p
+					} else {
+						survivor = p
+					}
+				}
+			}
+		}
+		return killed != nil && survivor != nil
+	}, 10*time.Second, 20*time.Millisecond, "a worker runs the sink")
+	var lease string
+	for k, holder := range status(t, nc, name).Leases {
+		if holder == killed.name {
+			lease = k
 		}
 	}
-	survivor := procs[0]
-	if survivor == killed {
-		survivor = procs[1]
-	}
+	require.NotEmpty(t, lease, "the killed worker holds an instance of the source")
+	at := sent.Load()
 	require.NoError(t, killed.cmd.Process.Signal(syscall.SIGKILL))
 	<-killed.done
-	t.Logf("killed %s, holding source.sensors.0, after %d readings published", killed.name, n/3)
-	require.Eventually(t, func() bool { return status(t, nc, name).Leases["source.sensors.0"] == survivor.name }, 30*time.Second, 50*time.Millisecond,
+	t.Logf("killed %s, running the sink and holding %s, after %d readings published", killed.name, lease, at)
+	require.Eventually(t, func() bool { return status(t, nc, name).Leases[lease] == survivor.name }, 30*time.Second, 50*time.Millisecond,
 		"the survivor takes the dead worker's instance over")
 	for range published {
 	}
