@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"io"
 	"slices"
 	"strconv"
 	"sync"
@@ -44,6 +43,8 @@ type leasedFeed struct {
 	key      string
 	inner    topology.Source
 	ackr     topology.Acknowledger // nil when inner is not one
+	// disconnect ends inner's connection, which outlives its Run.
+	disconnect func() error
 }
 
 var (
@@ -54,10 +55,11 @@ var (
 // LeaseFeed returns src, an instance of a live source such as MQTT,
 // leased: of all the workers, the one holding the lease of this instance
 // runs it, and when that worker dies another takes the lease and runs the
-// instance in its place. Give it to the pipeline's build
-// (pipeline.Options.LeaseFeed). See the package doc.
-func (w *Worker) LeaseFeed(name string, instance int, src topology.Source) topology.Source {
-	f := &leasedFeed{w: w, name: name, instance: instance, key: sourceKey(name, instance), inner: src}
+// instance in its place. disconnect ends src's connection to its broker:
+// the worker calls it before it lets the lease go. Give LeaseFeed to the
+// pipeline's build (pipeline.Options.LeaseFeed). See the package doc.
+func (w *Worker) LeaseFeed(name string, instance int, src topology.Source, disconnect func() error) topology.Source {
+	f := &leasedFeed{w: w, name: name, instance: instance, key: sourceKey(name, instance), inner: src, disconnect: disconnect}
 	f.ackr, _ = src.(topology.Acknowledger)
 	return f
 }
@@ -84,9 +86,7 @@ func (f *leasedFeed) Run(ctx context.Context, out topology.SourceEmitter) error 
 	wg.Wait()
 	// The session is left to the worker taking the instance over: the
 	// inner source disconnects before the lease is free.
-	if c, ok := f.inner.(io.Closer); ok {
-		err = errors.Join(err, c.Close())
-	}
+	err = errors.Join(err, f.disconnect())
 	if lost {
 		// Another worker may hold the lease and run the instance now:
 		// this one must not end its stream.

@@ -47,10 +47,12 @@ type Options struct {
 	Lease func(name string, instance int, src topology.Source) topology.Source
 	// LeaseFeed, if set, wraps every instance of an MQTT source, outside
 	// WrapSource, in a lease that lets one process of a cluster run it;
-	// with a Transport, Build requires it for MQTT sources, since
-	// instances with one client id on every worker would take the
+	// disconnect ends the instance's connection, which outlives its Run,
+	// so that a worker letting the lease go can leave the broker session
+	// to the next. With a Transport, Build requires it for MQTT sources,
+	// since instances with one client id on every worker would take the
 	// broker session from each other.
-	LeaseFeed func(name string, instance int, src topology.Source) topology.Source
+	LeaseFeed func(name string, instance int, src topology.Source, disconnect func() error) topology.Source
 	// Cluster, if set, is the pipeline's name in the cluster this process
 	// is a worker of. Build then refuses what cannot run on a cluster
 	// (see Pipeline.CheckCluster), and an MQTT source whose file gives no
@@ -219,18 +221,20 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 	}
 	for i := range p.Sources {
 		s := &p.Sources[i]
-		var factory topology.SourceFactory
+		var (
+			factory topology.SourceFactory
+			feeds   []*mqtt.Source
+		)
 		switch {
 		case s.File != nil:
 			factory, err = fileSource(s, opts.Dir, built)
 		case s.MQTT != nil:
-			var srcs []*mqtt.Source
-			srcs, err = mqttSources(s, opts)
-			for _, src := range srcs {
+			feeds, err = mqttSources(s, opts)
+			for _, src := range feeds {
 				built.sources = append(built.sources, src)
 				opened = append(opened, src)
 			}
-			factory = func(i int) topology.Source { return srcs[i] }
+			factory = func(i int) topology.Source { return feeds[i] }
 		case s.HTTP != nil:
 			var src *httpwrite.Source
 			src, err = httpSource(s, opts)
@@ -246,17 +250,15 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 		if opts.WrapSource != nil {
 			factory = opts.WrapSource(factory)
 		}
-		lease := opts.Lease
-		if s.MQTT != nil {
-			lease = opts.LeaseFeed
-			if lease == nil && opts.Transport != nil {
-				return fail(&Error{File: p.File, Line: s.pos.line, Column: s.pos.col,
-					Err: fmt.Errorf("source %q: an MQTT source of a cluster needs a lease (Options.LeaseFeed)", s.Name)})
-			}
-		}
-		if lease != nil {
-			inner, name := factory, s.Name
-			factory = func(i int) topology.Source { return lease(name, i, inner(i)) }
+		inner, name := factory, s.Name
+		switch {
+		case s.MQTT != nil && opts.LeaseFeed != nil:
+			factory = func(i int) topology.Source { return opts.LeaseFeed(name, i, inner(i), feeds[i].Close) }
+		case s.MQTT != nil && opts.Transport != nil:
+			return fail(&Error{File: p.File, Line: s.pos.line, Column: s.pos.col,
+				Err: fmt.Errorf("source %q: an MQTT source of a cluster needs a lease (Options.LeaseFeed)", s.Name)})
+		case s.MQTT == nil && opts.Lease != nil:
+			factory = func(i int) topology.Source { return opts.Lease(name, i, inner(i)) }
 		}
 		topo.AddSource(s.Name, factory, topology.SourceConfig{Parallelism: s.Parallelism})
 	}

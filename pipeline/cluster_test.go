@@ -57,8 +57,9 @@ func TestClusterMQTTSourcesAreLeased(t *testing.T) {
 	require.ErrorContains(t, err, `p.yaml:2:5: source "sensors": an MQTT source of a cluster needs a lease`)
 
 	var leased []string
-	opts.LeaseFeed = func(name string, instance int, src topology.Source) topology.Source {
+	opts.LeaseFeed = func(name string, instance int, src topology.Source, disconnect func() error) topology.Source {
 		_, isMQTT := src.(*mqtt.Source)
+		assert.NoError(t, disconnect(), "an instance that never connected disconnects")
 		leased = append(leased, fmt.Sprintf("%s[%d] %t", name, instance, isMQTT))
 		// Held by another worker: this one never connects.
 		return topology.SourceFunc(func(context.Context, topology.SourceEmitter) error { return nil })
