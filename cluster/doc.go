@@ -61,7 +61,9 @@
 // Not a scheduler: nothing balances units actively; the server pins each
 // consumer to one of the workers pulling, and a worker keeps the live
 // instances it leased until it stops or dies, so a worker that joins
-// later runs none of them.
+// later runs none of them; one that could not renew a lease (NATS out of
+// reach at a renewal) leaves that source to the other workers until it
+// is restarted.
 //
 // See DESIGN.md, "Beyond one machine".
 package cluster
