@@ -62,8 +62,8 @@
 // consumer to one of the workers pulling, and a worker keeps the live
 // instances it leased until it stops or dies, so a worker that joins
 // later runs none of them; one that could not renew a lease (NATS out of
-// reach at a renewal) leaves that source to the other workers until it
-// is restarted.
+// reach for two renewals in a row, two thirds of the lease TTL) leaves
+// that source to the other workers until it is restarted.
 //
 // See DESIGN.md, "Beyond one machine".
 package cluster

@@ -138,28 +138,40 @@ func (l *leasedSource) runHeld(ctx context.Context, out topology.SourceEmitter, 
 }
 
 // renewLease renews the lease key, taken at rev, every third of its TTL
-// until ctx ends, calling renewed (if set) after each renewal; when it
-// cannot renew, it cancels the holder with errLeaseLost.
+// until ctx ends, calling renewed (if set) after each renewal. A renewal
+// that fails is tried again at the next tick while the lease is sure to
+// outlast it, so that a NATS server's election passes; when another
+// worker took the lease, or it may have expired before the next attempt,
+// renewLease cancels the holder with errLeaseLost.
 func (w *Worker) renewLease(ctx context.Context, lose context.CancelCauseFunc, key string, rev uint64, renewed func(context.Context)) {
-	ticker := time.NewTicker(w.cfg.LeaseTTL / 3)
+	every := w.cfg.LeaseTTL / 3
+	ticker := time.NewTicker(every)
 	defer ticker.Stop()
+	// written is when the lease was last written, at the latest: it lasts
+	// a TTL from then.
+	written := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
 		}
+		start := time.Now()
 		next, err := w.leases.Update(ctx, key, []byte(w.cfg.Worker), rev)
-		if err != nil {
-			if ctx.Err() == nil {
-				lose(errLeaseLost)
+		switch {
+		case err == nil:
+			rev, written = next, start
+			if renewed != nil {
+				renewed(ctx)
 			}
+			continue
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, jetstream.ErrKeyRevisionMismatch), time.Since(written)+every >= w.cfg.LeaseTTL:
+			lose(errLeaseLost)
 			return
 		}
-		rev = next
-		if renewed != nil {
-			renewed(ctx)
-		}
+		w.cfg.Logger.Warn("renewing a lease failed: trying again", "worker", w.cfg.Worker, "lease", key, "err", err)
 	}
 }
 
