@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -158,6 +159,10 @@ func TestLiveFeedSurvivesAKilledWorker(t *testing.T) {
 	t.Logf("killed %s, running the sink and holding %s, after %d readings published", killed.name, lease, at)
 	require.Eventually(t, func() bool { return status(t, nc, name).Leases[lease] == survivor.name }, 30*time.Second, 50*time.Millisecond,
 		"the survivor takes the dead worker's instance over")
+	var report strings.Builder
+	st := status(t, nc, name)
+	require.NoError(t, st.Write(&report))
+	require.Regexp(t, regexp.QuoteMeta(lease)+`\s+read by `+survivor.name+`, holding 2\n`, report.String(), "the instance's second holding")
 	for range published {
 	}
 
@@ -173,7 +178,7 @@ func TestLiveFeedSurvivesAKilledWorker(t *testing.T) {
 		copies += counts[i] - 1
 	}
 	require.Len(t, counts, n, "nothing but the readings published")
-	st := status(t, nc, name)
+	st = status(t, nc, name)
 	t.Logf("%d readings, %d copies (messages the broker sent again, batches a moved unit received again); leases now %v",
 		n, copies, st.Leases)
 }
