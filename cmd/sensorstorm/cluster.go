@@ -79,9 +79,10 @@ const clusterUsage = `usage: sensorstorm cluster status --cluster URL
 
 Prints the state of every pipeline that runs on the NATS JetStream cluster
 at URL: its workers with their source leases and the units (bolt
-instances) they received data for, the sources replayed or read (MQTT) now or done, and
-per unit whether a worker is pinned to it, its lag (messages not yet
-delivered), the messages in progress and those delivered again.
+instances) they received data for, the sources replayed or read (MQTT)
+now or done, and per unit whether a worker is pinned to it, its lag
+(messages not yet delivered), the messages in progress and those
+delivered again.
 `
 
 // clusterCommand runs "cluster status".
