@@ -41,9 +41,9 @@ type Options struct {
 	Transport topology.Transport
 	// Incarnation is passed to the topology (topology.Config.Incarnation).
 	Incarnation uint32
-	// Lease, if set, wraps every instance of a source replaying files,
-	// outside WrapSource, in a lease that lets one process of a cluster
-	// run it.
+	// Lease, if set, wraps every instance of a source other than MQTT (a
+	// recording), outside WrapSource, in a lease that lets one process of
+	// a cluster run it.
 	Lease func(name string, instance int, src topology.Source) topology.Source
 	// LeaseFeed, if set, wraps every instance of an MQTT source, outside
 	// WrapSource, in a lease that lets one process of a cluster run it;
@@ -55,10 +55,11 @@ type Options struct {
 	LeaseFeed func(name string, instance int, src topology.Source, disconnect func() error) topology.Source
 	// Cluster, if set, is the pipeline's name in the cluster this process
 	// is a worker of. Build then refuses what cannot run on a cluster
-	// (see Pipeline.CheckCluster), and an MQTT source whose file gives no
-	// client id takes sensorstorm-CLUSTER-NAME (suffixed with the
-	// instance's index as usual), the same on every worker, so that the
-	// worker taking an instance over resumes its broker session.
+	// (see Pipeline.CheckCluster; with a Transport too), and an MQTT
+	// source whose file gives no client id takes
+	// sensorstorm-CLUSTER-NAME (suffixed with the instance's index as
+	// usual), the same on every worker, so that the worker taking an
+	// instance over resumes its broker session.
 	Cluster string
 	// Worker, with Cluster, names this worker: an MQTT sink's client id
 	// ends with it, since the workers running the sink's instances
@@ -190,7 +191,7 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 	if err := p.Check(opts.Dir); err != nil {
 		return nil, err
 	}
-	if opts.Cluster != "" {
+	if opts.Cluster != "" || opts.Transport != nil {
 		if err := p.CheckCluster(); err != nil {
 			return nil, err
 		}
