@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -98,8 +99,14 @@ func TestLiveFeedSurvivesAKilledWorker(t *testing.T) {
 	require.NoError(t, tok.Error())
 	defer pub.Disconnect(100)
 	published := make(chan int, n)
-	var sent atomic.Int64
-	go func() {
+	var (
+		sent       atomic.Int64
+		publishing sync.WaitGroup
+	)
+	stopPublishing := make(chan struct{})
+	defer publishing.Wait()
+	defer close(stopPublishing)
+	publishing.Go(func() {
 		defer close(published)
 		for i := range n {
 			line := fmt.Sprintf("reading,sensor=s%d seq=%di %d", i%8, i, time.Now().UnixNano())
@@ -110,9 +117,13 @@ func TestLiveFeedSurvivesAKilledWorker(t *testing.T) {
 			}
 			sent.Add(1)
 			published <- i
-			time.Sleep(time.Millisecond)
+			select {
+			case <-stopPublishing:
+				return
+			case <-time.After(time.Millisecond):
+			}
 		}
-	}()
+	})
 	seen := func() map[int]int {
 		counts := map[int]int{}
 		for _, p := range procs {
