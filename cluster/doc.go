@@ -36,9 +36,10 @@
 // announced, so that n instances on n workers give each one; a worker
 // takes an instance meant for another only once its lease stayed free for
 // a lease TTL, and takes none in its first lease TTL, so that workers
-// started together share. Each holding numbers the instance's particles
-// in a range of its own, counted in the done bucket: receivers would drop
-// a new holder's particles as copies of the old one's. A message the
+// started together share. Each holding runs a source of its own and
+// numbers the instance's particles in a range of its own, counted in the
+// done bucket: receivers would drop a new holder's particles as copies of
+// the old one's. A message the
 // broker sends again is a new particle: copies of messages whose
 // particles reached JetStream before their acknowledgement reached the
 // broker are counted, not dropped (a dedup operation can drop them).
@@ -61,9 +62,11 @@
 // Not a scheduler: nothing balances units actively; the server pins each
 // consumer to one of the workers pulling, and a worker keeps the live
 // instances it leased until it stops or dies, so a worker that joins
-// later runs none of them; one that could not renew a lease (NATS out of
-// reach for two renewals in a row, two thirds of the lease TTL) leaves
-// that source to the other workers until it is restarted.
+// later runs none of them. A worker that could not renew a file source's
+// lease (NATS out of reach for two renewals in a row, two thirds of the
+// lease TTL) leaves that source to the other workers until it is
+// restarted; a live instance it takes again once the lease is free, as a
+// new holding with a source of its own.
 //
 // See DESIGN.md, "Beyond one machine".
 package cluster

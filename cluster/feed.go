@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -36,15 +37,33 @@ func epochKey(key string) string { return "epoch." + key }
 // over. Nothing is checkpointed: what the instance acknowledged to the
 // broker JetStream already holds (mode tree), and the rest the broker
 // sends again.
+//
+// Each holding runs a source of its own, since a source runs once. The
+// feed gives the engine numbers of its own for the tracked particles, so
+// that the acknowledgements of a holding's particles reach its source
+// even after the holding ended.
 type leasedFeed struct {
 	w        *Worker
 	name     string
 	instance int
 	key      string
-	inner    topology.Source
-	ackr     topology.Acknowledger // nil when inner is not one
-	// disconnect ends inner's connection, which outlives its Run.
-	disconnect func() error
+	open     func() (topology.Source, func() error)
+	// numbered is how many particle numbers the engine gave this
+	// instance, at least: the particles emitted and those skipped. A
+	// particle rejected as wild counts but takes none, a failed one the
+	// engine emits again takes one and does not count: both are few.
+	numbered atomic.Uint64
+
+	mu      sync.Mutex // guards what follows: the engine acknowledges concurrently
+	next    uint64
+	pending map[uint64]trackedParticle
+}
+
+// trackedParticle is a particle emitted tracked: the source of its holding
+// and its number there.
+type trackedParticle struct {
+	ackr topology.Acknowledger
+	id   uint64
 }
 
 var (
@@ -52,86 +71,152 @@ var (
 	_ topology.Acknowledger = (*leasedFeed)(nil)
 )
 
-// LeaseFeed returns src, an instance of a live source such as MQTT,
-// leased: of all the workers, the one holding the lease of this instance
-// runs it, and when that worker dies another takes the lease and runs the
-// instance in its place. disconnect ends src's connection to its broker:
-// the worker calls it before it lets the lease go. Give LeaseFeed to the
-// pipeline's build (pipeline.Options.LeaseFeed). See the package doc.
-func (w *Worker) LeaseFeed(name string, instance int, src topology.Source, disconnect func() error) topology.Source {
-	f := &leasedFeed{w: w, name: name, instance: instance, key: sourceKey(name, instance), inner: src, disconnect: disconnect}
-	f.ackr, _ = src.(topology.Acknowledger)
-	return f
+// LeaseFeed returns an instance of a live source such as MQTT, leased: of
+// all the workers, the one holding the lease of this instance runs it, and
+// when that worker dies another takes the lease and runs the instance in
+// its place. open makes the instance's source for a holding, with the
+// function that disconnects it from its broker, which the worker calls
+// before it lets the lease go. A worker that could not renew the lease
+// takes part again: it takes the lease once it is free, as the others do.
+// Give LeaseFeed to the pipeline's build (pipeline.Options.LeaseFeed). See
+// the package doc.
+func (w *Worker) LeaseFeed(name string, instance int, open func() (topology.Source, func() error)) topology.Source {
+	return &leasedFeed{w: w, name: name, instance: instance, key: sourceKey(name, instance), open: open,
+		pending: map[uint64]trackedParticle{}}
 }
 
-// Run waits for the lease, then runs the inner source until ctx ends or
-// the lease is lost. It returns nil when ctx ends without the lease, and
-// never ends the stream while the pipeline runs on: a worker that lost
-// the lease waits for ctx.
+// Run takes the lease and runs the instance until ctx ends, taking the
+// lease again whenever it was lost. It never ends the stream while the
+// pipeline runs on: another worker may run the instance.
 func (f *leasedFeed) Run(ctx context.Context, out topology.SourceEmitter) error {
 	log := f.w.cfg.Logger.With("worker", f.w.cfg.Worker, "lease", f.key)
-	rev, ok := f.acquire(ctx)
+	skipper, ok := out.(topology.Skipper)
 	if !ok {
+		return fmt.Errorf("cluster: lease %s: the emitter cannot renumber the particles", f.key)
+	}
+	if !sleep(ctx, f.w.cfg.LeaseTTL) {
 		return nil
 	}
-	log.Info("lease taken")
+	for {
+		rev, ok := f.acquire(ctx)
+		if !ok {
+			return nil
+		}
+		log.Info("lease taken")
+		lost, err := f.hold(ctx, out, skipper, rev)
+		if !lost {
+			return err
+		}
+		log.Warn("lease lost: leaving the source to another worker until the lease is free")
+	}
+}
+
+// sleep waits for d and reports whether ctx is still going.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// hold runs a holding of the instance, which took the lease at rev, until
+// ctx ends or the lease is lost.
+func (f *leasedFeed) hold(ctx context.Context, out topology.SourceEmitter, skipper topology.Skipper, rev uint64) (lost bool, err error) {
 	f.w.hold(f.key, true)
 	defer f.w.hold(f.key, false)
 	heldCtx, lose := context.WithCancelCause(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { f.w.renewLease(heldCtx, lose, f.key, rev, nil) })
-	err := f.runHeld(heldCtx, out)
-	lost := errors.Is(context.Cause(heldCtx), errLeaseLost)
+	inner, disconnect := f.open()
+	err = f.runHeld(heldCtx, out, skipper, inner)
+	lost = errors.Is(context.Cause(heldCtx), errLeaseLost)
 	lose(nil)
 	wg.Wait()
 	// The session is left to the worker taking the instance over: the
-	// inner source disconnects before the lease is free.
-	err = errors.Join(err, f.disconnect())
+	// source disconnects before the lease is free.
+	err = errors.Join(err, disconnect())
 	if lost {
-		// Another worker may hold the lease and run the instance now:
-		// this one must not end its stream.
-		log.Warn("lease lost: leaving the source to another worker")
-		<-ctx.Done()
-		return nil
+		// Another worker may hold the lease and run the instance now.
+		return true, nil
 	}
 	rel, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
 	_ = f.w.leases.Delete(rel, f.key)
-	return err
+	return false, err
 }
 
-// runHeld runs the inner source in a holding of its own.
-func (f *leasedFeed) runHeld(ctx context.Context, out topology.SourceEmitter) error {
+// runHeld runs inner in a holding of its own.
+func (f *leasedFeed) runHeld(ctx context.Context, out topology.SourceEmitter, skipper topology.Skipper, inner topology.Source) error {
 	epoch, err := f.w.nextEpoch(ctx, f.key)
 	if err != nil {
 		return fmt.Errorf("cluster: lease %s: counting the holdings: %w", f.key, err)
 	}
-	skipper, ok := out.(topology.Skipper)
-	if !ok {
-		return fmt.Errorf("cluster: lease %s: the emitter cannot renumber the particles", f.key)
+	// The particles of this holding take numbers no other holding, on any
+	// worker, gave: receivers would drop them as copies.
+	if from, n := epoch<<epochShift, f.numbered.Load(); n < from {
+		skipper.Skip(from - n)
+		f.numbered.Store(from)
 	}
-	// The particles of this holding take numbers no earlier holding, on
-	// any worker, gave: receivers would drop them as copies. This worker
-	// holds the instance once, so nothing was numbered here before.
-	skipper.Skip(epoch << epochShift)
-	return f.inner.Run(ctx, out)
+	ackr, _ := inner.(topology.Acknowledger)
+	return inner.Run(ctx, &feedEmitter{SourceEmitter: out, f: f, ackr: ackr})
+}
+
+// feedEmitter is what a holding's source emits into.
+type feedEmitter struct {
+	topology.SourceEmitter
+	f    *leasedFeed
+	ackr topology.Acknowledger // the holding's source, nil when it is not one
+}
+
+// Emit implements topology.SourceEmitter.
+func (e *feedEmitter) Emit(p particle.Particle) error {
+	err := e.SourceEmitter.Emit(p)
+	if err == nil {
+		e.f.numbered.Add(1)
+	}
+	return err
+}
+
+// EmitTracked implements topology.SourceEmitter.
+func (e *feedEmitter) EmitTracked(p particle.Particle, id uint64) error {
+	if e.ackr == nil {
+		return fmt.Errorf("cluster: %w", topology.ErrNotAcknowledger)
+	}
+	f := e.f
+	f.mu.Lock()
+	f.next++
+	n := f.next
+	f.pending[n] = trackedParticle{ackr: e.ackr, id: id}
+	f.mu.Unlock()
+	if err := e.SourceEmitter.EmitTracked(p, n); err != nil {
+		f.take(n)
+		return err
+	}
+	f.numbered.Add(1)
+	return nil
+}
+
+// take removes the tracked particle n.
+func (f *leasedFeed) take(n uint64) (trackedParticle, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	tp, ok := f.pending[n]
+	delete(f.pending, n)
+	return tp, ok
 }
 
 // acquire takes the lease: at once when this worker is the instance's
 // preferred one among those announced, otherwise once the lease was free
 // for a whole lease TTL, in which the preferred worker did not take it.
-// It first waits a lease TTL, so that workers started together see each
-// other before taking anything: a lease is held until its worker stops
-// or dies. It returns false when ctx ends first.
+// (Run first waits a lease TTL, so that workers started together see each
+// other before taking anything: a lease is held until its worker stops or
+// dies.) It returns false when ctx ends first.
 func (f *leasedFeed) acquire(ctx context.Context) (rev uint64, ok bool) {
 	log := f.w.cfg.Logger.With("worker", f.w.cfg.Worker, "lease", f.key)
-	settle := time.NewTimer(f.w.cfg.LeaseTTL)
-	defer settle.Stop()
-	select {
-	case <-ctx.Done():
-		return 0, false
-	case <-settle.C:
-	}
 	ticker := time.NewTicker(f.w.cfg.LeaseTTL / 3)
 	defer ticker.Stop()
 	var freeSince time.Time
@@ -219,23 +304,26 @@ func (w *Worker) nextEpoch(ctx context.Context, key string) (uint64, error) {
 }
 
 // Ack implements topology.Acknowledger.
-func (f *leasedFeed) Ack(msgID uint64) {
-	if f.ackr != nil {
-		f.ackr.Ack(msgID)
+func (f *leasedFeed) Ack(n uint64) {
+	if tp, ok := f.take(n); ok {
+		tp.ackr.Ack(tp.id)
 	}
 }
 
 // Fail implements topology.Acknowledger.
-func (f *leasedFeed) Fail(msgID uint64, reason acker.Reason, err error) {
-	if f.ackr != nil {
-		f.ackr.Fail(msgID, reason, err)
+func (f *leasedFeed) Fail(n uint64, reason acker.Reason, err error) {
+	if tp, ok := f.take(n); ok {
+		tp.ackr.Fail(tp.id, reason, err)
 	}
 }
 
 // Redeliver implements topology.Acknowledger.
-func (f *leasedFeed) Redeliver(msgID uint64) (particle.Particle, error) {
-	if f.ackr == nil {
-		return particle.Particle{}, fmt.Errorf("cluster: %w", topology.ErrNotAcknowledger)
+func (f *leasedFeed) Redeliver(n uint64) (particle.Particle, error) {
+	f.mu.Lock()
+	tp, ok := f.pending[n]
+	f.mu.Unlock()
+	if !ok {
+		return particle.Particle{}, fmt.Errorf("cluster: lease %s: no particle %d pending", f.key, n)
 	}
-	return f.ackr.Redeliver(msgID)
+	return tp.ackr.Redeliver(tp.id)
 }

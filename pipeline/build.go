@@ -45,14 +45,16 @@ type Options struct {
 	// recording), outside WrapSource, in a lease that lets one process of
 	// a cluster run it.
 	Lease func(name string, instance int, src topology.Source) topology.Source
-	// LeaseFeed, if set, wraps every instance of an MQTT source, outside
-	// WrapSource, in a lease that lets one process of a cluster run it;
-	// disconnect ends the instance's connection, which outlives its Run,
-	// so that a worker letting the lease go can leave the broker session
-	// to the next. With a Transport, Build requires it for MQTT sources,
-	// since instances with one client id on every worker would take the
-	// broker session from each other.
-	LeaseFeed func(name string, instance int, src topology.Source, disconnect func() error) topology.Source
+	// LeaseFeed, if set, makes every instance of an MQTT source a lease
+	// that lets one process of a cluster run it: open makes the
+	// instance's source (wrapped by WrapSource) for a holding of the
+	// lease, since a source runs once, with the function that ends its
+	// connection, which outlives its Run, so that a worker letting the
+	// lease go can leave the broker session to the next. Built.Run closes
+	// every source open made. With a Transport, Build requires LeaseFeed
+	// for MQTT sources, since instances with one client id on every
+	// worker would take the broker session from each other.
+	LeaseFeed func(name string, instance int, open func() (topology.Source, func() error)) topology.Source
 	// Cluster, if set, is the pipeline's name in the cluster this process
 	// is a worker of. Build then refuses what cannot run on a cluster
 	// (see Pipeline.CheckCluster; with a Transport too), and an MQTT
@@ -147,9 +149,9 @@ func resolve(dir, path string) string {
 // broker.
 type Built struct {
 	*topology.Topology
+	mu sync.Mutex // guards what follows: Run makes sources
+	// sources are closed by Run.
 	sources []io.Closer
-
-	mu      sync.Mutex // guards replays: Run makes the sources
 	replays map[string][]*replay.Source
 }
 
@@ -177,6 +179,8 @@ func (b *Built) ReplayStatus(name string) (replay.Status, bool) {
 // and closes their spools.
 func (b *Built) Run(ctx context.Context) error {
 	err := b.Topology.Run(ctx)
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	for _, s := range b.sources {
 		err = errors.Join(err, s.Close())
 	}
@@ -222,20 +226,23 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 	}
 	for i := range p.Sources {
 		s := &p.Sources[i]
-		var (
-			factory topology.SourceFactory
-			feeds   []*mqtt.Source
-		)
+		var factory topology.SourceFactory
+		leased := s.MQTT != nil && opts.LeaseFeed != nil
 		switch {
 		case s.File != nil:
 			factory, err = fileSource(s, opts.Dir, built)
+		case leased:
+			factory, err = leasedMQTTSource(s, opts, built)
+		case s.MQTT != nil && opts.Transport != nil:
+			err = errors.New("an MQTT source of a cluster needs a lease (Options.LeaseFeed)")
 		case s.MQTT != nil:
-			feeds, err = mqttSources(s, opts)
-			for _, src := range feeds {
+			var srcs []*mqtt.Source
+			srcs, err = mqttSources(s, opts)
+			for _, src := range srcs {
 				built.sources = append(built.sources, src)
 				opened = append(opened, src)
 			}
-			factory = func(i int) topology.Source { return feeds[i] }
+			factory = func(i int) topology.Source { return srcs[i] }
 		case s.HTTP != nil:
 			var src *httpwrite.Source
 			src, err = httpSource(s, opts)
@@ -248,18 +255,12 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 		if err != nil {
 			return fail(&Error{File: p.File, Line: s.pos.line, Column: s.pos.col, Err: fmt.Errorf("source %q: %w", s.Name, err)})
 		}
-		if opts.WrapSource != nil {
+		if opts.WrapSource != nil && !leased {
 			factory = opts.WrapSource(factory)
 		}
-		inner, name := factory, s.Name
-		switch {
-		case s.MQTT != nil && opts.LeaseFeed != nil:
-			factory = func(i int) topology.Source { return opts.LeaseFeed(name, i, inner(i), feeds[i].Close) }
-		case s.MQTT != nil && opts.Transport != nil:
-			return fail(&Error{File: p.File, Line: s.pos.line, Column: s.pos.col,
-				Err: fmt.Errorf("source %q: an MQTT source of a cluster needs a lease (Options.LeaseFeed)", s.Name)})
-		case s.MQTT == nil && opts.Lease != nil:
-			factory = func(i int) topology.Source { return opts.Lease(name, i, inner(i)) }
+		if lease := opts.Lease; lease != nil && s.MQTT == nil {
+			inner, name := factory, s.Name
+			factory = func(i int) topology.Source { return lease(name, i, inner(i)) }
 		}
 		topo.AddSource(s.Name, factory, topology.SourceConfig{Parallelism: s.Parallelism})
 	}
@@ -301,6 +302,31 @@ func fileSource(s *Source, dir string, built *Built) (topology.SourceFactory, er
 		defer built.mu.Unlock()
 		built.replays[s.Name] = append(built.replays[s.Name], src)
 		return src
+	}, nil
+}
+
+// leasedMQTTSource returns the factory of an MQTT source whose instances
+// a cluster leases (Options.LeaseFeed): each holding of an instance runs a
+// source of its own, which built closes at the end.
+func leasedMQTTSource(s *Source, opts Options, built *Built) (topology.SourceFactory, error) {
+	cfgs := mqttSourceConfigs(s, opts.Dir, opts.Cluster, opts.Logger)
+	for _, c := range cfgs {
+		// Neither connects nor opens anything: it checks c.
+		if _, err := mqtt.NewSource(c); err != nil {
+			return nil, err
+		}
+	}
+	return func(i int) topology.Source {
+		return opts.LeaseFeed(s.Name, i, func() (topology.Source, func() error) {
+			src, _ := mqtt.NewSource(cfgs[i])
+			built.mu.Lock()
+			built.sources = append(built.sources, src)
+			built.mu.Unlock()
+			if opts.WrapSource == nil {
+				return src, src.Close
+			}
+			return opts.WrapSource(topology.Single(src))(i), src.Close
+		})
 	}, nil
 }
 

@@ -57,10 +57,11 @@ func TestClusterMQTTSourcesAreLeased(t *testing.T) {
 	require.ErrorContains(t, err, `p.yaml:2:5: source "sensors": an MQTT source of a cluster needs a lease`)
 
 	var leased []string
-	opts.LeaseFeed = func(name string, instance int, src topology.Source, disconnect func() error) topology.Source {
+	opts.LeaseFeed = func(name string, instance int, open func() (topology.Source, func() error)) topology.Source {
+		src, disconnect := open()
 		_, isMQTT := src.(*mqtt.Source)
-		assert.NoError(t, disconnect(), "an instance that never connected disconnects")
 		leased = append(leased, fmt.Sprintf("%s[%d] %t", name, instance, isMQTT))
+		assert.NoError(t, disconnect(), "an instance that never connected disconnects")
 		// Held by another worker: this one never connects.
 		return topology.SourceFunc(func(context.Context, topology.SourceEmitter) error { return nil })
 	}
