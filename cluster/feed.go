@@ -94,6 +94,8 @@ func (f *leasedFeed) Run(ctx context.Context, out topology.SourceEmitter) error 
 	if !ok {
 		return fmt.Errorf("cluster: lease %s: the emitter cannot renumber the particles", f.key)
 	}
+	// Workers started together see each other before any takes a lease:
+	// a worker keeps a lease until it stops or dies.
 	if !sleep(ctx, f.w.cfg.LeaseTTL) {
 		return nil
 	}
@@ -103,7 +105,7 @@ func (f *leasedFeed) Run(ctx context.Context, out topology.SourceEmitter) error 
 			return nil
 		}
 		log.Info("lease taken")
-		lost, err := f.hold(ctx, out, skipper, rev)
+		lost, err := f.runHolding(ctx, out, skipper, rev)
 		if !lost {
 			return err
 		}
@@ -123,16 +125,16 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// hold runs a holding of the instance, which took the lease at rev, until
-// ctx ends or the lease is lost.
-func (f *leasedFeed) hold(ctx context.Context, out topology.SourceEmitter, skipper topology.Skipper, rev uint64) (lost bool, err error) {
+// runHolding runs a holding of the instance, which took the lease at rev,
+// until ctx ends or the lease is lost.
+func (f *leasedFeed) runHolding(ctx context.Context, out topology.SourceEmitter, skipper topology.Skipper, rev uint64) (lost bool, err error) {
 	f.w.hold(f.key, true)
 	defer f.w.hold(f.key, false)
 	heldCtx, lose := context.WithCancelCause(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { f.w.renewLease(heldCtx, lose, f.key, rev, nil) })
 	inner, disconnect := f.open()
-	err = f.runHeld(heldCtx, out, skipper, inner)
+	err = f.runSource(heldCtx, out, skipper, inner)
 	lost = errors.Is(context.Cause(heldCtx), errLeaseLost)
 	lose(nil)
 	wg.Wait()
@@ -149,8 +151,8 @@ func (f *leasedFeed) hold(ctx context.Context, out topology.SourceEmitter, skipp
 	return false, err
 }
 
-// runHeld runs inner in a holding of its own.
-func (f *leasedFeed) runHeld(ctx context.Context, out topology.SourceEmitter, skipper topology.Skipper, inner topology.Source) error {
+// runSource runs inner, a holding's source.
+func (f *leasedFeed) runSource(ctx context.Context, out topology.SourceEmitter, skipper topology.Skipper, inner topology.Source) error {
 	epoch, err := f.w.nextEpoch(ctx, f.key)
 	if err != nil {
 		return fmt.Errorf("cluster: lease %s: counting the holdings: %w", f.key, err)
