@@ -164,6 +164,13 @@ func TestKilledWorkersUnitsMove(t *testing.T) {
 	}
 	got := append(lines(killed.out.String()), lines(survivor.out.String())...)
 	require.NotEmpty(t, lines(survivor.out.String()), "the survivor runs the sink")
+	requireSameLines(t, want, got)
+}
+
+// requireSameLines fails the test, showing the differences, unless got
+// has the lines of want, in any order.
+func requireSameLines(t *testing.T, want, got []string) {
+	t.Helper()
 	missing, extra := diffLines(want, got)
 	for _, l := range missing {
 		t.Logf("missing: %s", strings.TrimSpace(l))

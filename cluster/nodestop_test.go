@@ -85,13 +85,5 @@ func TestNATSNodeRestartKeepsTheOutput(t *testing.T) {
 			t.Logf("  %s: in %d late %d behind %d replayed %d failed %d dup %d", c, st.In.Load(), st.Late.Load(), st.Behind.Load(), st.Replayed.Load(), st.Failed.Load(), st.Duplicates.Load())
 		}
 	}
-	missing, extra := diffLines(want, got)
-	for _, l := range missing {
-		t.Logf("missing: %s", strings.TrimSpace(l))
-	}
-	for _, l := range extra {
-		t.Logf("extra: %s", strings.TrimSpace(l))
-	}
-	require.Empty(t, missing, "lines of the single-process output missing")
-	require.Empty(t, extra, "lines beyond the single-process output")
+	requireSameLines(t, want, got)
 }

@@ -59,21 +59,10 @@ func BenchmarkHop(b *testing.B) {
 	ps := jetstreamedge.Recording(b)
 	for _, c := range []struct{ nodes, replicas int }{{1, 1}, {3, 3}} {
 		b.Run(fmt.Sprintf("nodes=%d,replicas=%d", c.nodes, c.replicas), func(b *testing.B) {
-			cl := natstest.StartCluster(b, c.nodes)
-			cfg := jetstreamedge.Config{Pipeline: fmt.Sprintf("bench-%d", c.replicas), Replicas: c.replicas}
-			from, to := benchWorker(b, cl, cfg), benchWorker(b, cl, cfg)
-			out, _, _ := from.Edge("sink", 0)
-			_, in, _ := to.Edge("sink", 0)
 			const batch = 256
 			n := (len(ps) / batch) * batch
-			feed := &timingFeed{sent: map[uint64]time.Time{}, want: n * b.N, all: make(chan struct{})}
-			ctx, cancel := context.WithCancel(context.Background())
-			var wg sync.WaitGroup
-			wg.Go(func() { _ = in.Run(ctx, feed) })
-			defer func() {
-				cancel()
-				wg.Wait()
-			}()
+			from, out, feed := startHop(b, c.nodes, c.replicas, n*b.N)
+			ctx := context.Background()
 			var seq uint64
 			rb := topology.RemoteBatch{Items: make([]topology.RemoteItem, batch)}
 			b.ResetTimer()
@@ -114,19 +103,8 @@ func BenchmarkHopLatency(b *testing.B) {
 	)
 	for _, c := range []struct{ nodes, replicas int }{{1, 1}, {3, 3}} {
 		b.Run(fmt.Sprintf("nodes=%d,replicas=%d", c.nodes, c.replicas), func(b *testing.B) {
-			cl := natstest.StartCluster(b, c.nodes)
-			cfg := jetstreamedge.Config{Pipeline: fmt.Sprintf("latency-%d", c.replicas), Replicas: c.replicas}
-			from, to := benchWorker(b, cl, cfg), benchWorker(b, cl, cfg)
-			out, _, _ := from.Edge("sink", 0)
-			_, in, _ := to.Edge("sink", 0)
-			feed := &timingFeed{sent: map[uint64]time.Time{}, want: batch * b.N, all: make(chan struct{})}
-			ctx, cancel := context.WithCancel(context.Background())
-			var wg sync.WaitGroup
-			wg.Go(func() { _ = in.Run(ctx, feed) })
-			defer func() {
-				cancel()
-				wg.Wait()
-			}()
+			_, out, feed := startHop(b, c.nodes, c.replicas, batch*b.N)
+			ctx := context.Background()
 			var seq uint64
 			rb := topology.RemoteBatch{Items: make([]topology.RemoteItem, batch)}
 			b.ResetTimer()
@@ -151,6 +129,26 @@ func BenchmarkHopLatency(b *testing.B) {
 			b.ReportMetric(float64(feed.latencies[len(feed.latencies)*99/100].Microseconds())/1000, "p99-ms")
 		})
 	}
+}
+
+// startHop starts a cluster of nodes and a hop across it, between two
+// workers' transports, into a feed that expects want particles. It
+// returns the sending transport and its outlet.
+func startHop(b *testing.B, nodes, replicas, want int) (*jetstreamedge.Transport, topology.Outlet, *timingFeed) {
+	cl := natstest.StartCluster(b, nodes)
+	cfg := jetstreamedge.Config{Pipeline: fmt.Sprintf("hop-%d", replicas), Replicas: replicas}
+	from, to := benchWorker(b, cl, cfg), benchWorker(b, cl, cfg)
+	out, _, _ := from.Edge("sink", 0)
+	_, in, _ := to.Edge("sink", 0)
+	feed := &timingFeed{sent: map[uint64]time.Time{}, want: want, all: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = in.Run(ctx, feed) })
+	b.Cleanup(func() {
+		cancel()
+		wg.Wait()
+	})
+	return from, out, feed
 }
 
 func benchWorker(b *testing.B, c *natstest.Cluster, cfg jetstreamedge.Config) *jetstreamedge.Transport {
