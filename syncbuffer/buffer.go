@@ -65,6 +65,9 @@ type Buffer[T any] struct {
 	hasHead bool
 	// inRuns counts the entries in the inputs' runs (see run).
 	inRuns int
+	// buckets take the items out of order within the window (see
+	// buckets); the tree takes the rest.
+	buckets buckets
 	// scratch holds the item while the key functions look at it, so that
 	// Push's argument does not escape to the heap.
 	scratch T
@@ -141,12 +144,13 @@ func New[T any](cfg Config, inputs int, key func(*T) Key, isMeta func(*T) bool) 
 		return nil, ErrNilKey
 	}
 	b := &Buffer[T]{
-		cfg:    cfg,
-		key:    key,
-		isMeta: isMeta,
-		tree:   btree.NewWithFreeListG(degree, lessEntry, btree.NewFreeListG[entry](freeNodes)),
-		inputs: make([]input, inputs),
-		meta:   newMetaSet(),
+		cfg:     cfg,
+		key:     key,
+		isMeta:  isMeta,
+		tree:    btree.NewWithFreeListG(degree, lessEntry, btree.NewFreeListG[entry](freeNodes)),
+		inputs:  make([]input, inputs),
+		meta:    newMetaSet(),
+		buckets: newBuckets(int64(cfg.Window)),
 	}
 	for i := range b.inputs {
 		b.inputs[i].promise = math.MinInt64
@@ -176,7 +180,7 @@ func (b *Buffer[T]) Config() Config { return b.cfg }
 
 // Len returns the number of items held.
 func (b *Buffer[T]) Len() int {
-	n := b.tree.Len() + b.inRuns
+	n := b.tree.Len() + b.inRuns + b.buckets.len()
 	if b.hasHead {
 		n++
 	}
@@ -299,6 +303,9 @@ func (b *Buffer[T]) insert(in *input, e entry) {
 		b.inRuns++
 		return
 	}
+	if b.buckets.push(e) {
+		return
+	}
 	switch {
 	case !b.hasHead && b.tree.Len() == 0:
 		b.head, b.hasHead = e, true
@@ -324,16 +331,11 @@ func (b *Buffer[T]) Release(now int64, fn func(item T) bool) {
 	var last entry
 	released := false
 	for {
-		e, from, ok := b.next()
+		e, from, ok := b.next(wm)
 		if !ok || e.time > wm {
 			break
 		}
-		if from != nil {
-			from.pop()
-			b.inRuns--
-		} else {
-			b.hasHead = false
-		}
+		b.pop(from)
 		last, released = e, true
 		b.stats.Released++
 		if !fn(b.take(e)) {
@@ -346,29 +348,53 @@ func (b *Buffer[T]) Release(now int64, fn func(item T) bool) {
 	}
 }
 
-// next returns the entry to release next and the run it heads, nil when it
-// is the tree's head.
-func (b *Buffer[T]) next() (entry, *run, bool) {
+// Where next found an entry: the tree's head, the buckets, or a run.
+const (
+	fromHead = iota - 2
+	fromBuckets
+)
+
+// next returns the entry to release next and where it is: fromHead,
+// fromBuckets or the number of the input whose run it heads. An entry
+// above wm may stand for a smaller one not yet sorted (see buckets.front):
+// next is exact only at or below wm.
+func (b *Buffer[T]) next(wm int64) (entry, int, bool) {
 	if !b.hasHead {
 		b.head, b.hasHead = b.tree.DeleteMin()
 	}
 	var (
 		min  entry
-		from *run
+		from = fromHead
 		ok   = b.hasHead
 	)
 	if ok {
 		min = b.head
 	}
+	if e, has := b.buckets.front(wm); has && (!ok || lessEntry(e, min)) {
+		min, from, ok = e, fromBuckets, true
+	}
 	if b.inRuns > 0 {
 		for i := range b.inputs {
 			r := &b.inputs[i].run
 			if r.len() > 0 && (!ok || lessEntry(r.front(), min)) {
-				min, from, ok = r.front(), r, true
+				min, from, ok = r.front(), i, true
 			}
 		}
 	}
 	return min, from, ok
+}
+
+// pop removes the entry next found at from.
+func (b *Buffer[T]) pop(from int) {
+	switch from {
+	case fromHead:
+		b.hasHead = false
+	case fromBuckets:
+		b.buckets.pop()
+	default:
+		b.inputs[from].run.pop()
+		b.inRuns--
+	}
 }
 
 // EndOfStream marks input as finished: it no longer holds the watermark

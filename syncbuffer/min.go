@@ -1,9 +1,11 @@
 package syncbuffer
 
+import "math"
+
 // Min returns the buffered item that Release hands out next, without
 // removing it, or (zero, false) when the buffer is empty.
 func (b *Buffer[T]) Min() (T, bool) {
-	if e, _, ok := b.next(); ok {
+	if e, _, ok := b.next(math.MaxInt64); ok {
 		return *b.slot(e.slot()), true
 	}
 	var zero T
