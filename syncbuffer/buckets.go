@@ -7,63 +7,84 @@ import (
 
 const (
 	// bucketsPerWindow sets the buckets' width: a window's worth of event
-	// time spans this many, so that a sorted bucket's entries stay in the
+	// time spans this many, so that a sorted bucket stays in the
 	// processor's cache and few items still arrive for a bucket once the
 	// watermark has reached it.
 	bucketsPerWindow = 64
 	// bucketCount is the number of buckets, spanning four windows of event
 	// time from the oldest; items beyond go to the tree. A power of two.
 	bucketCount = 4 * bucketsPerWindow
-	// maxBucket is the most entries a bucket takes; further items in its
+	// maxBucket is the most items a bucket takes; further items in its
 	// time span go to the tree, so that sorting a bucket never stalls the
 	// buffer for long.
 	maxBucket = 1 << 16
+
+	// chunkShift sets the size of the chunks that hold a bucket's items:
+	// 64, so that a bucket holding few items takes little memory.
+	chunkShift = 6
+	chunkSize  = 1 << chunkShift
+	chunkMask  = chunkSize - 1
 )
+
+// chunk holds items by value.
+type chunk[T any] [chunkSize]T
+
+// bucket holds items in arrival order, in chunks so that growing never
+// moves an item, and their entries, whose slot is the item's place.
+type bucket[T any] struct {
+	entries []entry
+	chunks  []*chunk[T]
+}
+
+func (bk *bucket[T]) at(i uint32) *T { return &bk.chunks[i>>chunkShift][i&chunkMask] }
 
 // buckets index the items out of order within the window by event time:
 // an item is appended to the bucket of its time span, unsorted, and a
-// bucket is sorted only once the watermark reaches it, then released in
-// order. A push thus costs an append where a tree costs a search among
-// every item held, and a bucket's sort touches only its own entries.
+// bucket's entries are sorted only once the watermark reaches it, then
+// released in order. A push thus costs an append where a tree costs a
+// search among every item held; a bucket's items lie together, written
+// in sequence and read back from a small stretch of memory.
 //
 // The buckets take consecutive spans of width nanoseconds from bucket
 // number first on; bucket number n holds the entries whose time divided
-// by width, rounded down, is n. The sorted bucket, ready, holds entries
-// older than every entry in the buckets: the first bucket's span begins
-// where ready's ends. An item older than that, or beyond the last bucket,
-// goes elsewhere.
-type buckets struct {
+// by width, rounded down, is n. The bucket sorted last, ready, holds
+// entries older than every entry in the others: the first bucket's span
+// begins where ready's ends. An item older than that, or beyond the last
+// bucket, goes elsewhere.
+type buckets[T any] struct {
 	width int64 // 0 when the buffer has no window: no buckets then
 	lead  int64 // the window: how far behind an item others may arrive
 	first int64
-	ring  [bucketCount][]entry
+	ring  [bucketCount]bucket[T]
 	held  int // entries in ring
 
 	// ready is the bucket sorted last, released from readyAt on.
-	ready   []entry
+	ready   bucket[T]
 	readyAt int
 
-	// spare holds emptied entry slices for new buckets, spareCap their
-	// capacity.
-	spare    [][]entry
-	spareCap int
+	// spareBuckets and spareChunks hold what drained buckets give back,
+	// for new buckets: their slices, emptied, and their chunks, cleared.
+	spareBuckets []bucket[T]
+	spareChunks  []*chunk[T]
+	spareCap     int // the spare buckets' capacity in entries
 }
 
-func newBuckets(window int64) buckets {
+func newBuckets[T any](window int64) buckets[T] {
 	if window <= 0 {
-		return buckets{}
+		return buckets[T]{}
 	}
-	return buckets{width: (window + bucketsPerWindow - 1) / bucketsPerWindow, lead: window}
+	return buckets[T]{width: (window + bucketsPerWindow - 1) / bucketsPerWindow, lead: window}
 }
 
-// len returns the number of entries held.
-func (q *buckets) len() int { return q.held + len(q.ready) - q.readyAt }
+// len returns the number of items held.
+func (q *buckets[T]) len() int { return q.held + len(q.ready.entries) - q.readyAt }
 
-// push adds e unless its time is outside the buckets' spans or its bucket
-// is full, and reports whether it did.
-func (q *buckets) push(e entry) bool {
+// push adds item with its entry e, whose slot it sets, unless its time is
+// outside the buckets' spans or its bucket is full. It returns where the
+// item and its entry are stored, nils if it did not add them.
+func (q *buckets[T]) push(e entry, item T) (*T, *entry) {
 	if q.width == 0 {
-		return false
+		return nil, nil
 	}
 	n := floorDiv(e.time, q.width)
 	if q.len() == 0 {
@@ -72,67 +93,96 @@ func (q *buckets) push(e entry) bool {
 		q.first = floorDiv(subSat(e.time, q.lead), q.width)
 	}
 	if n < q.first || uint64(n)-uint64(q.first) >= bucketCount || n > math.MaxInt64-bucketCount {
-		return false
+		return nil, nil
 	}
-	s := &q.ring[uint64(n)%bucketCount]
-	if len(*s) >= maxBucket {
-		return false
+	bk := &q.ring[uint64(n)%bucketCount]
+	i := len(bk.entries)
+	if i >= maxBucket {
+		return nil, nil
 	}
-	if *s == nil && len(q.spare) > 0 {
-		*s = q.spare[len(q.spare)-1]
-		q.spare = q.spare[:len(q.spare)-1]
-		q.spareCap -= cap(*s)
+	if bk.entries == nil && len(q.spareBuckets) > 0 {
+		*bk = q.spareBuckets[len(q.spareBuckets)-1]
+		q.spareBuckets = q.spareBuckets[:len(q.spareBuckets)-1]
+		q.spareCap -= cap(bk.entries)
 	}
-	*s = append(*s, e)
+	if i&chunkMask == 0 {
+		bk.chunks = append(bk.chunks, q.newChunk())
+	}
+	e.held = uint64(i) << 32
+	bk.entries = append(bk.entries, e)
+	p := bk.at(uint32(i))
+	*p = item
 	q.held++
-	return true
+	return p, &bk.entries[i]
+}
+
+func (q *buckets[T]) newChunk() *chunk[T] {
+	if n := len(q.spareChunks); n > 0 {
+		c := q.spareChunks[n-1]
+		q.spareChunks = q.spareChunks[:n-1]
+		return c
+	}
+	return new(chunk[T])
 }
 
 // front returns the oldest entry held if it is at or below wm, sorting the
 // next bucket when ready is empty and the watermark has reached it.
 // Entries above wm may be returned too, but no entry is returned while an
 // older one is held.
-func (q *buckets) front(wm int64) (entry, bool) {
-	if q.readyAt == len(q.ready) && q.held > 0 {
+func (q *buckets[T]) front(wm int64) (entry, bool) {
+	if q.readyAt == len(q.ready.entries) && q.held > 0 {
 		q.sortNext(floorDiv(wm, q.width))
 	}
-	if q.readyAt < len(q.ready) {
-		return q.ready[q.readyAt], true
+	if q.readyAt < len(q.ready.entries) {
+		return q.ready.entries[q.readyAt], true
 	}
 	return entry{}, false
 }
 
-// pop removes the entry front returned.
-func (q *buckets) pop() { q.readyAt++ }
+// pop removes the entry front returned and returns its item.
+func (q *buckets[T]) pop() *T {
+	e := q.ready.entries[q.readyAt]
+	q.readyAt++
+	return q.ready.at(e.slot())
+}
+
+// at returns the item of the entry front returned.
+func (q *buckets[T]) at(e entry) *T { return q.ready.at(e.slot()) }
 
 // sortNext makes the first non-empty bucket at or below bucket number last
-// ready, sorted; ready is empty.
-func (q *buckets) sortNext(last int64) {
+// ready, sorted; ready is drained.
+func (q *buckets[T]) sortNext(last int64) {
 	for q.first <= last {
-		s := &q.ring[uint64(q.first)%bucketCount]
+		bk := &q.ring[uint64(q.first)%bucketCount]
 		q.first++
-		if len(*s) == 0 {
+		if len(bk.entries) == 0 {
 			continue
 		}
-		q.recycle(q.ready[:0])
-		q.ready, q.readyAt, *s = *s, 0, nil
-		q.held -= len(q.ready)
-		slices.SortFunc(q.ready, cmpEntry)
+		q.recycle(q.ready)
+		q.ready, q.readyAt, *bk = *bk, 0, bucket[T]{}
+		q.held -= len(q.ready.entries)
+		slices.SortFunc(q.ready.entries, cmpEntry)
 		return
 	}
 }
 
-// recycle keeps an emptied slice for a new bucket, unless the spares
-// already match what the buckets hold: a burst's slices are given back.
-func (q *buckets) recycle(s []entry) {
-	if cap(s) == 0 {
-		return
+// recycle keeps a drained bucket's chunks and entries for new buckets,
+// as many as the buckets hold items, and gives back the rest: a burst's
+// memory is given back once it is released.
+func (q *buckets[T]) recycle(bk bucket[T]) {
+	keep := max(q.held, keepSlots)
+	for _, c := range bk.chunks {
+		if len(q.spareChunks)*chunkSize >= keep {
+			break
+		}
+		clear(c[:])
+		q.spareChunks = append(q.spareChunks, c)
 	}
-	if q.spareCap+cap(s) > max(q.held, keepSlots) {
-		return
+	if bk.entries != nil && q.spareCap+cap(bk.entries) <= keep {
+		clear(bk.chunks)
+		q.spareBuckets = append(q.spareBuckets, bucket[T]{entries: bk.entries[:0], chunks: bk.chunks[:0]})
+		q.spareCap += cap(bk.entries)
 	}
-	q.spare = append(q.spare, s)
-	q.spareCap += cap(s)
 }
 
 func cmpEntry(a, b entry) int {

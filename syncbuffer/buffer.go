@@ -67,7 +67,7 @@ type Buffer[T any] struct {
 	inRuns int
 	// buckets take the items out of order within the window (see
 	// buckets); the tree takes the rest.
-	buckets buckets
+	buckets buckets[T]
 	// scratch holds the item while the key functions look at it, so that
 	// Push's argument does not escape to the heap.
 	scratch T
@@ -150,7 +150,7 @@ func New[T any](cfg Config, inputs int, key func(*T) Key, isMeta func(*T) bool) 
 		tree:    btree.NewWithFreeListG(degree, lessEntry, btree.NewFreeListG[entry](freeNodes)),
 		inputs:  make([]input, inputs),
 		meta:    newMetaSet(),
-		buckets: newBuckets(int64(cfg.Window)),
+		buckets: newBuckets[T](int64(cfg.Window)),
 	}
 	for i := range b.inputs {
 		b.inputs[i].promise = math.MinInt64
@@ -255,8 +255,7 @@ func (b *Buffer[T]) Push(input int, item T, now int64) Status {
 		b.stats.Behind++
 		return Behind
 	}
-	slot, size := b.store(item)
-	b.insert(in, entry{time: k.Time, seq: k.Seq, origin: uint64(k.Origin)<<32 | uint64(b.arrival), held: uint64(slot)<<32 | uint64(size)})
+	b.insert(in, entry{time: k.Time, seq: k.Seq, origin: uint64(k.Origin)<<32 | uint64(b.arrival)}, item)
 	b.arrival++
 	return Buffered
 }
@@ -297,15 +296,20 @@ func (in *input) bound(window int64) (int64, bool) {
 	return max(subSat(subSat(in.high, window), 1), in.promise), true
 }
 
-func (b *Buffer[T]) insert(in *input, e entry) {
+// insert stores item with its entry e: in its input's run if it keeps
+// the run in order, else in its bucket, else in a slot and the tree.
+func (b *Buffer[T]) insert(in *input, e entry, item T) {
 	if len(b.inputs) <= maxRunInputs && in.run.accepts(e) {
+		e.held = b.store(item)
 		in.run.push(e)
 		b.inRuns++
 		return
 	}
-	if b.buckets.push(e) {
+	if p, pe := b.buckets.push(e, item); p != nil {
+		pe.held |= uint64(b.measure(p))
 		return
 	}
+	e.held = b.store(item)
 	switch {
 	case !b.hasHead && b.tree.Len() == 0:
 		b.head, b.hasHead = e, true
@@ -335,10 +339,10 @@ func (b *Buffer[T]) Release(now int64, fn func(item T) bool) {
 		if !ok || e.time > wm {
 			break
 		}
-		b.pop(from)
+		item := b.pop(e, from)
 		last, released = e, true
 		b.stats.Released++
-		if !fn(b.take(e)) {
+		if !fn(item) {
 			break
 		}
 	}
@@ -384,17 +388,20 @@ func (b *Buffer[T]) next(wm int64) (entry, int, bool) {
 	return min, from, ok
 }
 
-// pop removes the entry next found at from.
-func (b *Buffer[T]) pop(from int) {
+// pop removes e, which next found at from, and returns its item.
+func (b *Buffer[T]) pop(e entry, from int) T {
+	b.bytes -= int64(e.size())
 	switch from {
 	case fromHead:
 		b.hasHead = false
 	case fromBuckets:
-		b.buckets.pop()
+		// The bucket is cleared once drained.
+		return *b.buckets.pop()
 	default:
 		b.inputs[from].run.pop()
 		b.inRuns--
 	}
+	return b.take(e)
 }
 
 // EndOfStream marks input as finished: it no longer holds the watermark
