@@ -1,8 +1,10 @@
 package syncbuffer
 
 import (
+	"cmp"
 	"math"
 	"slices"
+	"unsafe"
 )
 
 const (
@@ -21,7 +23,7 @@ const (
 
 	// chunkShift sets the size of the chunks that hold a bucket's items:
 	// 64, so that a bucket holding few items takes little memory.
-	chunkShift = 6
+	chunkShift = 5
 	chunkSize  = 1 << chunkShift
 	chunkMask  = chunkSize - 1
 )
@@ -80,11 +82,11 @@ func newBuckets[T any](window int64) buckets[T] {
 func (q *buckets[T]) len() int { return q.held + len(q.ready.entries) - q.readyAt }
 
 // push adds item with its entry e, whose slot it sets, unless its time is
-// outside the buckets' spans or its bucket is full. It returns where the
-// item and its entry are stored, nils if it did not add them.
-func (q *buckets[T]) push(e entry, item T) (*T, *entry) {
+// outside the buckets' spans or its bucket is full, and reports whether it
+// did.
+func (q *buckets[T]) push(e entry, item T) bool {
 	if q.width == 0 {
-		return nil, nil
+		return false
 	}
 	n := floorDiv(e.time, q.width)
 	if q.len() == 0 {
@@ -93,12 +95,12 @@ func (q *buckets[T]) push(e entry, item T) (*T, *entry) {
 		q.first = floorDiv(subSat(e.time, q.lead), q.width)
 	}
 	if n < q.first || uint64(n)-uint64(q.first) >= bucketCount || n > math.MaxInt64-bucketCount {
-		return nil, nil
+		return false
 	}
 	bk := &q.ring[uint64(n)%bucketCount]
 	i := len(bk.entries)
 	if i >= maxBucket {
-		return nil, nil
+		return false
 	}
 	if bk.entries == nil && len(q.spareBuckets) > 0 {
 		*bk = q.spareBuckets[len(q.spareBuckets)-1]
@@ -108,12 +110,11 @@ func (q *buckets[T]) push(e entry, item T) (*T, *entry) {
 	if i&chunkMask == 0 {
 		bk.chunks = append(bk.chunks, q.newChunk())
 	}
-	e.held = uint64(i) << 32
+	e.held |= uint64(i) << 32
 	bk.entries = append(bk.entries, e)
-	p := bk.at(uint32(i))
-	*p = item
+	*bk.at(uint32(i)) = item
 	q.held++
-	return p, &bk.entries[i]
+	return true
 }
 
 func (q *buckets[T]) newChunk() *chunk[T] {
@@ -162,6 +163,7 @@ func (q *buckets[T]) sortNext(last int64) {
 		q.ready, q.readyAt, *bk = *bk, 0, bucket[T]{}
 		q.held -= len(q.ready.entries)
 		slices.SortFunc(q.ready.entries, cmpEntry)
+		q.touch()
 		return
 	}
 }
@@ -185,14 +187,18 @@ func (q *buckets[T]) recycle(bk bucket[T]) {
 	}
 }
 
+// cmpEntry is lessEntry as a three-way comparison, for sorting.
 func cmpEntry(a, b entry) int {
-	switch {
-	case lessEntry(a, b):
-		return -1
-	case lessEntry(b, a):
-		return 1
+	if a.time != b.time {
+		return cmp.Compare(a.time, b.time)
 	}
-	return 0
+	if a.origin>>32 != b.origin>>32 {
+		return cmp.Compare(a.origin, b.origin)
+	}
+	if a.seq != b.seq {
+		return cmp.Compare(a.seq, b.seq)
+	}
+	return int(int32(uint32(a.origin) - uint32(b.origin)))
 }
 
 // floorDiv returns a/d rounded towards minus infinity, for d > 0.
@@ -202,4 +208,20 @@ func floorDiv(a, d int64) int64 {
 		q--
 	}
 	return q
+}
+
+var touched byte
+
+func (q *buckets[T]) touch() {
+	var x byte
+	n := len(q.ready.entries)
+	for _, c := range q.ready.chunks {
+		m := min(n, chunkSize)
+		n -= m
+		bs := unsafe.Slice((*byte)(unsafe.Pointer(c)), uintptr(m)*unsafe.Sizeof(c[0]))
+		for i := 0; i < len(bs); i += 64 {
+			x += bs[i]
+		}
+	}
+	touched += x
 }

@@ -225,9 +225,23 @@ func (b *Buffer[T]) Push(input int, item T, now int64) Status {
 	b.scratch = item
 	k := b.key(&b.scratch)
 	meta := b.isMeta != nil && b.isMeta(&b.scratch)
+	st := b.classify(input, k, meta, now)
+	var size uint32
+	if st == Buffered {
+		size = b.measure(&b.scratch)
+	}
 	var zero T
 	b.scratch = zero
+	if st == Buffered {
+		b.insert(&b.inputs[input], entry{time: k.Time, seq: k.Seq, origin: uint64(k.Origin)<<32 | uint64(b.arrival), held: uint64(size)}, item)
+		b.arrival++
+	}
+	return st
+}
 
+// classify returns the status of an item with key k from input, counts it
+// and updates what it tells about input.
+func (b *Buffer[T]) classify(input int, k Key, meta bool, now int64) Status {
 	if b.cfg.FutureBound >= 0 && k.Time > addSat(now, int64(b.cfg.FutureBound)) {
 		b.stats.Invalid++
 		return Invalid
@@ -255,8 +269,6 @@ func (b *Buffer[T]) Push(input int, item T, now int64) Status {
 		b.stats.Behind++
 		return Behind
 	}
-	b.insert(in, entry{time: k.Time, seq: k.Seq, origin: uint64(k.Origin)<<32 | uint64(b.arrival)}, item)
-	b.arrival++
 	return Buffered
 }
 
@@ -300,16 +312,15 @@ func (in *input) bound(window int64) (int64, bool) {
 // the run in order, else in its bucket, else in a slot and the tree.
 func (b *Buffer[T]) insert(in *input, e entry, item T) {
 	if len(b.inputs) <= maxRunInputs && in.run.accepts(e) {
-		e.held = b.store(item)
+		e.held |= uint64(b.store(item)) << 32
 		in.run.push(e)
 		b.inRuns++
 		return
 	}
-	if p, pe := b.buckets.push(e, item); p != nil {
-		pe.held |= uint64(b.measure(p))
+	if b.buckets.push(e, item) {
 		return
 	}
-	e.held = b.store(item)
+	e.held |= uint64(b.store(item)) << 32
 	switch {
 	case !b.hasHead && b.tree.Len() == 0:
 		b.head, b.hasHead = e, true

@@ -123,18 +123,15 @@ func (s *slotPages[T]) len() int { return len(s.pages) }
 // slot returns the item at slot i.
 func (b *Buffer[T]) slot(i uint32) *T { return b.slots.at(i) }
 
-// store puts item in a free slot and returns its entry's held field:
-// the slot and the item's size.
-func (b *Buffer[T]) store(item T) uint64 {
+// store puts item in a free slot and returns the slot.
+func (b *Buffer[T]) store(item T) uint32 {
 	slot := b.slots.alloc()
-	p := b.slot(slot)
-	*p = item
-	return uint64(slot)<<32 | uint64(b.measure(p))
+	*b.slot(slot) = item
+	return slot
 }
 
 // measure returns the size of the item at p as measured by b.size (0
-// without one; at most math.MaxUint32), and counts it. It measures the
-// item where it is stored, so that Push's argument does not escape.
+// without one; at most math.MaxUint32), and counts it.
 func (b *Buffer[T]) measure(p *T) uint32 {
 	if b.size == nil {
 		return 0
