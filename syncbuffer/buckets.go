@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"math"
 	"slices"
-	"unsafe"
 )
 
 const (
@@ -20,6 +19,8 @@ const (
 	// time span go to the tree, so that sorting a bucket never stalls the
 	// buffer for long.
 	maxBucket = 1 << 16
+	// gatherBatch is how many items gather copies at a time.
+	gatherBatch = 128
 
 	// chunkShift sets the size of the chunks that hold a bucket's items:
 	// 64, so that a bucket holding few items takes little memory.
@@ -63,6 +64,10 @@ type buckets[T any] struct {
 	// ready is the bucket sorted last, released from readyAt on.
 	ready   bucket[T]
 	readyAt int
+	// gathered holds copies of the items of ready's entries from
+	// gatheredAt on (see gather).
+	gathered   []T
+	gatheredAt int
 
 	// spareBuckets and spareChunks hold what drained buckets give back,
 	// for new buckets: their slices, emptied, and their chunks, cleared.
@@ -142,13 +147,36 @@ func (q *buckets[T]) front(wm int64) (entry, bool) {
 
 // pop removes the entry front returned and returns its item.
 func (q *buckets[T]) pop() *T {
-	e := q.ready.entries[q.readyAt]
+	p := q.at()
 	q.readyAt++
-	return q.ready.at(e.slot())
+	return p
 }
 
 // at returns the item of the entry front returned.
-func (q *buckets[T]) at(e entry) *T { return q.ready.at(e.slot()) }
+func (q *buckets[T]) at() *T {
+	i := q.readyAt - q.gatheredAt
+	if i >= len(q.gathered) {
+		q.gather()
+		i = 0
+	}
+	return &q.gathered[i]
+}
+
+// gather copies the items of the next gatherBatch entries of ready, from
+// readyAt on, to gathered. A bucket's items lie in arrival order, which
+// is not their order of release: read one at a time, each would be a
+// wait on memory, where a batch lets the processor fetch many at once.
+func (q *buckets[T]) gather() {
+	n := min(gatherBatch, len(q.ready.entries)-q.readyAt)
+	if cap(q.gathered) < gatherBatch {
+		q.gathered = make([]T, 0, gatherBatch)
+	}
+	q.gathered = q.gathered[:n]
+	for i, e := range q.ready.entries[q.readyAt : q.readyAt+n] {
+		q.gathered[i] = *q.ready.at(e.slot())
+	}
+	q.gatheredAt = q.readyAt
+}
 
 // sortNext makes the first non-empty bucket at or below bucket number last
 // ready, sorted; ready is drained.
@@ -163,7 +191,8 @@ func (q *buckets[T]) sortNext(last int64) {
 		q.ready, q.readyAt, *bk = *bk, 0, bucket[T]{}
 		q.held -= len(q.ready.entries)
 		slices.SortFunc(q.ready.entries, cmpEntry)
-		q.touch()
+		clear(q.gathered)
+		q.gathered, q.gatheredAt = q.gathered[:0], 0
 		return
 	}
 }
@@ -208,20 +237,4 @@ func floorDiv(a, d int64) int64 {
 		q--
 	}
 	return q
-}
-
-var touched byte
-
-func (q *buckets[T]) touch() {
-	var x byte
-	n := len(q.ready.entries)
-	for _, c := range q.ready.chunks {
-		m := min(n, chunkSize)
-		n -= m
-		bs := unsafe.Slice((*byte)(unsafe.Pointer(c)), uintptr(m)*unsafe.Sizeof(c[0]))
-		for i := 0; i < len(bs); i += 64 {
-			x += bs[i]
-		}
-	}
-	touched += x
 }

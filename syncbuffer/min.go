@@ -7,7 +7,7 @@ import "math"
 func (b *Buffer[T]) Min() (T, bool) {
 	if e, from, ok := b.next(math.MaxInt64); ok {
 		if from == fromBuckets {
-			return *b.buckets.at(e), true
+			return *b.buckets.at(), true
 		}
 		return *b.slot(e.slot()), true
 	}
