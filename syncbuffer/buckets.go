@@ -19,6 +19,10 @@ const (
 	// time span go to the tree, so that sorting a bucket never stalls the
 	// buffer for long.
 	maxBucket = 1 << 16
+	// placeBits is how many low bits of an order value hold the entry's
+	// place in its bucket.
+	placeBits = 16
+	placeMask = 1<<placeBits - 1
 	// gatherBatch is how many items gather copies at a time.
 	gatherBatch = 128
 
@@ -61,8 +65,10 @@ type buckets[T any] struct {
 	ring  [bucketCount]bucket[T]
 	held  int // entries in ring
 
-	// ready is the bucket sorted last, released from readyAt on.
+	// ready is the bucket sorted last, released from readyAt on; order
+	// holds the places of its entries in release order (see sortReady).
 	ready   bucket[T]
+	order   []uint64
 	readyAt int
 	// gathered holds copies of the items of ready's entries from
 	// gatheredAt on (see gather).
@@ -115,7 +121,6 @@ func (q *buckets[T]) push(e entry, item T) bool {
 	if i&chunkMask == 0 {
 		bk.chunks = append(bk.chunks, q.newChunk())
 	}
-	e.held |= uint64(i) << 32
 	bk.entries = append(bk.entries, e)
 	*bk.at(uint32(i)) = item
 	q.held++
@@ -140,7 +145,7 @@ func (q *buckets[T]) front(wm int64) (entry, bool) {
 		q.sortNext(floorDiv(wm, q.width))
 	}
 	if q.readyAt < len(q.ready.entries) {
-		return q.ready.entries[q.readyAt], true
+		return q.ready.entries[q.order[q.readyAt]&placeMask], true
 	}
 	return entry{}, false
 }
@@ -172,8 +177,8 @@ func (q *buckets[T]) gather() {
 		q.gathered = make([]T, 0, gatherBatch)
 	}
 	q.gathered = q.gathered[:n]
-	for i, e := range q.ready.entries[q.readyAt : q.readyAt+n] {
-		q.gathered[i] = *q.ready.at(e.slot())
+	for i, o := range q.order[q.readyAt : q.readyAt+n] {
+		q.gathered[i] = *q.ready.at(uint32(o & placeMask))
 	}
 	q.gatheredAt = q.readyAt
 }
@@ -182,7 +187,8 @@ func (q *buckets[T]) gather() {
 // ready, sorted; ready is drained.
 func (q *buckets[T]) sortNext(last int64) {
 	for q.first <= last {
-		bk := &q.ring[uint64(q.first)%bucketCount]
+		n := q.first
+		bk := &q.ring[uint64(n)%bucketCount]
 		q.first++
 		if len(bk.entries) == 0 {
 			continue
@@ -190,10 +196,40 @@ func (q *buckets[T]) sortNext(last int64) {
 		q.recycle(q.ready)
 		q.ready, q.readyAt, *bk = *bk, 0, bucket[T]{}
 		q.held -= len(q.ready.entries)
-		slices.SortFunc(q.ready.entries, cmpEntry)
+		q.sortReady(n)
 		clear(q.gathered)
 		q.gathered, q.gatheredAt = q.gathered[:0], 0
 		return
+	}
+}
+
+// sortReady sorts the entries of ready, bucket number n, into order.
+// Sorting integers compares inline where sorting entries calls a
+// function for each comparison: an entry's place in the bucket goes in
+// the low bits, below its time's offset in the bucket, and entries with
+// equal times are then put in key order.
+func (q *buckets[T]) sortReady(n int64) {
+	es := q.ready.entries
+	order := q.order[:0]
+	for i, e := range es {
+		order = append(order, uint64(e.time-n*q.width)<<placeBits|uint64(i))
+	}
+	q.order = order
+	byEntry := func(a, b uint64) int { return cmpEntry(es[a&placeMask], es[b&placeMask]) }
+	if q.width > math.MaxUint64>>placeBits {
+		slices.SortFunc(order, byEntry)
+		return
+	}
+	slices.Sort(order)
+	for i := 0; i < len(order); {
+		j := i + 1
+		for j < len(order) && order[j]>>placeBits == order[i]>>placeBits {
+			j++
+		}
+		if j-i > 1 {
+			slices.SortFunc(order[i:j], byEntry)
+		}
+		i = j
 	}
 }
 

@@ -360,7 +360,9 @@ func drawScript(t *rapid.T) script {
 	s := script{
 		inputs: rapid.IntRange(1, 4).Draw(t, "inputs"),
 		cfg: Config{
-			Window:        time.Duration(rapid.Int64Range(0, 30).Draw(t, "window")),
+			// Windows beyond bucketsPerWindow give buckets wider than
+			// one nanosecond.
+			Window:        time.Duration(rapid.OneOf(rapid.Int64Range(0, 30), rapid.Int64Range(100, 400)).Draw(t, "window")),
 			IdleTimeout:   time.Duration(rapid.SampledFrom([]int64{-1, 5, 20, 60, 200}).Draw(t, "idle")),
 			FutureBound:   time.Duration(rapid.SampledFrom([]int64{-1, 50, 300}).Draw(t, "future")),
 			MetaRetention: time.Duration(rapid.SampledFrom([]int64{0, 1, 10, 50}).Draw(t, "retention")),
