@@ -70,10 +70,11 @@ type buckets[T any] struct {
 	ready   bucket[T]
 	order   []uint64
 	readyAt int
-	// gathered holds copies of the items of ready's entries from
-	// gatheredAt on (see gather).
-	gathered   []T
-	gatheredAt int
+	// batch and batchItems hold copies of ready's entries from batchAt
+	// on and of their items, in release order (see gather).
+	batch      []entry
+	batchItems []T
+	batchAt    int
 
 	// spareBuckets and spareChunks hold what drained buckets give back,
 	// for new buckets: their slices, emptied, and their chunks, cleared.
@@ -141,14 +142,25 @@ func (q *buckets[T]) newChunk() *chunk[T] {
 // Entries above wm may be returned too, but no entry is returned while an
 // older one is held.
 func (q *buckets[T]) front(wm int64) (entry, bool) {
-	if q.readyAt == len(q.ready.entries) && q.held > 0 {
+	if q.readyAt == len(q.ready.entries) {
+		if q.held == 0 {
+			return entry{}, false
+		}
 		q.sortNext(floorDiv(wm, q.width))
+		if q.readyAt == len(q.ready.entries) {
+			return entry{}, false
+		}
 	}
-	if q.readyAt < len(q.ready.entries) {
-		return q.ready.entries[q.order[q.readyAt]&placeMask], true
+	i := q.readyAt - q.batchAt
+	if i == len(q.batch) {
+		q.gather()
+		i = 0
 	}
-	return entry{}, false
+	return q.batch[i], true
 }
+
+// at returns the item of the entry front returned.
+func (q *buckets[T]) at() *T { return &q.batchItems[q.readyAt-q.batchAt] }
 
 // pop removes the entry front returned and returns its item.
 func (q *buckets[T]) pop() *T {
@@ -157,30 +169,22 @@ func (q *buckets[T]) pop() *T {
 	return p
 }
 
-// at returns the item of the entry front returned.
-func (q *buckets[T]) at() *T {
-	i := q.readyAt - q.gatheredAt
-	if i >= len(q.gathered) {
-		q.gather()
-		i = 0
-	}
-	return &q.gathered[i]
-}
-
-// gather copies the items of the next gatherBatch entries of ready, from
-// readyAt on, to gathered. A bucket's items lie in arrival order, which
-// is not their order of release: read one at a time, each would be a
-// wait on memory, where a batch lets the processor fetch many at once.
+// gather copies the next gatherBatch entries of ready, from readyAt on,
+// and their items to the batch, in release order. A bucket's items lie in
+// arrival order, which is not their order of release: read one at a time,
+// each would be a wait on memory, where a batch lets the processor fetch
+// many at once.
 func (q *buckets[T]) gather() {
 	n := min(gatherBatch, len(q.ready.entries)-q.readyAt)
-	if cap(q.gathered) < gatherBatch {
-		q.gathered = make([]T, 0, gatherBatch)
+	if q.batch == nil {
+		q.batch, q.batchItems = make([]entry, 0, gatherBatch), make([]T, 0, gatherBatch)
 	}
-	q.gathered = q.gathered[:n]
+	q.batch, q.batchItems = q.batch[:n], q.batchItems[:n]
 	for i, o := range q.order[q.readyAt : q.readyAt+n] {
-		q.gathered[i] = *q.ready.at(uint32(o & placeMask))
+		q.batch[i] = q.ready.entries[o&placeMask]
+		q.batchItems[i] = *q.ready.at(uint32(o & placeMask))
 	}
-	q.gatheredAt = q.readyAt
+	q.batchAt = q.readyAt
 }
 
 // sortNext makes the first non-empty bucket at or below bucket number last
@@ -197,8 +201,8 @@ func (q *buckets[T]) sortNext(last int64) {
 		q.ready, q.readyAt, *bk = *bk, 0, bucket[T]{}
 		q.held -= len(q.ready.entries)
 		q.sortReady(n)
-		clear(q.gathered)
-		q.gathered, q.gatheredAt = q.gathered[:0], 0
+		clear(q.batchItems)
+		q.batch, q.batchItems, q.batchAt = q.batch[:0], q.batchItems[:0], 0
 		return
 	}
 }
