@@ -3,6 +3,7 @@ package syncbuffer
 import (
 	"cmp"
 	"math"
+	"math/bits"
 	"slices"
 )
 
@@ -23,6 +24,11 @@ const (
 	// place in its bucket.
 	placeBits = 16
 	placeMask = 1<<placeBits - 1
+	// radixMin is the least entries a bucket needs for a radix sort,
+	// which sorts radixBits bits at a time.
+	radixMin  = 256
+	radixBits = 11
+	radixMask = 1<<radixBits - 1
 	// gatherBatch is how many items gather copies at a time.
 	gatherBatch = 128
 
@@ -70,6 +76,8 @@ type buckets[T any] struct {
 	ready   bucket[T]
 	order   []uint64
 	readyAt int
+	// radixScratch is radixSort's second buffer.
+	radixScratch []uint64
 	// batch and batchItems hold copies of ready's entries from batchAt
 	// on and of their items, in release order (see gather).
 	batch      []entry
@@ -224,7 +232,12 @@ func (q *buckets[T]) sortReady(n int64) {
 		slices.SortFunc(order, byEntry)
 		return
 	}
-	slices.Sort(order)
+	if len(order) < radixMin {
+		slices.Sort(order)
+	} else {
+		q.order, q.radixScratch = radixSort(order, q.radixScratch, bits.Len64(uint64(q.width-1)))
+		order = q.order
+	}
 	for i := 0; i < len(order); {
 		j := i + 1
 		for j < len(order) && order[j]>>placeBits == order[i]>>placeBits {
@@ -235,6 +248,35 @@ func (q *buckets[T]) sortReady(n int64) {
 		}
 		i = j
 	}
+}
+
+// radixSort sorts keys by their bits from placeBits to placeBits+width,
+// keeping keys with equal such bits in their order, and returns them
+// sorted and the other buffer, which it uses and grows as needed.
+func radixSort(keys, scratch []uint64, width int) (sorted, spare []uint64) {
+	if cap(scratch) < len(keys) {
+		scratch = make([]uint64, len(keys))
+	}
+	src, dst := keys, scratch[:len(keys)]
+	var count [1 << radixBits]uint32
+	for shift := placeBits; shift < placeBits+width; shift += radixBits {
+		clear(count[:])
+		for _, k := range src {
+			count[k>>shift&radixMask]++
+		}
+		sum := uint32(0)
+		for d, c := range count {
+			count[d] = sum
+			sum += c
+		}
+		for _, k := range src {
+			d := k >> shift & radixMask
+			dst[count[d]] = k
+			count[d]++
+		}
+		src, dst = dst, src
+	}
+	return src, dst
 }
 
 // recycle keeps a drained bucket's chunks and entries for new buckets,

@@ -439,3 +439,25 @@ func FuzzBuffer(f *testing.F) {
 		s.run(t)
 	})
 }
+
+// Buckets of hundreds of entries, sorted by radix, against the model:
+// many pushes spread over a wide window, few releases.
+func TestBufferMatchesModelLargeBuckets(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		window := rapid.SampledFrom([]int64{10_000, 1 << 22}).Draw(t, "window")
+		s := script{inputs: rapid.IntRange(1, 2).Draw(t, "inputs"), cfg: Config{Window: time.Duration(window), IdleTimeout: -1, FutureBound: -1}}
+		for range rapid.IntRange(1, 4).Draw(t, "rounds") {
+			// A narrow spread fills few buckets.
+			spread := rapid.SampledFrom([]int64{window / bucketsPerWindow, window}).Draw(t, "spread")
+			for range rapid.IntRange(radixMin, 4*radixMin).Draw(t, "pushes") {
+				in := rapid.IntRange(0, s.inputs-1).Draw(t, "input")
+				s.ops = append(s.ops, op{kind: opPush, input: in, delta: rapid.Int64Range(-spread, 0).Draw(t, "delta")})
+				if rapid.IntRange(0, 15).Draw(t, "same") == 0 {
+					s.ops = append(s.ops, op{kind: opPushSame, input: in})
+				}
+			}
+			s.ops = append(s.ops, op{kind: opAdvance, delta: rapid.Int64Range(0, window).Draw(t, "advance")}, op{kind: opRelease})
+		}
+		s.run(t)
+	})
+}
