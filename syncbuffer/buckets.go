@@ -95,7 +95,7 @@ func newBuckets[T any](window int64) buckets[T] {
 	if window <= 0 {
 		return buckets[T]{}
 	}
-	return buckets[T]{width: (window + bucketsPerWindow - 1) / bucketsPerWindow, lead: window}
+	return buckets[T]{width: (window-1)/bucketsPerWindow + 1, lead: window}
 }
 
 // len returns the number of items held.
@@ -291,10 +291,20 @@ func (q *buckets[T]) recycle(bk bucket[T]) {
 		clear(c[:])
 		q.spareChunks = append(q.spareChunks, c)
 	}
-	if bk.entries != nil && q.spareCap+cap(bk.entries) <= keep {
+	if bk.entries != nil {
 		clear(bk.chunks)
 		q.spareBuckets = append(q.spareBuckets, bucket[T]{entries: bk.entries[:0], chunks: bk.chunks[:0]})
 		q.spareCap += cap(bk.entries)
+	}
+	// What was kept while the buckets held more goes now.
+	for n := len(q.spareChunks); n*chunkSize > keep; n-- {
+		q.spareChunks[n-1] = nil
+		q.spareChunks = q.spareChunks[:n-1]
+	}
+	for n := len(q.spareBuckets); q.spareCap > keep; n-- {
+		q.spareCap -= cap(q.spareBuckets[n-1].entries)
+		q.spareBuckets[n-1] = bucket[T]{}
+		q.spareBuckets = q.spareBuckets[:n-1]
 	}
 }
 

@@ -54,7 +54,7 @@ type Buffer[T any] struct {
 	// in slots, so that tree nodes stay compact, are moved without write
 	// barriers and are never scanned by the garbage collector.
 	tree *btree.BTreeG[entry]
-	// slots hold the items, by value.
+	// slots hold the items of the tree and the runs, by value.
 	slots slotPages[T]
 	// size measures items, when set; bytes is the total held.
 	size  func(*T) int
@@ -97,8 +97,9 @@ type input struct {
 	run     run // what it delivered in order, when runs are kept
 }
 
-// entry is the tree's view of an item: its key, an arrival counter that
-// keeps equal keys apart and in arrival order, the item's slot and its
+// entry is the index's view of an item: its key, an arrival counter that
+// keeps equal keys apart and in arrival order, the item's slot (for an
+// item in a run or the tree; a bucket knows its items' places) and its
 // size, kept so that a release need not measure the item again. Origin
 // and arrival share a word, and so do slot and size, so that two entries
 // fit in the registers of a call to lessEntry, the tree's inner loop.
