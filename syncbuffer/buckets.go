@@ -25,10 +25,13 @@ const (
 	placeBits = 16
 	placeMask = 1<<placeBits - 1
 	// radixMin is the least entries a bucket needs for a radix sort,
-	// which sorts radixBits bits at a time.
-	radixMin  = 256
-	radixBits = 11
-	radixMask = 1<<radixBits - 1
+	// which sorts radixBits bits at a time, or radixSmallBits while the
+	// bucket holds fewer than radixSmall entries: counting a digit costs
+	// a pass over as many counters as it has values.
+	radixMin       = 64
+	radixBits      = 11
+	radixSmallBits = 8
+	radixSmall     = 4096
 	// gatherBatch is how many items gather copies at a time.
 	gatherBatch = 128
 
@@ -235,7 +238,11 @@ func (q *buckets[T]) sortReady(n int64) {
 	if len(order) < radixMin {
 		slices.Sort(order)
 	} else {
-		q.order, q.radixScratch = radixSort(order, q.radixScratch, bits.Len64(uint64(q.width-1)))
+		digit := radixBits
+		if len(order) < radixSmall {
+			digit = radixSmallBits
+		}
+		q.order, q.radixScratch = radixSort(order, q.radixScratch, bits.Len64(uint64(q.width-1)), digit)
 		order = q.order
 	}
 	for i := 0; i < len(order); {
@@ -251,18 +258,21 @@ func (q *buckets[T]) sortReady(n int64) {
 }
 
 // radixSort sorts keys by their bits from placeBits to placeBits+width,
-// keeping keys with equal such bits in their order, and returns them
-// sorted and the other buffer, which it uses and grows as needed.
-func radixSort(keys, scratch []uint64, width int) (sorted, spare []uint64) {
+// digit bits at a time (at most radixBits), keeping keys with equal such
+// bits in their order. It returns them sorted and the other buffer, which
+// it uses and grows as needed.
+func radixSort(keys, scratch []uint64, width, digit int) (sorted, spare []uint64) {
 	if cap(scratch) < len(keys) {
 		scratch = make([]uint64, len(keys))
 	}
 	src, dst := keys, scratch[:len(keys)]
-	var count [1 << radixBits]uint32
-	for shift := placeBits; shift < placeBits+width; shift += radixBits {
-		clear(count[:])
+	var counts [1 << radixBits]uint32
+	count := counts[:1<<digit]
+	mask := uint64(len(count) - 1)
+	for shift := placeBits; shift < placeBits+width; shift += digit {
+		clear(count)
 		for _, k := range src {
-			count[k>>shift&radixMask]++
+			count[k>>shift&mask]++
 		}
 		sum := uint32(0)
 		for d, c := range count {
@@ -270,7 +280,7 @@ func radixSort(keys, scratch []uint64, width int) (sorted, spare []uint64) {
 			sum += c
 		}
 		for _, k := range src {
-			d := k >> shift & radixMask
+			d := k >> shift & mask
 			dst[count[d]] = k
 			count[d]++
 		}

@@ -102,15 +102,17 @@ func TestBucketsGivenBackAfterABurst(t *testing.T) {
 
 func TestRadixSortKeepsEqualDigitsInOrder(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
-	for _, width := range []int{1, radixBits, radixBits + 1, 3 * radixBits} {
-		keys := make([]uint64, 1000)
-		for i := range keys {
-			keys[i] = r.Uint64N(1<<width)<<placeBits | uint64(i)
+	for _, digit := range []int{radixSmallBits, radixBits} {
+		for _, width := range []int{1, digit, digit + 1, 3 * digit} {
+			keys := make([]uint64, 1000)
+			for i := range keys {
+				keys[i] = r.Uint64N(1<<width)<<placeBits | uint64(i)
+			}
+			want := slices.Clone(keys)
+			slices.Sort(want)
+			got, _ := radixSort(keys, nil, width, digit)
+			assert.Equal(t, want, got, "width %d, digit %d", width, digit)
 		}
-		want := slices.Clone(keys)
-		slices.Sort(want)
-		got, _ := radixSort(keys, nil, width)
-		assert.Equal(t, want, got, "width %d", width)
 	}
 }
 
