@@ -16,14 +16,14 @@ const (
 	// bucketCount is the number of buckets, spanning four windows of event
 	// time from the oldest; items beyond go to the tree. A power of two.
 	bucketCount = 4 * bucketsPerWindow
-	// maxBucket is the most items a bucket takes; further items in its
-	// time span go to the tree, so that sorting a bucket never stalls the
-	// buffer for long.
-	maxBucket = 1 << 16
 	// placeBits is how many low bits of an order value hold the entry's
-	// place in its bucket.
+	// place in its bucket (see sortReady).
 	placeBits = 16
 	placeMask = 1<<placeBits - 1
+	// maxBucket is the most items a bucket takes, as many as placeBits
+	// number; further items in its time span go to the tree, so that
+	// sorting a bucket never stalls the buffer for long.
+	maxBucket = 1 << placeBits
 	// radixMin is the least entries a bucket needs for a radix sort,
 	// which sorts radixBits bits at a time, or radixSmallBits while the
 	// bucket holds fewer than radixSmall entries: counting a digit costs
@@ -36,7 +36,7 @@ const (
 	gatherBatch = 128
 
 	// chunkShift sets the size of the chunks that hold a bucket's items:
-	// 64, so that a bucket holding few items takes little memory.
+	// 32, so that a bucket holding few items takes little memory.
 	chunkShift = 5
 	chunkSize  = 1 << chunkShift
 	chunkMask  = chunkSize - 1
@@ -46,7 +46,8 @@ const (
 type chunk[T any] [chunkSize]T
 
 // bucket holds items in arrival order, in chunks so that growing never
-// moves an item, and their entries, whose slot is the item's place.
+// moves an item, and their entries: entries[i] is the entry of the item
+// at place i.
 type bucket[T any] struct {
 	entries []entry
 	chunks  []*chunk[T]
@@ -104,9 +105,8 @@ func newBuckets[T any](window int64) buckets[T] {
 // len returns the number of items held.
 func (q *buckets[T]) len() int { return q.held + len(q.ready.entries) - q.readyAt }
 
-// push adds item with its entry e, whose slot it sets, unless its time is
-// outside the buckets' spans or its bucket is full, and reports whether it
-// did.
+// push adds item with its entry e unless its time is outside the
+// buckets' spans or its bucket is full, and reports whether it did.
 func (q *buckets[T]) push(e entry, item T) bool {
 	if q.width == 0 {
 		return false
@@ -227,6 +227,8 @@ func (q *buckets[T]) sortReady(n int64) {
 	es := q.ready.entries
 	order := q.order[:0]
 	for i, e := range es {
+		// The offset is below width: computed with wrapping, it is right
+		// even where n*width overflows.
 		order = append(order, uint64(e.time-n*q.width)<<placeBits|uint64(i))
 	}
 	q.order = order
