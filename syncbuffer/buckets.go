@@ -24,14 +24,10 @@ const (
 	// number; further items in its time span go to the tree, so that
 	// sorting a bucket never stalls the buffer for long.
 	maxBucket = 1 << placeBits
-	// radixMin is the least entries a bucket needs for a radix sort,
-	// which sorts radixBits bits at a time, or radixSmallBits while the
-	// bucket holds fewer than radixSmall entries: counting a digit costs
-	// a pass over as many counters as it has values.
-	radixMin       = 64
-	radixBits      = 11
-	radixSmallBits = 8
-	radixSmall     = 4096
+	// spreadMin is the least entries a bucket needs for spreadSort,
+	// which spreads them over at most 1<<spreadBits ranges of time.
+	spreadMin  = 32
+	spreadBits = 11
 	// gatherBatch is how many items gather copies at a time.
 	gatherBatch = 128
 
@@ -80,8 +76,8 @@ type buckets[T any] struct {
 	ready   bucket[T]
 	order   []uint64
 	readyAt int
-	// radixScratch is radixSort's second buffer.
-	radixScratch []uint64
+	// spreadScratch is spreadSort's second buffer.
+	spreadScratch []uint64
 	// batch and batchItems hold copies of ready's entries from batchAt
 	// on and of their items, in release order (see gather).
 	batch      []entry
@@ -237,14 +233,10 @@ func (q *buckets[T]) sortReady(n int64) {
 		slices.SortFunc(order, byEntry)
 		return
 	}
-	if len(order) < radixMin {
+	if len(order) < spreadMin {
 		slices.Sort(order)
 	} else {
-		digit := radixBits
-		if len(order) < radixSmall {
-			digit = radixSmallBits
-		}
-		q.order, q.radixScratch = radixSort(order, q.radixScratch, bits.Len64(uint64(q.width-1)), digit)
+		q.order, q.spreadScratch = spreadSort(order, q.spreadScratch, bits.Len64(uint64(q.width-1)))
 		order = q.order
 	}
 	for i := 0; i < len(order); {
@@ -259,36 +251,42 @@ func (q *buckets[T]) sortReady(n int64) {
 	}
 }
 
-// radixSort sorts keys by their bits from placeBits to placeBits+width,
-// digit bits at a time (at most radixBits), keeping keys with equal such
-// bits in their order. It returns them sorted and the other buffer, which
-// it uses and grows as needed.
-func radixSort(keys, scratch []uint64, width, digit int) (sorted, spare []uint64) {
+// spreadSort sorts keys whose bits above placeBits are below 1<<width.
+// It spreads them by their top bits over as many ranges as there are
+// keys, up to 1<<spreadBits, in one counting pass, then sorts each range,
+// which holds few keys unless their times cluster. It returns the keys
+// sorted and the other buffer, which it uses and grows as needed.
+func spreadSort(keys, scratch []uint64, width int) (sorted, spare []uint64) {
 	if cap(scratch) < len(keys) {
 		scratch = make([]uint64, len(keys))
 	}
-	src, dst := keys, scratch[:len(keys)]
-	var counts [1 << radixBits]uint32
+	dst := scratch[:len(keys)]
+	digit := min(bits.Len(uint(len(keys))), spreadBits)
+	shift := placeBits + max(width-digit, 0)
+	var counts [1 << spreadBits]uint32
 	count := counts[:1<<digit]
-	mask := uint64(len(count) - 1)
-	for shift := placeBits; shift < placeBits+width; shift += digit {
-		clear(count)
-		for _, k := range src {
-			count[k>>shift&mask]++
-		}
-		sum := uint32(0)
-		for d, c := range count {
-			count[d] = sum
-			sum += c
-		}
-		for _, k := range src {
-			d := k >> shift & mask
-			dst[count[d]] = k
-			count[d]++
-		}
-		src, dst = dst, src
+	for _, k := range keys {
+		count[k>>shift]++
 	}
-	return src, dst
+	sum := uint32(0)
+	for d, c := range count {
+		count[d] = sum
+		sum += c
+	}
+	for _, k := range keys {
+		d := k >> shift
+		dst[count[d]] = k
+		count[d]++
+	}
+	// count[d] is now where range d ends.
+	start := uint32(0)
+	for _, end := range count {
+		if end-start > 1 {
+			slices.Sort(dst[start:end])
+		}
+		start = end
+	}
+	return dst, keys
 }
 
 // recycle keeps a drained bucket's chunks and entries for new buckets,

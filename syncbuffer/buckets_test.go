@@ -53,8 +53,8 @@ func TestFullBucketOverflowsToTree(t *testing.T) {
 func TestHugeWindowBuckets(t *testing.T) {
 	b := newTestBuffer(t, Config{Window: math.MaxInt64, FutureBound: -1}, 1)
 	r := rand.New(rand.NewPCG(3, 4))
-	want := make([]Key, 0, 2*radixMin)
-	for i := range 2 * radixMin {
+	want := make([]Key, 0, 512)
+	for i := range 512 {
 		k := Key{Time: r.Int64N(1 << 62), Seq: uint64(i % 7)}
 		want = append(want, k)
 		require.Equal(t, Buffered, b.Push(0, item{K: k}, 0))
@@ -100,18 +100,18 @@ func TestBucketsGivenBackAfterABurst(t *testing.T) {
 	assert.Less(t, spare, burst/4)
 }
 
-func TestRadixSortKeepsEqualDigitsInOrder(t *testing.T) {
+func TestSpreadSort(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
-	for _, digit := range []int{radixSmallBits, radixBits} {
-		for _, width := range []int{1, digit, digit + 1, 3 * digit} {
-			keys := make([]uint64, 1000)
+	for _, n := range []int{spreadMin, 100, 1000, 10_000} {
+		for _, width := range []int{0, 1, 5, 11, 12, 25, 47} {
+			keys := make([]uint64, n)
 			for i := range keys {
 				keys[i] = r.Uint64N(1<<width)<<placeBits | uint64(i)
 			}
 			want := slices.Clone(keys)
 			slices.Sort(want)
-			got, _ := radixSort(keys, nil, width, digit)
-			assert.Equal(t, want, got, "width %d, digit %d", width, digit)
+			got, _ := spreadSort(keys, nil, width)
+			assert.Equal(t, want, got, "%d keys below 1<<%d", n, width)
 		}
 	}
 }

@@ -68,10 +68,10 @@
 // that needs no sorting (with up to eight inputs). An item out of order
 // within the window goes to a time bucket: the window's span of event
 // time is cut into 64 buckets, an item is appended to its bucket
-// unsorted, and a bucket is sorted, by radix on the time when it is
-// large, only once the watermark reaches it. So a disordered stream costs
-// an append per item and a sort per bucket, not a search among every
-// item held. A bucket's items lie together in chunks of 32, written in
+// unsorted, and a bucket is sorted only once the watermark reaches it
+// (spread by time over small ranges in one pass, then each range
+// sorted). So a disordered stream costs an append per item and a sort per
+// bucket, not a search among every item held. A bucket's items lie together in chunks of 32, written in
 // sequence and copied out in release order a batch of 128 at a time, so
 // that a release seldom waits on memory. The rest (items older than the
 // bucket being released, more than three windows ahead, or beyond 65536
