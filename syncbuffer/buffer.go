@@ -351,10 +351,18 @@ func (b *Buffer[T]) Release(now int64, fn func(item T) bool) {
 		if !ok || e.time > wm {
 			break
 		}
-		item := b.pop(e, from)
 		last, released = e, true
 		b.stats.Released++
-		if !fn(item) {
+		b.bytes -= int64(e.size())
+		var more bool
+		if from == fromBuckets {
+			// The bucket is cleared once drained.
+			more = fn(*b.buckets.pop())
+		} else {
+			b.unlink(from)
+			more = fn(b.take(e))
+		}
+		if !more {
 			break
 		}
 	}
@@ -386,8 +394,10 @@ func (b *Buffer[T]) next(wm int64) (entry, int, bool) {
 	if ok {
 		min = b.head
 	}
-	if e, has := b.buckets.front(wm); has && (!ok || lessEntry(e, min)) {
-		min, from, ok = e, fromBuckets, true
+	if b.buckets.len() > 0 {
+		if e, has := b.buckets.front(wm); has && (!ok || lessEntry(e, min)) {
+			min, from, ok = e, fromBuckets, true
+		}
 	}
 	if b.inRuns > 0 {
 		for i := range b.inputs {
@@ -400,20 +410,14 @@ func (b *Buffer[T]) next(wm int64) (entry, int, bool) {
 	return min, from, ok
 }
 
-// pop removes e, which next found at from, and returns its item.
-func (b *Buffer[T]) pop(e entry, from int) T {
-	b.bytes -= int64(e.size())
-	switch from {
-	case fromHead:
+// unlink removes the entry next found at from, the tree's head or a run.
+func (b *Buffer[T]) unlink(from int) {
+	if from == fromHead {
 		b.hasHead = false
-	case fromBuckets:
-		// The bucket is cleared once drained.
-		return *b.buckets.pop()
-	default:
-		b.inputs[from].run.pop()
-		b.inRuns--
+		return
 	}
-	return b.take(e)
+	b.inputs[from].run.pop()
+	b.inRuns--
 }
 
 // EndOfStream marks input as finished: it no longer holds the watermark
