@@ -101,9 +101,9 @@ func newBuckets[T any](window int64) buckets[T] {
 // len returns the number of items held.
 func (q *buckets[T]) len() int { return q.held + len(q.ready.entries) - q.readyAt }
 
-// push adds item with its entry e unless its time is outside the
+// push adds a copy of item with its entry e unless its time is outside the
 // buckets' spans or its bucket is full, and reports whether it did.
-func (q *buckets[T]) push(e entry, item T) bool {
+func (q *buckets[T]) push(e entry, item *T) bool {
 	if q.width == 0 {
 		return false
 	}
@@ -130,7 +130,7 @@ func (q *buckets[T]) push(e entry, item T) bool {
 		bk.chunks = append(bk.chunks, q.newChunk())
 	}
 	bk.entries = append(bk.entries, e)
-	*bk.at(uint32(i)) = item
+	*bk.at(uint32(i)) = *item
 	q.held++
 	return true
 }

@@ -68,8 +68,9 @@ type Buffer[T any] struct {
 	// buckets take the items out of order within the window (see
 	// buckets); the tree takes the rest.
 	buckets buckets[T]
-	// scratch holds the item while the key functions look at it, so that
-	// Push's argument does not escape to the heap.
+	// scratch holds the item while the key functions look at it and
+	// until it is stored, so that Push's argument does not escape to the
+	// heap.
 	scratch T
 	arrival uint32
 
@@ -227,16 +228,13 @@ func (b *Buffer[T]) Push(input int, item T, now int64) Status {
 	k := b.key(&b.scratch)
 	meta := b.isMeta != nil && b.isMeta(&b.scratch)
 	st := b.classify(input, k, meta, now)
-	var size uint32
 	if st == Buffered {
-		size = b.measure(&b.scratch)
+		size := b.measure(&b.scratch)
+		b.insert(&b.inputs[input], entry{time: k.Time, seq: k.Seq, origin: uint64(k.Origin)<<32 | uint64(b.arrival), held: uint64(size)}, &b.scratch)
+		b.arrival++
 	}
 	var zero T
 	b.scratch = zero
-	if st == Buffered {
-		b.insert(&b.inputs[input], entry{time: k.Time, seq: k.Seq, origin: uint64(k.Origin)<<32 | uint64(b.arrival), held: uint64(size)}, item)
-		b.arrival++
-	}
 	return st
 }
 
@@ -311,7 +309,7 @@ func (in *input) bound(window int64) (int64, bool) {
 
 // insert stores item with its entry e: in its input's run if it keeps
 // the run in order, else in its bucket, else in a slot and the tree.
-func (b *Buffer[T]) insert(in *input, e entry, item T) {
+func (b *Buffer[T]) insert(in *input, e entry, item *T) {
 	if len(b.inputs) <= maxRunInputs && in.run.accepts(e) {
 		e.held |= uint64(b.store(item)) << 32
 		in.run.push(e)

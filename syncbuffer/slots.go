@@ -123,10 +123,10 @@ func (s *slotPages[T]) len() int { return len(s.pages) }
 // slot returns the item at slot i.
 func (b *Buffer[T]) slot(i uint32) *T { return b.slots.at(i) }
 
-// store puts item in a free slot and returns the slot.
-func (b *Buffer[T]) store(item T) uint32 {
+// store copies item to a free slot and returns the slot.
+func (b *Buffer[T]) store(item *T) uint32 {
 	slot := b.slots.alloc()
-	*b.slot(slot) = item
+	*b.slot(slot) = *item
 	return slot
 }
 
