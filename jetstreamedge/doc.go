@@ -69,8 +69,8 @@
 // bound, and does not get them (a worker that prefers its units keeps
 // them across leader changes, but one too slow to pull for a pinned TTL
 // loses them). A publish stored only after its receiver started the
-// sender's count (tried again while the unit moved) is handed on when it
-// comes, late. Only the built-in meta particles of package metaparticle
+// sender's count (tried again while the unit moved, or while the
+// receiver started) is handed on when it comes, late. Only the built-in meta particles of package metaparticle
 // cross workers (UnknownMetaError).
 //
 // See DESIGN.md, "Beyond one machine".
