@@ -73,7 +73,7 @@ func workerProcess(settings string) int {
 // move within a few seconds.
 func testConfig(name, worker string) cluster.Config {
 	return cluster.Config{
-		Pipeline: name, Worker: worker, LeaseTTL: 3 * time.Second,
+		Pipeline: name, Worker: worker, LeaseTTL: 3 * time.Second, RebalanceDelay: time.Second,
 		Edges: jetstreamedge.Config{Replicas: 3, AckWait: 5 * time.Second, PinnedTTL: 2 * time.Second},
 	}
 }

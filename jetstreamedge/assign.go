@@ -1,0 +1,104 @@
+package jetstreamedge
+
+import (
+	"context"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sensorstorm/sensorstorm/topology"
+)
+
+// Reassign tells the inlets that Config.Owns may answer differently now.
+// An inlet that does not pull starts pulling for a unit its worker owns
+// now. An inlet that pulls for a unit its worker no longer owns hands it
+// over: it stops pulling, gives back the messages it took and did not
+// deliver (negative acknowledgements: the server delivers them again at
+// once), and returns topology.ErrReleased, so that the instance fails what
+// it had not finished (given back the same way) and starts afresh; then
+// it unpins the consumer, and the server pins the worker that pulls now,
+// the owner, which receives the messages given back before any newer one
+// (see catchUp).
+func (t *Transport) Reassign() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	close(t.reassigned)
+	t.reassigned = make(chan struct{})
+}
+
+// reassignment returns the channel closed at the next Reassign.
+func (t *Transport) reassignment() <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.reassigned
+}
+
+// owns reports whether this worker owns the unit of consumer now.
+func (t *Transport) owns(consumer string, pulling bool) bool {
+	return t.cfg.Owns == nil || t.cfg.Owns(consumer, pulling)
+}
+
+// Units returns the consumers of every bolt instance fed through the
+// transport: every worker's units, the same list on every worker.
+func (t *Transport) Units() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	units := make([]string, len(t.inlets))
+	for i, in := range t.inlets {
+		units[i] = in.consumer
+	}
+	return units
+}
+
+// awaitOwnership returns once this worker owns the unit. If this inlet
+// released the unit last, it first unpins the consumer, now that the
+// instance gave back what it had not finished.
+func (in *inlet) awaitOwnership(ctx context.Context) error {
+	t := in.t
+	if in.released {
+		in.released = false
+		if err := t.stream.UnpinConsumer(ctx, in.consumer, PriorityGroup); err != nil {
+			// The pin expires after PinnedTTL without pulls.
+			t.cfg.Logger.Warn("unpinning a unit handed over failed", "consumer", in.consumer, "err", err)
+		}
+	}
+	for {
+		reassigned := t.reassignment()
+		if t.owns(in.consumer, false) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-reassigned:
+		}
+	}
+}
+
+// release hands the unit over (see Transport.Reassign): it drains the
+// iterator, waits for the puller to end (pulled closes), gives back what
+// was not delivered, held back in c or queued in q, and returns
+// topology.ErrReleased.
+func (in *inlet) release(msgs jetstream.MessagesContext, pulled <-chan struct{}, q *msgQueue, c *catchUp) error {
+	t := in.t
+	// Draining hands on what the server sent already, so that it is
+	// given back now rather than after the ack wait.
+	msgs.Drain()
+	select {
+	case <-pulled:
+	case <-time.After(t.cfg.PinnedTTL):
+		msgs.Stop()
+		<-pulled
+	}
+	back := q.take()
+	for _, h := range c.held {
+		back = append(back, h.m)
+	}
+	c.held, c.holding = nil, false
+	for _, m := range back {
+		_ = m.Nak()
+	}
+	in.released = true
+	t.cfg.Logger.Info("unit handed over", "consumer", in.consumer, "given_back", len(back))
+	return topology.ErrReleased
+}
