@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
 	"strings"
@@ -87,7 +88,11 @@ func startWorker(t *testing.T, c *natstest.Cluster, file, pipelineName, name str
 	t.Cleanup(cw.nc.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cw.w, err = cluster.Join(ctx, cw.nc, testConfig(pipelineName, name))
+	cfg := testConfig(pipelineName, name)
+	if os.Getenv("DEBUGLOG") != "" {
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})).With("w", name)
+	}
+	cw.w, err = cluster.Join(ctx, cw.nc, cfg)
 	require.NoError(t, err)
 	p, err := pipeline.Load(file)
 	require.NoError(t, err)

@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,6 +55,12 @@ func TestJoiningWorkerTakesItsShare(t *testing.T) {
 		require.LessOrEqual(t, len(assigned), most)
 	}
 	missing, extra := diffLines(lines(want), got)
+	for _, l := range missing {
+		t.Logf("missing: %s", strings.TrimSpace(l))
+	}
+	for _, l := range extra {
+		t.Logf("extra: %s", strings.TrimSpace(l))
+	}
 	require.Empty(t, missing, "lines of the single-process output missing")
 	require.Empty(t, extra, "lines beyond the single-process output")
 }

@@ -105,6 +105,10 @@ func Join(ctx context.Context, nc *nats.Conn, cfg Config) (*Worker, error) {
 			return nil, fmt.Errorf("cluster: bucket %s: %w", b.name, err)
 		}
 	}
+	// The units are assigned among the workers there from the start.
+	if err := w.refresh(ctx); err != nil {
+		return nil, fmt.Errorf("cluster: reading the workers: %w", err)
+	}
 	return w, nil
 }
 

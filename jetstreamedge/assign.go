@@ -50,14 +50,18 @@ func (t *Transport) Units() []string {
 	return units
 }
 
+// pinHeader carries the id of the pin a message was delivered under.
+const pinHeader = "Nats-Pin-Id"
+
 // awaitOwnership returns once this worker owns the unit. If this inlet
-// released the unit last, it first unpins the consumer, now that the
-// instance gave back what it had not finished.
-func (in *inlet) awaitOwnership(ctx context.Context) error {
+// handed the unit over last, it first unpins the consumer, unless another
+// worker was pinned meanwhile.
+func (in *inlet) awaitOwnership(ctx context.Context, cons jetstream.Consumer) error {
 	t := in.t
-	if in.released {
-		in.released = false
-		if err := t.stream.UnpinConsumer(ctx, in.consumer, PriorityGroup); err != nil {
+	in.pin = ""
+	if pin := in.released; pin != "" {
+		in.released = ""
+		if err := in.unpin(ctx, cons, pin); err != nil {
 			// The pin expires after PinnedTTL without pulls.
 			t.cfg.Logger.Warn("unpinning a unit handed over failed", "consumer", in.consumer, "err", err)
 		}
@@ -73,6 +77,20 @@ func (in *inlet) awaitOwnership(ctx context.Context) error {
 		case <-reassigned:
 		}
 	}
+}
+
+// unpin unpins the consumer if it is pinned with pin.
+func (in *inlet) unpin(ctx context.Context, cons jetstream.Consumer, pin string) error {
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return err
+	}
+	for _, g := range info.PriorityGroups {
+		if g.Group == PriorityGroup && g.PinnedClientID == pin {
+			return in.t.stream.UnpinConsumer(ctx, in.consumer, PriorityGroup)
+		}
+	}
+	return nil
 }
 
 // release hands the unit over (see Transport.Reassign): it drains the
@@ -98,7 +116,7 @@ func (in *inlet) release(msgs jetstream.MessagesContext, pulled <-chan struct{},
 	for _, m := range back {
 		_ = m.Nak()
 	}
-	in.released = true
+	in.released = in.pin
 	t.cfg.Logger.Info("unit handed over", "consumer", in.consumer, "given_back", len(back))
 	return topology.ErrReleased
 }

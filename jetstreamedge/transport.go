@@ -237,10 +237,11 @@ type inlet struct {
 	consumer string
 	// lastReceived is the wall time of the last message, in ns.
 	lastReceived atomic.Int64
-	// released tells that the last Run handed the unit over: the next
-	// unpins it (Run is called again only once the instance gave back
-	// what it had not finished).
-	released bool
+	// pin is the pin id of the last message received; released, the pin
+	// of the unit the last Run handed over: the next Run unpins the
+	// consumer if it is still pinned with it (Run is called again only
+	// once the instance gave back what it had not finished).
+	pin, released string
 }
 
 // Run implements topology.Inlet: it pulls in the priority group until ctx
@@ -261,7 +262,7 @@ func (in *inlet) Run(ctx context.Context, feed topology.Feed) error {
 	if err != nil {
 		return fmt.Errorf("jetstreamedge: consumer %s: %w", in.consumer, err)
 	}
-	if err := in.awaitOwnership(ctx); err != nil {
+	if err := in.awaitOwnership(ctx, cons); err != nil {
 		return err
 	}
 	expiry := max(t.cfg.PinnedTTL/2, time.Second)
@@ -351,6 +352,9 @@ func (in *inlet) pull(ctx context.Context, msgs jetstream.MessagesContext, q *ms
 			continue
 		}
 		in.lastReceived.Store(time.Now().UnixNano())
+		if pin := m.Headers().Get(pinHeader); pin != "" {
+			in.pin = pin
+		}
 		taken.Add(1)
 		q.put(m)
 	}
