@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"hash/fnv"
 	"slices"
@@ -46,7 +47,8 @@ func rank(worker, unit string) uint64 {
 }
 
 // owns implements jetstreamedge.Config.Owns: this worker owns the units
-// assigned to it among the workers announced. A unit assigned elsewhere
+// assigned to it among the workers announced, and every unit that ended
+// on a worker. A unit assigned elsewhere
 // stays with it, while it pulls, for RebalanceDelay after it lost it, so
 // that units do not move back and forth as workers come and go.
 func (w *Worker) owns(consumer string, pulling bool) bool {
@@ -57,6 +59,10 @@ func (w *Worker) owns(consumer string, pulling bool) bool {
 		// Built after the last refresh.
 		w.owners = assign(w.edges.Units(), w.live)
 		owner = w.owners[consumer]
+	}
+	if w.ended[consumer] {
+		// Every copy takes the end of stream sent again, and ends.
+		return true
 	}
 	if owner == w.self || !pulling {
 		delete(w.lost, consumer)
@@ -124,6 +130,15 @@ func (w *Worker) refresh(ctx context.Context) error {
 	if err != nil && !errors.Is(err, jetstream.ErrNoKeysFound) {
 		return err
 	}
+	ended := map[string]bool{}
+	for _, k := range keys {
+		var a Announcement
+		if e, err := w.workers.Get(ctx, k); err == nil && json.Unmarshal(e.Value(), &a) == nil {
+			for _, u := range a.Ended {
+				ended[u] = true
+			}
+		}
+	}
 	live := append(keys, w.self)
 	slices.Sort(live)
 	live = slices.Compact(live)
@@ -133,6 +148,6 @@ func (w *Worker) refresh(ctx context.Context) error {
 	if !slices.Equal(live, w.live) {
 		w.cfg.Logger.Info("workers changed", "worker", w.cfg.Worker, "workers", live)
 	}
-	w.live, w.owners = live, owners
+	w.live, w.owners, w.ended = live, owners, ended
 	return nil
 }

@@ -77,6 +77,7 @@ type clusterWorker struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	err    error
+	ran    chan struct{} // closed when the pipeline's run returned, with err set
 }
 
 func startWorker(t *testing.T, c *natstest.Cluster, file, pipelineName, name string) *clusterWorker {
@@ -112,7 +113,11 @@ func (cw *clusterWorker) run() {
 		cancel()
 		stopAnnouncing()
 	}
-	cw.wg.Go(func() { cw.err = cw.built.Run(ctx) })
+	cw.ran = make(chan struct{})
+	cw.wg.Go(func() {
+		defer close(cw.ran)
+		cw.err = cw.built.Run(ctx)
+	})
 }
 
 // status returns the status of the pipeline name, empty when it cannot

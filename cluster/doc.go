@@ -6,7 +6,22 @@
 // which worker runs each bolt instance: when a worker stops pulling, the
 // server pins another, and the unacknowledged messages are delivered to it
 // again, before any newer one, so that it rebuilds the instance's windows
-// as they were. What consumers cannot
+// as they were.
+//
+// Each worker assigns the units (bolt instances) among the workers
+// announced, all the same way without talking to each other: each unit,
+// in the order of their names, goes to the worker that ranks highest for
+// it by rendezvous hashing among those below an even share, so that the
+// units spread evenly and a worker joining or leaving moves few others. A
+// worker pulls only for the units assigned to it, so that the server pins
+// each unit to its owner. When a worker joins, the workers that run units
+// now assigned to it keep them for Config.RebalanceDelay, then hand them
+// over: stop pulling, give back what they took and had not finished (the
+// instance starts afresh, topology.ErrReleased), and unpin the consumer;
+// the server pins the newcomer, which rebuilds the unit's windows from the
+// messages given back. When a worker dies, its announcement expires
+// (LeaseTTL) and its units' new owners pull at once; the server pins them
+// once the dead worker's pin expired (PinnedTTL). What consumers cannot
 // express, which worker replays a file source, a lease in a key-value
 // bucket decides: the holder renews it, recording with it a checkpoint,
 // the prefix of the source's particles that JetStream confirmed; when it
@@ -21,8 +36,14 @@
 //
 // # What it is not
 //
-// Not a scheduler: nothing balances units actively; the server pins each
-// consumer to one of the workers pulling. Not for live sources yet: an MQTT
+// Not a scheduler: units spread by count, not by load, and every worker
+// runs every unit's instance, idle where it does not own it. Leases are not
+// balanced: the first worker to ask replays a file source. A unit handed
+// over is unavailable for the time its new owner takes to catch up (at
+// most an ack wait), and the instance it leaves had derived particles that
+// its successor derives again: receivers drop those copies by identity.
+// Workers that see different workers announced for a moment may both pull
+// for a unit: the server still pins one. Not for live sources yet: an MQTT
 // source would run on every worker (shared subscriptions are not wired),
 // so Join refuses pipelines with live sources. A live pipeline's idle
 // timeouts would also let a worker that runs nothing forward progress.

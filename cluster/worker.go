@@ -41,6 +41,9 @@ type Announcement struct {
 	// Assigned are the units assigned to it among the workers it saw
 	// announced: those it runs once they settle (see Config.RebalanceDelay).
 	Assigned []string `json:"assigned,omitempty"`
+	// Ended are the units whose instances ended their streams on it:
+	// every worker's copy of them may pull then, to end too.
+	Ended []string `json:"ended,omitempty"`
 }
 
 // Worker is one process of a pipeline's cluster.
@@ -60,11 +63,13 @@ type Worker struct {
 	// self is the worker's key in the announcement bucket; live the keys
 	// of the workers announced (self among them), owners the owner of
 	// every unit among them, lost when this worker lost the units
-	// assigned elsewhere that it still pulls for (see owns).
+	// assigned elsewhere that it still pulls for (see owns), ended the
+	// units a worker announced ended.
 	self   string
 	live   []string
 	owners map[string]string
 	lost   map[string]time.Time
+	ended  map[string]bool
 }
 
 // Join makes the pipeline's stream and buckets on nc's JetStream, or
@@ -155,7 +160,7 @@ func (w *Worker) announce(ctx context.Context, since time.Time) error {
 		a.Leases = append(a.Leases, k)
 	}
 	w.mu.Unlock()
-	a.Assigned = w.Assigned()
+	a.Assigned, a.Ended = w.Assigned(), w.edges.EndedUnits()
 	slices.Sort(a.Leases)
 	data, err := json.Marshal(a)
 	if err != nil {

@@ -2,6 +2,7 @@ package jetstreamedge
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -52,6 +53,39 @@ func (t *Transport) Units() []string {
 
 // pinHeader carries the id of the pin a message was delivered under.
 const pinHeader = "Nats-Pin-Id"
+
+// EndedUnits returns the consumers whose instances ended their streams on
+// this worker.
+func (t *Transport) EndedUnits() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var units []string
+	for _, in := range t.inlets {
+		if in.ended.Load() {
+			units = append(units, in.consumer)
+		}
+	}
+	return units
+}
+
+// finish marks the unit ended once its instance ended its streams (ctx's
+// cause is topology.ErrEnded), and unpins the consumer, so that the other
+// workers' copies of the instance, which their owners let pull once the
+// unit ended somewhere, receive the ends of stream sent again and end too.
+func (in *inlet) finish(ctx context.Context, cons jetstream.Consumer) {
+	if !errors.Is(context.Cause(ctx), topology.ErrEnded) {
+		return
+	}
+	in.ended.Store(true)
+	if in.pin == "" {
+		return
+	}
+	unpinCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(in.t.cfg.PinnedTTL, time.Second))
+	defer cancel()
+	if err := in.unpin(unpinCtx, cons, in.pin); err != nil {
+		in.t.cfg.Logger.Debug("unpinning an ended unit failed", "consumer", in.consumer, "err", err)
+	}
+}
 
 // awaitOwnership returns once this worker owns the unit. If this inlet
 // handed the unit over last, it first unpins the consumer, unless another

@@ -242,6 +242,8 @@ type inlet struct {
 	// consumer if it is still pinned with it (Run is called again only
 	// once the instance gave back what it had not finished).
 	pin, released string
+	// ended tells that the instance ended its streams.
+	ended atomic.Bool
 }
 
 // Run implements topology.Inlet: it pulls in the priority group until ctx
@@ -262,6 +264,7 @@ func (in *inlet) Run(ctx context.Context, feed topology.Feed) error {
 	if err != nil {
 		return fmt.Errorf("jetstreamedge: consumer %s: %w", in.consumer, err)
 	}
+	defer in.finish(ctx, cons)
 	if err := in.awaitOwnership(ctx, cons); err != nil {
 		return err
 	}

@@ -97,7 +97,7 @@ type boltInstance struct {
 	inlet     Inlet
 	feed      *feed
 	abandon   chan struct{}
-	stopInlet context.CancelFunc
+	stopInlet func()
 	eosAcks   []ackOp
 	// drainedInputs marks the inputs that sent no new data since drained
 	// or ended; once all have, the instance drains its own outputs.

@@ -26,6 +26,9 @@ var (
 	// the instance to another process while this one goes on: the
 	// instance starts afresh (see Inlet).
 	ErrReleased = errors.New("topology: instance released to another process")
+	// ErrEnded is the cause of the end of an Inlet's context when its
+	// instance ended its streams.
+	ErrEnded = errors.New("topology: instance ended")
 )
 
 // PanicError is the error of an operation that panicked.

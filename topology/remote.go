@@ -49,6 +49,9 @@ type Inlet interface {
 	// streams: what it had not finished is the Transport's to deliver
 	// again, to whichever process takes the instance over.
 	//
+	// When the instance ended its streams, ctx ends with the cause
+	// ErrEnded (context.Cause).
+	//
 	// When Run returns ErrReleased, the rest of the process goes on: the
 	// instance stops, the batches it finished are reported done, the
 	// others fail (their done callbacks get an error), and it discards
@@ -254,8 +257,15 @@ func (f *feed) failAll(err error) {
 // ends, afresh every time the Inlet releases it (ErrReleased).
 func (b *boltInstance) runRemote(srcCtx, drainCtx context.Context) error {
 	for {
-		inCtx, stopInlet := context.WithCancel(srcCtx)
-		b.stopInlet, b.abandon = stopInlet, make(chan struct{})
+		inCtx, stopInlet := context.WithCancelCause(srcCtx)
+		b.abandon = make(chan struct{})
+		b.stopInlet = func() {
+			if b.ended == b.inputs {
+				stopInlet(ErrEnded)
+			} else {
+				stopInlet(nil)
+			}
+		}
 		var inErr error
 		inletDone := make(chan struct{})
 		go func() {
@@ -267,7 +277,7 @@ func (b *boltInstance) runRemote(srcCtx, drainCtx context.Context) error {
 			close(b.abandon)
 		}()
 		err := b.run(drainCtx)
-		stopInlet()
+		b.stopInlet()
 		<-inletDone
 		switch {
 		case err != nil:

@@ -287,6 +287,7 @@ type releasing struct {
 	processed *topology.ComponentStats
 	runs      int
 	dones     [2]chan error
+	cause     error // of the end of the second run's context
 }
 
 func (r *releasing) Edge(bolt string, index int) (topology.Outlet, topology.Inlet, bool) {
@@ -316,6 +317,7 @@ func (r *releasing) Run(ctx context.Context, feed topology.Feed) error {
 	}
 	if run == 1 {
 		<-ctx.Done()
+		r.cause = context.Cause(ctx)
 		return ctx.Err()
 	}
 	for r.processed.Processed.Load() < 2 {
@@ -330,7 +332,8 @@ func (r *releasing) Run(ctx context.Context, feed topology.Feed) error {
 
 // An instance whose inlet releases it starts afresh: the batches it had
 // not finished fail, so that they are delivered again elsewhere, and what
-// its operation held is gone when it runs again.
+// its operation held is gone when it runs again. Once it ended, its
+// inlet's context tells so.
 func TestReleasedInstanceStartsAfresh(t *testing.T) {
 	tr := &releasing{loopback: newLoopback(), dones: [2]chan error{make(chan error, 1), make(chan error, 1)}}
 	topo, err := topology.New(topology.Config{Replay: true, Transport: tr, Acking: topology.AckingConfig{Enabled: true}})
@@ -349,4 +352,5 @@ func TestReleasedInstanceStartsAfresh(t *testing.T) {
 	require.NoError(t, <-tr.dones[1])
 	require.Equal(t, []int64{3}, got, "the second run counts only its own batch")
 	require.Equal(t, 2, tr.runs)
+	require.ErrorIs(t, tr.cause, topology.ErrEnded, "the inlet learns that its instance ended")
 }
