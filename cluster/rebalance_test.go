@@ -34,9 +34,22 @@ func TestJoiningWorkerTakesItsShare(t *testing.T) {
 	second := startWorker(t, c, paced, name, "w2")
 	second.run()
 	workers := []*clusterWorker{first, second}
-	require.Eventually(t, func() bool { return len(second.w.Transport().ActiveUnits(joined)) > 0 }, 30*time.Second, 20*time.Millisecond,
-		"the second worker runs units")
+	require.Eventually(t, func() bool {
+		ran := second.w.Transport().ActiveUnits(joined)
+		return slices.ContainsFunc(second.w.Assigned(), func(u string) bool { return slices.Contains(ran, u) })
+	}, 30*time.Second, 20*time.Millisecond, "the second worker runs units assigned to it")
 	t.Logf("the second worker ran units %v %s after it joined", second.w.Transport().ActiveUnits(joined), time.Since(joined).Round(time.Millisecond))
+	var a, b []string
+	require.Eventually(t, func() bool {
+		a, b = first.w.Assigned(), second.w.Assigned()
+		return len(a)+len(b) == n
+	}, 10*time.Second, 20*time.Millisecond, "both workers see both")
+	require.ElementsMatch(t, units, append(slices.Clone(a), b...), "every unit assigned to one worker")
+	most := (n+1)/2 + 1
+	for _, assigned := range [][]string{a, b} {
+		require.NotEmpty(t, assigned)
+		require.LessOrEqual(t, len(assigned), most)
+	}
 	// Every copy of a unit ended somewhere takes the end of stream sent
 	// again, and ends: both workers finish the run.
 	for _, w := range workers {
@@ -52,15 +65,7 @@ func TestJoiningWorkerTakesItsShare(t *testing.T) {
 		w.stop()
 		require.NoError(t, w.err, "worker %s", w.name)
 		got = append(got, lines(w.out.String())...)
-		t.Logf("worker %s: assigned %v, ran %v since the join, transport %+v", w.name, w.w.Assigned(),
-			w.w.Transport().ActiveUnits(joined), counts(w.w.Transport().Stats()))
-	}
-	a, b := first.w.Assigned(), second.w.Assigned()
-	require.ElementsMatch(t, units, append(slices.Clone(a), b...), "every unit assigned to one worker")
-	most := (len(units)+1)/2 + 1
-	for _, assigned := range [][]string{a, b} {
-		require.NotEmpty(t, assigned)
-		require.LessOrEqual(t, len(assigned), most)
+		t.Logf("worker %s: ran %v since the join, transport %+v", w.name, w.w.Transport().ActiveUnits(joined), counts(w.w.Transport().Stats()))
 	}
 	missing, extra := diffLines(lines(want), got)
 	for _, l := range missing {
