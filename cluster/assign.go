@@ -76,6 +76,14 @@ func (w *Worker) owns(consumer string, pulling bool) bool {
 	return time.Since(lost) < w.cfg.RebalanceDelay
 }
 
+// Workers returns the workers this worker saw announced last, itself
+// among them, as their keys in the announcement bucket.
+func (w *Worker) Workers() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.live)
+}
+
 // Assigned returns the units assigned to this worker among the workers it
 // saw announced last.
 func (w *Worker) Assigned() []string {

@@ -84,7 +84,13 @@ func startWorker(t *testing.T, c *natstest.Cluster, file, pipelineName, name str
 	t.Helper()
 	cw := &clusterWorker{name: name}
 	var err error
-	cw.nc, err = nats.Connect(c.URL(), nats.Name(name))
+	opts := []nats.Option{nats.Name(name)}
+	if os.Getenv("DEBUGLOG") != "" {
+		opts = append(opts, nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			slog.Error("nats", "w", name, "subject", sub.Subject, "err", err)
+		}))
+	}
+	cw.nc, err = nats.Connect(c.URL(), opts...)
 	require.NoError(t, err)
 	t.Cleanup(cw.nc.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -169,8 +175,8 @@ func TestTwoWorkersGiveTheSingleProcessOutput(t *testing.T) {
 		startWorker(t, c, threeStages, name, "w1"),
 		startWorker(t, c, threeStages, name, "w2"),
 	}
-	// Both announced, each worker pins the units it prefers.
-	require.Eventually(t, func() bool { return len(status(t, workers[0].nc, name).Workers) == 2 }, 10*time.Second, 20*time.Millisecond)
+	// Each sees both, and pulls for the units assigned to it.
+	require.Eventually(t, func() bool { return len(workers[0].w.Workers()) == 2 && len(workers[1].w.Workers()) == 2 }, 10*time.Second, 20*time.Millisecond)
 	for _, w := range workers {
 		w.run()
 	}
