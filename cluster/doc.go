@@ -41,7 +41,12 @@
 // balanced: the first worker to ask replays a file source. A unit handed
 // over is unavailable for the time its new owner takes to catch up (at
 // most an ack wait), and the instance it leaves had derived particles that
-// its successor derives again: receivers drop those copies by identity.
+// its successor derives again: receivers drop those copies by identity,
+// but a message that carries such a copy among newer particles stays
+// unacknowledged, and if its receiving unit moves too, by a kill or a
+// later handover, the receiver there, whose filter starts empty, takes
+// the copy again: a window that fired already can fire again with it
+// alone.
 // Workers that see different workers announced for a moment may both pull
 // for a unit: the server still pins one. Not for live sources yet: an MQTT
 // source would run on every worker (shared subscriptions are not wired),
