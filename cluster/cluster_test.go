@@ -103,7 +103,7 @@ func startWorker(t *testing.T, c *natstest.Cluster, file, pipelineName, name str
 	require.NoError(t, err)
 	p, err := pipeline.Load(file)
 	require.NoError(t, err)
-	cw.built, err = p.Build(pipeline.Options{Stdout: &cw.out, Transport: cw.w.Transport(), Lease: cw.w.LeaseSource, Incarnation: cw.w.Incarnation()})
+	cw.built, err = p.Build(pipeline.Options{Stdout: &cw.out, Transport: cw.w.Transport(), Lease: cw.w.LeaseSource, LeaseFeed: cw.w.LeaseFeed, Incarnation: cw.w.Incarnation(), Cluster: pipelineName, Worker: name})
 	require.NoError(t, err)
 	runCtx, stop := context.WithCancel(context.Background())
 	cw.cancel = stop

@@ -34,11 +34,51 @@
 // their leases and the units they received data for in a bucket whose
 // entries expire, which Status reads.
 //
+// # Live sources
+//
+// An instance of an MQTT source is a unit too (Worker.LeaseFeed), with a
+// client id that is the same on every worker (pipeline.Options.Cluster)
+// and a persistent session; the instances of a source split its feed with
+// a shared subscription ($share/GROUP/FILTER, Mosquitto 2 takes it from
+// MQTT 3.1.1 clients). The worker holding an instance's lease runs it. The
+// broker goes on handing a dead worker's session its share of the feed,
+// and keeps those messages, and the ones sent and not acknowledged, for
+// the session: when the lease expires, another worker takes it, connects
+// with the same client id and receives them. Mode tree acknowledges a
+// message once JetStream confirmed its particles, so nothing needs a
+// local spool (mode spool, whose spool another worker could not replay,
+// is refused; so are http sources). The instances go round the workers
+// announced, so that n instances on n workers give each one; a worker
+// takes an instance meant for another only once its lease stayed free for
+// a lease TTL, and takes none in its first lease TTL, so that workers
+// started together share. Each holding runs a source of its own and
+// numbers the instance's particles in a range of its own, counted in the
+// done bucket: receivers would drop a new holder's particles as copies of
+// the old one's. A message the
+// broker sends again is a new particle: copies of messages whose
+// particles reached JetStream before their acknowledgement reached the
+// broker are counted, not dropped (a dedup operation can drop them).
+//
+// The watermark holds while an instance moves: its input stays silent,
+// and only the idle timeout (30 s by default) lets the others' data pass;
+// what comes after that is behind and follows the late policy. A live
+// instance moves within two lease TTLs (20 s by default), a bolt instance
+// within the lease TTL and the ack wait (40 s by default): where order
+// matters, give the buffers an idle timeout longer than that. A bolt instance's copy on a
+// worker that does not run it receives nothing and, once its inputs are
+// idle, forwards the stream clock minus the idle timeout downstream; the
+// receiver takes the higher of that and the running copy's progress,
+// which is what it does itself with an input silent for the idle timeout:
+// nothing the running copy emits within the idle timeout of the stream
+// clock is behind because of it.
+//
 // # What it is not
 //
-// Not a scheduler: units spread by count, not by load, and every worker
-// runs every unit's instance, idle where it does not own it. Leases are not
-// balanced: the first worker to ask replays a file source. A unit handed
+// Not a scheduler: bolt instances spread by count, not by load, and every
+// worker runs every bolt instance's copy, idle where it does not own it.
+// Leases are not balanced: the first worker to ask replays a file source,
+// and a worker keeps the live instances it leased until it stops or dies,
+// so a worker that joins later runs none of them. A bolt instance handed
 // over is unavailable for the time its new owner takes to catch up (at
 // most an ack wait), and the instance it leaves had derived particles that
 // its successor derives again: receivers drop those copies by identity,
@@ -46,12 +86,12 @@
 // unacknowledged, and if its receiving unit moves too, by a kill or a
 // later handover, the receiver there, whose filter starts empty, takes
 // the copy again: a window that fired already can fire again with it
-// alone.
-// Workers that see different workers announced for a moment may both pull
-// for a unit: the server still pins one. Not for live sources yet: an MQTT
-// source would run on every worker (shared subscriptions are not wired),
-// so Join refuses pipelines with live sources. A live pipeline's idle
-// timeouts would also let a worker that runs nothing forward progress.
+// alone. Workers that see different workers announced for a moment may
+// both pull for a unit: the server still pins one. A worker that could not
+// renew a file source's lease (NATS out of reach for two renewals in a
+// row, two thirds of the lease TTL) leaves that source to the other
+// workers until it is restarted; a live instance it takes again once the
+// lease is free, as a new holding with a source of its own.
 //
 // See DESIGN.md, "Beyond one machine".
 package cluster

@@ -97,7 +97,7 @@ func (l *leasedSource) runHeld(ctx context.Context, out topology.SourceEmitter, 
 	defer stopRenewing()
 	l.w.hold(l.key, true)
 	defer l.w.hold(l.key, false)
-	wg.Go(func() { l.renew(heldCtx, lose, rev) })
+	wg.Go(func() { l.w.renewLease(heldCtx, lose, l.key, rev, l.checkpoint) })
 
 	if _, err := l.w.done.Get(heldCtx, l.key); err == nil {
 		stopRenewing()
@@ -137,26 +137,41 @@ func (l *leasedSource) runHeld(ctx context.Context, out topology.SourceEmitter, 
 	return nil
 }
 
-// renew renews the lease every third of its TTL until ctx ends; when it
-// cannot, it cancels the replay.
-func (l *leasedSource) renew(ctx context.Context, lose context.CancelCauseFunc, rev uint64) {
-	ticker := time.NewTicker(l.w.cfg.LeaseTTL / 3)
+// renewLease renews the lease key, taken at rev, every third of its TTL
+// until ctx ends, calling renewed (if set) after each renewal. A renewal
+// that fails is tried again at the next tick while the lease is sure to
+// outlast it, so that a NATS server's election passes; when another
+// worker took the lease, or it may have expired before the next attempt,
+// renewLease cancels the holder with errLeaseLost.
+func (w *Worker) renewLease(ctx context.Context, lose context.CancelCauseFunc, key string, rev uint64, renewed func(context.Context)) {
+	every := w.cfg.LeaseTTL / 3
+	ticker := time.NewTicker(every)
 	defer ticker.Stop()
+	// written is when the lease was last written, at the latest: it lasts
+	// a TTL from then.
+	written := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
 		}
-		next, err := l.w.leases.Update(ctx, l.key, []byte(l.w.cfg.Worker), rev)
-		if err != nil {
-			if ctx.Err() == nil {
-				lose(errLeaseLost)
+		start := time.Now()
+		next, err := w.leases.Update(ctx, key, []byte(w.cfg.Worker), rev)
+		switch {
+		case err == nil:
+			rev, written = next, start
+			if renewed != nil {
+				renewed(ctx)
 			}
+			continue
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, jetstream.ErrKeyRevisionMismatch), time.Since(written)+every >= w.cfg.LeaseTTL:
+			lose(errLeaseLost)
 			return
 		}
-		rev = next
-		l.checkpoint(ctx)
+		w.cfg.Logger.Warn("renewing a lease failed: trying again", "worker", w.cfg.Worker, "lease", key, "err", err)
 	}
 }
 

@@ -31,6 +31,9 @@ type Status struct {
 	// their start that JetStream confirmed, from which a worker taking
 	// a lease over resumes.
 	Checkpoints map[string]string
+	// Holdings maps the instances of live sources (MQTT) to the number
+	// of times a worker took their lease.
+	Holdings map[string]string
 	// Units are the bolt instances, one per consumer.
 	Units []Unit
 }
@@ -80,7 +83,7 @@ func ReadStatus(ctx context.Context, nc *nats.Conn) ([]Status, error) {
 }
 
 func readStatus(ctx context.Context, js jetstream.JetStream, stream, tok string) (Status, error) {
-	st := Status{Pipeline: tok, Leases: map[string]string{}, Checkpoints: map[string]string{}}
+	st := Status{Pipeline: tok, Leases: map[string]string{}, Checkpoints: map[string]string{}, Holdings: map[string]string{}}
 	units := map[string][]string{}
 	err := eachEntry(ctx, js, workerBucket(tok), func(_ string, v []byte) {
 		var a Announcement
@@ -98,6 +101,8 @@ func readStatus(ctx context.Context, js jetstream.JetStream, stream, tok string)
 		err = eachEntry(ctx, js, doneBucket(tok), func(k string, v []byte) {
 			if src, ok := strings.CutPrefix(k, checkpointKey("")); ok {
 				st.Checkpoints[src] = string(v)
+			} else if src, ok := strings.CutPrefix(k, epochKey("")); ok {
+				st.Holdings[src] = string(v)
 			} else {
 				st.Done = append(st.Done, k)
 			}
@@ -166,6 +171,10 @@ func (s *Status) Write(w io.Writer) error {
 	}
 	slices.Sort(sources)
 	for _, k := range sources {
+		if n, ok := s.Holdings[k]; ok {
+			fmt.Fprintf(tw, "%s\tread by %s, holding %s\n", k, s.Leases[k], n)
+			continue
+		}
 		fmt.Fprintf(tw, "%s\treplayed by %s, %s confirmed\n", k, s.Leases[k], or(s.Checkpoints[k], "0"))
 	}
 	for _, k := range s.Done {

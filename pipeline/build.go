@@ -41,9 +41,32 @@ type Options struct {
 	Transport topology.Transport
 	// Incarnation is passed to the topology (topology.Config.Incarnation).
 	Incarnation uint32
-	// Lease, if set, wraps every source instance, outside WrapSource, in a
-	// lease that lets one process of a cluster run it.
+	// Lease, if set, wraps every instance of a source other than MQTT (a
+	// recording), outside WrapSource, in a lease that lets one process of
+	// a cluster run it.
 	Lease func(name string, instance int, src topology.Source) topology.Source
+	// LeaseFeed, if set, makes every instance of an MQTT source a lease
+	// that lets one process of a cluster run it: open makes the
+	// instance's source (wrapped by WrapSource) for a holding of the
+	// lease, since a source runs once, with the function that ends its
+	// connection, which outlives its Run, so that a worker letting the
+	// lease go can leave the broker session to the next. Built.Run closes
+	// every source open made. With a Transport, Build requires LeaseFeed
+	// for MQTT sources, since instances with one client id on every
+	// worker would take the broker session from each other.
+	LeaseFeed func(name string, instance int, open func() (topology.Source, func() error)) topology.Source
+	// Cluster, if set, is the pipeline's name in the cluster this process
+	// is a worker of. Build then refuses what cannot run on a cluster
+	// (see Pipeline.CheckCluster; with a Transport too), and an MQTT
+	// source whose file gives no client id takes
+	// sensorstorm-CLUSTER-NAME (suffixed with the instance's index as
+	// usual), the same on every worker, so that the worker taking an
+	// instance over resumes its broker session.
+	Cluster string
+	// Worker, with Cluster, names this worker: an MQTT sink's client id
+	// ends with it, since the workers running the sink's instances
+	// connect at the same time.
+	Worker string
 }
 
 // setDefaults fills in what depends on the whole pipeline: see the
@@ -126,9 +149,9 @@ func resolve(dir, path string) string {
 // broker.
 type Built struct {
 	*topology.Topology
+	mu sync.Mutex // guards what follows: Run makes sources
+	// sources are closed by Run.
 	sources []io.Closer
-
-	mu      sync.Mutex // guards replays: Run makes the sources
 	replays map[string][]*replay.Source
 }
 
@@ -156,6 +179,8 @@ func (b *Built) ReplayStatus(name string) (replay.Status, bool) {
 // and closes their spools.
 func (b *Built) Run(ctx context.Context) error {
 	err := b.Topology.Run(ctx)
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	for _, s := range b.sources {
 		err = errors.Join(err, s.Close())
 	}
@@ -169,6 +194,11 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 	opts.Dir = p.dir(opts.Dir)
 	if err := p.Check(opts.Dir); err != nil {
 		return nil, err
+	}
+	if opts.Cluster != "" || opts.Transport != nil {
+		if err := p.CheckCluster(); err != nil {
+			return nil, err
+		}
 	}
 	if opts.Stdout == nil {
 		opts.Stdout = os.Stdout
@@ -197,9 +227,14 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 	for i := range p.Sources {
 		s := &p.Sources[i]
 		var factory topology.SourceFactory
+		leased := s.MQTT != nil && opts.LeaseFeed != nil
 		switch {
 		case s.File != nil:
 			factory, err = fileSource(s, opts.Dir, built)
+		case leased:
+			factory, err = leasedMQTTSource(s, opts, built)
+		case s.MQTT != nil && opts.Transport != nil:
+			err = errors.New("an MQTT source of a cluster needs a lease (Options.LeaseFeed)")
 		case s.MQTT != nil:
 			var srcs []*mqtt.Source
 			srcs, err = mqttSources(s, opts)
@@ -220,10 +255,10 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 		if err != nil {
 			return fail(&Error{File: p.File, Line: s.pos.line, Column: s.pos.col, Err: fmt.Errorf("source %q: %w", s.Name, err)})
 		}
-		if opts.WrapSource != nil {
+		if opts.WrapSource != nil && !leased {
 			factory = opts.WrapSource(factory)
 		}
-		if lease := opts.Lease; lease != nil {
+		if lease := opts.Lease; lease != nil && s.MQTT == nil {
 			inner, name := factory, s.Name
 			factory = func(i int) topology.Source { return lease(name, i, inner(i)) }
 		}
@@ -270,6 +305,31 @@ func fileSource(s *Source, dir string, built *Built) (topology.SourceFactory, er
 	}, nil
 }
 
+// leasedMQTTSource returns the factory of an MQTT source whose instances
+// a cluster leases (Options.LeaseFeed): each holding of an instance runs a
+// source of its own, which built closes at the end.
+func leasedMQTTSource(s *Source, opts Options, built *Built) (topology.SourceFactory, error) {
+	cfgs := mqttSourceConfigs(s, opts.Dir, opts.Cluster, opts.Logger)
+	for _, c := range cfgs {
+		// Neither connects nor opens anything: it checks c.
+		if _, err := mqtt.NewSource(c); err != nil {
+			return nil, err
+		}
+	}
+	return func(i int) topology.Source {
+		return opts.LeaseFeed(s.Name, i, func() (topology.Source, func() error) {
+			src, _ := mqtt.NewSource(cfgs[i])
+			built.mu.Lock()
+			built.sources = append(built.sources, src)
+			built.mu.Unlock()
+			if opts.WrapSource == nil {
+				return src, src.Close
+			}
+			return opts.WrapSource(topology.Single(src))(i), src.Close
+		})
+	}, nil
+}
+
 // httpSource returns an http source, its state directory resolved against
 // opts.Dir.
 func httpSource(s *Source, opts Options) (*httpwrite.Source, error) {
@@ -283,7 +343,7 @@ func httpSource(s *Source, opts Options) (*httpwrite.Source, error) {
 // mqttSources returns the instances of an MQTT source.
 func mqttSources(s *Source, opts Options) ([]*mqtt.Source, error) {
 	var srcs []*mqtt.Source
-	for _, cfg := range mqttSourceConfigs(s, opts.Dir, opts.Logger) {
+	for _, cfg := range mqttSourceConfigs(s, opts.Dir, opts.Cluster, opts.Logger) {
 		src, err := mqtt.NewSource(cfg)
 		if err != nil {
 			for _, s := range srcs {
@@ -310,9 +370,7 @@ func openSink(s *Sink, name string, opts Options) (operation.Operation, io.Close
 		return sink, nil, err
 	}
 	if s.MQTT != nil {
-		cfg := *s.MQTT
-		resolveConn(&cfg.ConnConfig, opts.Dir, opts.Logger, name)
-		sink, err := mqtt.NewSink(cfg)
+		sink, err := mqtt.NewSink(mqttSinkConfig(s.MQTT, name, opts))
 		return sink, nil, err
 	}
 	path := resolve(opts.Dir, s.File)
@@ -324,6 +382,18 @@ func openSink(s *Sink, name string, opts Options) (operation.Operation, io.Close
 		return nil, nil, err
 	}
 	return sink, sink, nil
+}
+
+// mqttSinkConfig returns the configuration of the MQTT sink of bolt name,
+// paths resolved against opts.Dir; on a cluster, its client id is this
+// worker's.
+func mqttSinkConfig(c *mqtt.SinkConfig, name string, opts Options) mqtt.SinkConfig {
+	cfg := *c
+	if opts.Cluster != "" && opts.Worker != "" {
+		cfg.ClientID += "-" + opts.Worker
+	}
+	resolveConn(&cfg.ConnConfig, opts.Dir, opts.Logger, name)
+	return cfg
 }
 
 func grouping(in Input) topology.Grouping {

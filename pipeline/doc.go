@@ -79,7 +79,11 @@
 // one of its own, sensorstorm-NAME-HOST; two components may not share a
 // client id or a spool. A source with parallelism above one needs shared
 // subscriptions ($share/GROUP/FILTER), and its instances get the client
-// id and state directory suffixed with their index. A password left out
+// id and state directory suffixed with their index. On a cluster
+// ([Options.Cluster]) a client id the file does not give is
+// sensorstorm-CLUSTER-NAME, the same on every worker, mode spool is
+// refused ([Pipeline.CheckCluster]), and an MQTT sink's client id ends
+// with the worker's name ([Options.Worker]). A password left out
 // is read from [PasswordEnv]. [Built.Run] closes the MQTT sources once the
 // topology has drained.
 //

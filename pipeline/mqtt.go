@@ -207,13 +207,40 @@ func (p *Pipeline) Live() bool {
 	return false
 }
 
+// CheckCluster reports the sources that cannot run on a cluster of
+// workers: http sources, whose address and spool are one machine's, and
+// MQTT sources in mode spool, whose acknowledged messages wait in one
+// worker's spool, where the worker taking the instance over cannot replay
+// them. On a cluster, mode tree acknowledges a message once JetStream
+// holds its particles.
+func (p *Pipeline) CheckCluster() error {
+	var errs []error
+	for _, s := range p.Sources {
+		var err error
+		switch {
+		case s.HTTP != nil:
+			err = fmt.Errorf("source %q: an http source cannot run on a cluster: its address and spool are one machine's", s.Name)
+		case s.MQTT != nil && s.MQTT.Mode == mqtt.ModeSpool:
+			err = fmt.Errorf("source %q: mqtt mode spool cannot run on a cluster: the worker taking an instance over cannot replay another's spool; set mode: tree, which acknowledges a message once JetStream holds its particles", s.Name)
+		}
+		if err != nil {
+			errs = append(errs, &Error{File: p.File, Line: s.pos.line, Column: s.pos.col, Err: err})
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // mqttSourceConfigs returns the configurations of the instances of an MQTT
 // source, paths resolved against dir: with several instances, each has its
-// own client id and spool directory.
-func mqttSourceConfigs(s *Source, dir string, logger *slog.Logger) []mqtt.Config {
+// own client id and spool directory. In the cluster named cluster, the
+// client id the file does not give is the pipeline's, not the host's.
+func mqttSourceConfigs(s *Source, dir, cluster string, logger *slog.Logger) []mqtt.Config {
 	cfgs := make([]mqtt.Config, s.Parallelism)
 	for i := range cfgs {
 		c := *s.MQTT
+		if cluster != "" && !s.ownClientID {
+			c.ClientID = "sensorstorm-" + cluster + "-" + s.Name
+		}
 		resolveConn(&c.ConnConfig, dir, logger, s.Name)
 		c.Spool.Logger = c.Logger
 		if c.StateDir != "" {

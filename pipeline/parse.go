@@ -257,6 +257,7 @@ func (d *decoder) source(n *yaml.Node) (Source, bool) {
 		d.fail(n, "%s: set one of file, mqtt and http", what)
 	case m["mqtt"] != nil:
 		s.MQTT = d.mqttSource(m["mqtt"], what, s.Name)
+		s.ownClientID = valueOf(m["mqtt"], "client_id") != m["mqtt"]
 	case m["http"] != nil:
 		s.HTTP = d.httpSource(m["http"], what, parallelism)
 	case m["file"] != nil:

@@ -40,7 +40,10 @@ type Source struct {
 	// HTTP is set for InfluxDB writes received over HTTP: the
 	// connector's configuration, with paths as in the file.
 	HTTP *httpwrite.Config
-	pos  pos
+	// ownClientID tells that the file gives the MQTT client id, which a
+	// cluster's workers then keep (see Options.Cluster).
+	ownClientID bool
+	pos         pos
 }
 
 // FileSource replays recordings: several files are merged by event time.

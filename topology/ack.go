@@ -200,6 +200,18 @@ func (a *ackService) outcome(t *tree, done bool, r acker.Reason, err error) outc
 // report tells sources about finished trees, outside the lock: a source's
 // callbacks may take their time.
 func (a *ackService) report(results []outcome) {
+	// Trees that finished together mostly come from one source: its
+	// counter and tokens are updated once per run of them.
+	var acked *sourceInstance
+	n := 0
+	settle := func() {
+		if n > 0 {
+			acked.stats.Acked.Add(uint64(n))
+			acked.pending.give(n)
+		}
+		acked, n = nil, 0
+	}
+	defer settle()
 	for i := range results {
 		o := &results[i]
 		s := o.src
@@ -207,9 +219,12 @@ func (a *ackService) report(results []outcome) {
 		case o.feed != nil:
 			o.feed.finish(o)
 		case o.done:
-			s.stats.Acked.Add(1)
+			if s != acked {
+				settle()
+				acked = s
+			}
 			s.ackr.Ack(o.msgID)
-			s.pending.give(1)
+			n++
 		case int(o.attempt) < a.cfg.MaxAttempts:
 			s.stats.Failed.Add(1)
 			s.stats.FailedBy[o.reason].Add(1)

@@ -423,7 +423,15 @@ func (b *boltInstance) call(fn func() error) (err error) {
 }
 
 func (b *boltInstance) ackInput(env *envelope, xor uint64) {
-	env.each(func(a anchor) { b.acks = append(b.acks, ackOp{root: a.root, xor: a.edge ^ xor}) })
+	if !env.tracked {
+		return
+	}
+	// Not env.each: this runs for every input, and the closure cost more
+	// than the appends.
+	b.acks = append(b.acks, ackOp{root: env.first.root, xor: env.first.edge ^ xor})
+	for _, a := range env.more {
+		b.acks = append(b.acks, ackOp{root: a.root, xor: a.edge ^ xor})
+	}
 }
 
 func (b *boltInstance) failInput(ctx context.Context, env *envelope, err error) {

@@ -80,7 +80,9 @@ type SourceEmitter interface {
 // A source that resumes a replay past particles emitted before, in this
 // process or another, skips them so that the particles after keep the
 // identities they had: receivers then drop the copies of those emitted
-// twice.
+// twice. A live source that another process ran before skips past the
+// numbers that process may have used, so that receivers do not drop its
+// new particles as copies.
 type Skipper interface {
 	// Skip accounts n data particles as emitted without emitting them.
 	Skip(n uint64)

@@ -33,6 +33,10 @@ func (t *tokens) tryTake() bool {
 // take waits for a token until ctx ends. blocked is called, once, before
 // it waits.
 func (t *tokens) take(ctx context.Context, blocked func() error) error {
+	// A free token needs no lock: only waiters must be one at a time.
+	if t.tryTake() {
+		return nil
+	}
 	t.takeMu.Lock()
 	defer t.takeMu.Unlock()
 	if t.tryTake() {
@@ -62,7 +66,9 @@ func (t *tokens) take(ctx context.Context, blocked func() error) error {
 // give returns n tokens.
 func (t *tokens) give(n int) {
 	t.taken.Add(-int64(n))
-	if t.waiting.CompareAndSwap(true, false) {
+	// The load first: a compare-and-swap on every give costs as much as
+	// the rest of acking a tree, and a taker rarely waits.
+	if t.waiting.Load() && t.waiting.CompareAndSwap(true, false) {
 		select {
 		case t.wake <- struct{}{}:
 		default:

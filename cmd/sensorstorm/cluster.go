@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -44,8 +43,8 @@ func (f *clusterFlags) join(ctx context.Context, p *pipeline.Pipeline, opts *pip
 	if f.url == "" {
 		return nil, nil
 	}
-	if p.Live() {
-		return nil, errors.New("--cluster: pipelines with MQTT sources cannot run on a cluster yet, only recordings")
+	if err := p.CheckCluster(); err != nil {
+		return nil, fmt.Errorf("--cluster: %w", err)
 	}
 	name := f.name
 	if name == "" {
@@ -65,7 +64,8 @@ func (f *clusterFlags) join(ctx context.Context, p *pipeline.Pipeline, opts *pip
 		nc.Close()
 		return nil, fmt.Errorf("--cluster: %w", err)
 	}
-	opts.Transport, opts.Lease, opts.Incarnation = w.Transport(), w.LeaseSource, w.Incarnation()
+	opts.Transport, opts.Lease, opts.LeaseFeed, opts.Incarnation = w.Transport(), w.LeaseSource, w.LeaseFeed, w.Incarnation()
+	opts.Cluster, opts.Worker = name, w.Name()
 	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = w.Run(runCtx) })
@@ -82,9 +82,10 @@ const clusterUsage = `usage: sensorstorm cluster status --cluster URL
 
 Prints the state of every pipeline that runs on the NATS JetStream cluster
 at URL: its workers with their source leases, the units (bolt instances)
-assigned to them and those they received data for, the sources replayed now or done, and
-per unit whether a worker is pinned to it, its lag (messages not yet
-delivered), the messages in progress and those delivered again.
+assigned to them and those they received data for, the sources replayed
+or read (MQTT) now or done, and per unit whether a worker is pinned to it,
+its lag (messages not yet delivered), the messages in progress and those
+delivered again.
 `
 
 // clusterCommand runs "cluster status".

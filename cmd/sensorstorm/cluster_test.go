@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -59,6 +61,25 @@ func TestRunOnACluster(t *testing.T) {
 	for _, unit := range []string{"dedup_0", "dedup_1", "stats10m_0", "stats10m_1", "out_0"} {
 		assert.Contains(t, status.String(), unit)
 	}
+}
+
+// A pipeline whose MQTT source acknowledges from a local spool is refused
+// on a cluster before anything connects, with the way out.
+func TestRunOnAClusterRefusesASpool(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "feed.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(`sources:
+  - name: sensors
+    mqtt: {broker: tcp://127.0.0.1:1883, topics: [sensors/#], mode: spool, state_dir: state}
+bolts:
+  - name: out
+    input: {from: sensors}
+    sink: {file: "-"}
+`), 0o600))
+	var stdout, stderr strings.Builder
+	// Nothing listens on port 1: a connection attempt would fail otherwise.
+	assert.Equal(t, exitError, run(context.Background(), []string{"run", "--cluster", "nats://127.0.0.1:1", file}, &stdout, &stderr))
+	assert.Contains(t, stderr.String(), `feed.yaml:2:5: source "sensors": mqtt mode spool cannot run on a cluster`)
+	assert.Contains(t, stderr.String(), "set mode: tree")
 }
 
 func TestClusterStatusNeedsAURL(t *testing.T) {

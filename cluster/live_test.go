@@ -1,0 +1,213 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sensorstorm/sensorstorm/cluster"
+	"github.com/sensorstorm/sensorstorm/connectors/mqtt/mosquittotest"
+	"github.com/sensorstorm/sensorstorm/jetstreamedge"
+)
+
+// livePipeline is an MQTT feed on two workers: the source's two
+// instances share the subscription, a filter spreads the readings by
+// sensor over two instances, and one sink writes them all. The buffers'
+// idle timeout is short, so that the last readings come out soon after
+// the feed stops, and late readings pass: after a move, the readings a
+// dead worker's session kept come after newer ones.
+const livePipeline = `sources:
+  - name: sensors
+    parallelism: 2
+    mqtt:
+      broker: %s
+      topics: ["$share/%s/sensors/#"]
+      qos: 1
+      mode: tree
+      payload: {format: lp}
+bolts:
+  - name: keep
+    input: {from: sensors, grouping: fields, fields: [sensor]}
+    parallelism: 2
+    window: 100ms
+    idle_timeout: 1s
+    late: pass
+    op: {type: filter, fieldpass: [seq]}
+  - name: out
+    input: {from: keep, grouping: global}
+    window: 100ms
+    idle_timeout: 1s
+    late: pass
+    sink: {file: "-", precision: ns}
+`
+
+// seqField finds a reading's number in the sink's output.
+var seqField = regexp.MustCompile(`seq=(\d+)i`)
+
+// Live MQTT: an MQTT source whose two instances, leased by two workers,
+// share a subscription. Mid-feed, one worker loses its lease (the test
+// deletes it, as when a worker cannot renew it) and takes it again, as a
+// new holding; then it is killed (SIGKILL). The survivor takes the lease
+// over and resumes the dead instance's broker session, with the messages
+// it had queued and those sent and not acknowledged, and every reading
+// published comes out. Copies are counted and reported: messages the
+// broker sent again, whose particles had reached JetStream before the
+// kill, and the output of a sink that moved, which writes again what the
+// dead worker wrote and had not acknowledged.
+func TestLiveFeedSurvivesAKilledWorker(t *testing.T) {
+	// The dead instance's session queues its share of the feed until the
+	// survivor takes it over: more than a stock broker's 1000.
+	broker := mosquittotest.Start(t, mosquittotest.Config{MaxQueued: 100000})
+	c := natstestCluster(t)
+	name := fmt.Sprintf("live-%d", time.Now().UnixNano())
+	file := filepath.Join(t.TempDir(), "live.yaml")
+	require.NoError(t, os.WriteFile(file, fmt.Appendf(nil, livePipeline, broker.URL(), name), 0o600))
+	nc, err := nats.Connect(c.URL())
+	require.NoError(t, err)
+	defer nc.Close()
+
+	// The stream and buckets are made first, so that the workers start
+	// together and share the instances.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = cluster.Join(ctx, nc, testConfig(name, "setup"))
+	require.NoError(t, err)
+	procs := []*process{startProcess(t, c.URL(), file, name, "w1"), startProcess(t, c.URL(), file, name, "w2")}
+	// Each worker holds one instance, so the feed is spread.
+	require.Eventually(t, func() bool {
+		st := status(t, nc, name)
+		return len(st.Leases) == 2 && st.Leases["source.sensors.0"] != st.Leases["source.sensors.1"]
+	}, 30*time.Second, 50*time.Millisecond, "each worker leases one instance of the source")
+
+	const n = 3000
+	pub := paho.NewClient(paho.NewClientOptions().AddBroker(broker.URL()).SetClientID(name + "-pub"))
+	tok := pub.Connect()
+	require.True(t, tok.WaitTimeout(10*time.Second))
+	require.NoError(t, tok.Error())
+	defer pub.Disconnect(100)
+	published := make(chan int, n)
+	var (
+		sent       atomic.Int64
+		publishing sync.WaitGroup
+	)
+	stopPublishing := make(chan struct{})
+	defer publishing.Wait()
+	defer close(stopPublishing)
+	publishing.Go(func() {
+		defer close(published)
+		for i := range n {
+			line := fmt.Sprintf("reading,sensor=s%d seq=%di %d", i%8, i, time.Now().UnixNano())
+			tok := pub.Publish(fmt.Sprintf("sensors/s%d", i%8), 1, false, line)
+			if !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+				t.Errorf("publishing reading %d: %v", i, tok.Error())
+				return
+			}
+			sent.Add(1)
+			published <- i
+			select {
+			case <-stopPublishing:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	})
+	seen := func() map[int]int {
+		counts := map[int]int{}
+		for _, p := range procs {
+			for _, m := range seqField.FindAllStringSubmatch(p.out.String(), -1) {
+				i, _ := strconv.Atoi(m[1])
+				counts[i]++
+			}
+		}
+		return counts
+	}
+	for i := range published {
+		if i == n/5 {
+			break
+		}
+	}
+	require.Eventually(t, func() bool { return len(seen()) >= n/10 }, 30*time.Second, 20*time.Millisecond, "readings come out")
+	// The worker running the sink loses its lease (deleted here, as if
+	// it could not renew it), then takes it again, and is killed: its
+	// source instance, the filter instances it runs and the sink move.
+	var killed, survivor *process
+	require.Eventually(t, func() bool {
+		for _, w := range status(t, nc, name).Workers {
+			if slices.Contains(w.Units, jetstreamedge.ConsumerName("out", 0)) {
+				for _, p := range procs {
+					if p.name == w.Worker {
+						killed = p
+					} else {
+						survivor = p
+					}
+				}
+			}
+		}
+		return killed != nil && survivor != nil
+	}, 10*time.Second, 20*time.Millisecond, "a worker runs the sink")
+	var lease string
+	for k, holder := range status(t, nc, name).Leases {
+		if holder == killed.name {
+			lease = k
+		}
+	}
+	require.NotEmpty(t, lease, "the killed worker holds an instance of the source")
+	holding := func(holder string, n int) func() bool {
+		return func() bool {
+			var report strings.Builder
+			st := status(t, nc, name)
+			require.NoError(t, st.Write(&report))
+			return regexp.MustCompile(regexp.QuoteMeta(lease) + `\s+read by ` + holder + `, holding ` + strconv.Itoa(n) + `\n`).MatchString(report.String())
+		}
+	}
+	leases, err := jetstream.New(nc)
+	require.NoError(t, err)
+	kv, err := leases.KeyValue(ctx, "sensorstorm_"+jetstreamedge.Token(name)+"_leases")
+	require.NoError(t, err)
+	require.NoError(t, kv.Delete(ctx, lease))
+	require.Eventually(t, holding(killed.name, 2), 30*time.Second, 50*time.Millisecond, "the worker that lost the lease takes it again")
+	for i := range published {
+		if i == n/2 {
+			break
+		}
+	}
+	at := sent.Load()
+	require.NoError(t, killed.cmd.Process.Signal(syscall.SIGKILL))
+	<-killed.done
+	t.Logf("killed %s, running the sink and holding %s, after %d readings published", killed.name, lease, at)
+	require.Less(t, at, int64(n), "killed mid-feed")
+	require.Eventually(t, holding(survivor.name, 3), 30*time.Second, 50*time.Millisecond, "the survivor takes the dead worker's instance over")
+	for range published {
+	}
+
+	for deadline := time.Now().Add(60 * time.Second); len(seen()) < n; time.Sleep(100 * time.Millisecond) {
+		require.True(t, time.Now().Before(deadline), "%d readings of %d came out", len(seen()), n)
+	}
+	require.NoError(t, survivor.cmd.Process.Signal(syscall.SIGTERM))
+	<-survivor.done
+	counts := seen()
+	copies := 0
+	for i := range n {
+		require.Positive(t, counts[i], "reading %d", i)
+		copies += counts[i] - 1
+	}
+	require.Len(t, counts, n, "nothing but the readings published")
+	st := status(t, nc, name)
+	t.Logf("%d readings, %d copies (messages the broker sent again, batches a moved unit received again); leases now %v",
+		n, copies, st.Leases)
+}
