@@ -42,9 +42,8 @@ func workerProcess(settings string) int {
 	}
 	defer nc.Close()
 	cfg := testConfig(name, worker)
-	// The units stay with the first worker until it is killed: a unit
-	// handed over and then killed again can show a limit of the identity
-	// filter (see the package doc), which this test is not about.
+	// The units stay with the first worker until it is killed: this test
+	// is about a kill, TestJoiningWorkerTakesItsShare about a handover.
 	cfg.RebalanceDelay = time.Hour
 	w, err := cluster.Join(ctx, nc, cfg)
 	if err != nil {
@@ -169,6 +168,13 @@ func TestKilledWorkersUnitsMove(t *testing.T) {
 	}
 	got := append(lines(killed.out.String()), lines(survivor.out.String())...)
 	require.NotEmpty(t, lines(survivor.out.String()), "the survivor runs the sink")
+	requireSameLines(t, want, got)
+}
+
+// requireSameLines checks that got has the lines of want, as many times,
+// in any order, and logs those it lacks and those beyond.
+func requireSameLines(t *testing.T, want, got []string) {
+	t.Helper()
 	missing, extra := diffLines(want, got)
 	for _, l := range missing {
 		t.Logf("missing: %s", strings.TrimSpace(l))

@@ -3,7 +3,6 @@ package cluster_test
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -67,13 +66,5 @@ func TestJoiningWorkerTakesItsShare(t *testing.T) {
 		got = append(got, lines(w.out.String())...)
 		t.Logf("worker %s: ran %v since the join, transport %+v", w.name, w.w.Transport().ActiveUnits(joined), counts(w.w.Transport().Stats()))
 	}
-	missing, extra := diffLines(lines(want), got)
-	for _, l := range missing {
-		t.Logf("missing: %s", strings.TrimSpace(l))
-	}
-	for _, l := range extra {
-		t.Logf("extra: %s", strings.TrimSpace(l))
-	}
-	require.Empty(t, missing, "lines of the single-process output missing")
-	require.Empty(t, extra, "lines beyond the single-process output")
+	requireSameLines(t, lines(want), got)
 }
