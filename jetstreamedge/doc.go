@@ -7,12 +7,11 @@
 // pull consumer with a priority group of policy pinned_client: the server
 // delivers to one of the workers pulling, and when that worker stops
 // pulling for Config.PinnedTTL it pins another. Pinned consumers decide
-// which worker runs a downstream instance. A worker pulls at once for the
-// units it prefers (Config.Prefer), and for the others only once nobody
-// pulls and none is pinned: the pin lives in the memory of the consumer's
-// leader, so a new leader (a NATS node stopped) pins whichever worker
-// pulls first, and a worker pulling beside the one that has the unit
-// would take it while the other keeps its messages in progress.
+// which worker runs a downstream instance. With Config.Owns, a worker pulls
+// only for the units it owns, and hands over those it no longer owns
+// (Transport.Reassign). That also keeps a unit where it is when its
+// consumer's leader changes (a NATS node stopped): the pin lives in the
+// leader's memory, and a new leader pins whichever worker pulls first.
 //
 // Particles travel in batches, one message per batch, in a compact binary
 // encoding (about 75 bytes a particle for the test recording against 137
@@ -64,14 +63,13 @@
 // derived particle's identity is a function of its parent's (package
 // topology), so that a unit that moved re-derives copies under the same
 // identities, but the filter of a receiving instance that moved starts
-// empty. A worker that lost its pin while alive keeps its messages in
-// progress: the worker pinned next waits for them only until its catch-up
-// bound, and does not get them (a worker that prefers its units keeps
-// them across leader changes, but one too slow to pull for a pinned TTL
-// loses them). A publish stored only after its receiver started the
-// sender's count (tried again while the unit moved, or while the
-// receiver started) is handed on when it comes, late. Only the built-in meta particles of package metaparticle
-// cross workers (UnknownMetaError).
+// empty. A worker that lost its pin while alive, other than by handing
+// the unit over, keeps its messages in progress: the worker pinned next
+// waits for them only until its catch-up bound, and does not get them. A
+// publish stored only after its receiver started the sender's count
+// (tried again while the unit moved, or while the receiver started) is
+// handed on when it comes, late. Only the built-in meta particles of
+// package metaparticle cross workers (UnknownMetaError).
 //
 // See DESIGN.md, "Beyond one machine".
 package jetstreamedge

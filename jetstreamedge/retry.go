@@ -9,11 +9,10 @@ import (
 )
 
 // Bounds of the backoff between attempts at something the server did not
-// answer, and how often an unpreferred unit is watched at the most.
+// answer.
 const (
-	retryMin      = 50 * time.Millisecond
-	retryMax      = time.Second
-	orphanPollMin = 100 * time.Millisecond
+	retryMin = 50 * time.Millisecond
+	retryMax = time.Second
 )
 
 // backoff doubles the wait between attempts from min up to max.

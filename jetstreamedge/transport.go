@@ -70,8 +70,11 @@ type Transport struct {
 	encoders sync.Pool
 	stats    Stats
 
-	mu     sync.Mutex // guards inlets
+	mu     sync.Mutex // guards inlets and reassigned
 	inlets []*inlet
+	// reassigned is closed, and replaced, when Config.Owns may answer
+	// differently.
+	reassigned chan struct{}
 }
 
 var _ topology.Transport = (*Transport)(nil)
@@ -102,7 +105,7 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Transport, error) {
 	if v := nc.ConnectedServerVersion(); v != "" && !atLeast(v, 2, 11) {
 		return nil, fmt.Errorf("%w: the server at %s is %s", ErrServerTooOld, nc.ConnectedUrlRedacted(), v)
 	}
-	t := &Transport{cfg: cfg, inflight: make(chan struct{}, cfg.MaxInFlight)}
+	t := &Transport{cfg: cfg, inflight: make(chan struct{}, cfg.MaxInFlight), reassigned: make(chan struct{})}
 	t.encoders.New = func() any { return new(encoder) }
 	js, err := jetstream.New(nc,
 		jetstream.WithPublishAsyncAckHandler(func(_ jetstream.JetStream, m *nats.Msg, _ *jetstream.PubAck) {
@@ -179,6 +182,13 @@ type inlet struct {
 	consumer string
 	// lastReceived is the wall time of the last message, in ns.
 	lastReceived atomic.Int64
+	// pin is the pin id of the last message received; released, the pin
+	// of the unit the last Run handed over: the next Run unpins the
+	// consumer if it is still pinned with it (Run is called again only
+	// once the instance gave back what it had not finished).
+	pin, released string
+	// ended tells that the instance ended its streams.
+	ended atomic.Bool
 }
 
 // Run implements topology.Inlet: it pulls in the priority group until ctx
@@ -189,13 +199,9 @@ func (in *inlet) Run(ctx context.Context, feed topology.Feed) error {
 	if err != nil {
 		return err
 	}
-	if t.cfg.Prefer != nil && !t.cfg.Prefer(in.consumer) {
-		// Let the worker that prefers the unit have it while it is there:
-		// a worker pulling beside it would take the unit whenever the
-		// consumer's leader changes, which forgets the pin.
-		if err := in.awaitOrphaned(ctx, cons); err != nil {
-			return err
-		}
+	defer in.finish(ctx, cons)
+	if err := in.awaitOwnership(ctx, cons); err != nil {
+		return err
 	}
 	expiry := max(t.cfg.PinnedTTL/2, time.Second)
 	msgs, err := cons.Messages(jetstream.PullPriorityGroup(PriorityGroup), jetstream.PullMaxMessages(t.cfg.FetchBatch),
@@ -226,10 +232,13 @@ func (in *inlet) Run(ctx context.Context, feed topology.Feed) error {
 	// hands over waits in q, which MaxAckPending bounds.
 	q := &msgQueue{ready: make(chan struct{}, 1)}
 	var pullErr error
+	pulled := make(chan struct{})
 	wg.Go(func() {
 		defer stopInner()
+		defer close(pulled)
 		pullErr = in.pull(inner, msgs, q, &c.taken)
 	})
+	reassigned := t.reassignment()
 	for {
 		var poll <-chan time.Time
 		if deadline, ok := s.deadline(); ok || c.holding {
@@ -245,6 +254,12 @@ func (in *inlet) Run(ctx context.Context, feed topology.Feed) error {
 				return ctx.Err()
 			}
 			return pullErr
+		case <-reassigned:
+			if !t.owns(in.consumer, true) {
+				return in.release(msgs, pulled, q, c, s)
+			}
+			reassigned = t.reassignment()
+			continue
 		case <-q.ready:
 		case <-poll:
 		}
@@ -309,46 +324,6 @@ func (in *inlet) consumerOf(ctx context.Context) (jetstream.Consumer, error) {
 	}
 }
 
-// awaitOrphaned returns once no worker pulls from cons and none is
-// pinned, twice in a row: the worker that had the unit is gone.
-func (in *inlet) awaitOrphaned(ctx context.Context, cons jetstream.Consumer) error {
-	poll := max(in.t.cfg.PinnedTTL/2, orphanPollMin)
-	ticker := time.NewTicker(poll)
-	defer ticker.Stop()
-	seen := 0
-	for seen < 2 {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-ticker.C:
-		}
-		info, err := cons.Info(ctx)
-		switch {
-		case err != nil:
-			in.t.cfg.Logger.Debug("watching an unpreferred unit", "consumer", in.consumer, "err", err)
-			seen = 0
-		case orphaned(info):
-			seen++
-		default:
-			seen = 0
-		}
-	}
-	return nil
-}
-
-// orphaned tells whether a consumer has no worker pulling and none pinned.
-func orphaned(info *jetstream.ConsumerInfo) bool {
-	if info.NumWaiting > 0 {
-		return false
-	}
-	for _, g := range info.PriorityGroups {
-		if g.PinnedClientID != "" {
-			return false
-		}
-	}
-	return true
-}
-
 // pull hands the consumer's messages to q until ctx ends or the iterator
 // closes.
 func (in *inlet) pull(ctx context.Context, msgs jetstream.MessagesContext, q *msgQueue, taken *atomic.Uint64) error {
@@ -365,6 +340,9 @@ func (in *inlet) pull(ctx context.Context, msgs jetstream.MessagesContext, q *ms
 			continue
 		}
 		in.lastReceived.Store(time.Now().UnixNano())
+		if pin := m.Headers().Get(pinHeader); pin != "" {
+			in.pin = pin
+		}
 		taken.Add(1)
 		q.put(m)
 	}
