@@ -30,8 +30,9 @@
 // random number per outlet) and its number among the sender's, and a
 // receiving inlet hands each sender's messages on in number order,
 // holding one that comes ahead of a missing one until that comes, or for
-// at most Config.RetryFor plus the ack wait (a sender that died while it
-// tried the missing one again). Stream sequences cannot do this:
+// at most two ack waits and a publish timeout (a sender that died while it
+// tried the missing one again, a NATS outage longer than that, or a hole
+// left by a previous owner that acknowledged messages out of order). Stream sequences cannot do this:
 // a retried publish is stored after the batches that overtook it. A
 // receiver cannot tell a number acknowledged before it had the unit from
 // one still to come, so it starts each sender's count past the highest

@@ -212,9 +212,12 @@ func (in *inlet) Run(ctx context.Context, feed topology.Feed) error {
 	// The previous worker's messages come again at the latest an ack wait
 	// after its last pull expired.
 	c := &catchUp{cons: cons, limit: t.cfg.AckWait + expiry}
-	// A message missing comes while its sender tries it again, or an ack
-	// wait after its delivery was lost.
-	s := newSequencer(t.cfg.RetryFor+t.cfg.AckWait, t.cfg.Logger.With("consumer", in.consumer), &t.stats)
+	// A message missing comes an ack wait after its delivery was lost, or
+	// once its sender tried it again, which takes a publish timeout and a
+	// leader's election: two ack waits and a publish timeout cover both
+	// but for long outages. Longer, a hole left by messages a previous
+	// owner acknowledged out of order would stall the unit as long.
+	s := newSequencer(2*t.cfg.AckWait+t.cfg.PublishTimeout, t.cfg.Logger.With("consumer", in.consumer), &t.stats)
 	r := newReceiver(in, feed, c)
 	var wg sync.WaitGroup
 	inner, stopInner := context.WithCancel(ctx)
