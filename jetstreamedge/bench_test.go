@@ -16,8 +16,9 @@ import (
 	"github.com/sensorstorm/sensorstorm/topology"
 )
 
-// timingFeed completes every batch at once and records how long each took
-// from Send, by its first particle's sequence number.
+// timingFeed completes every batch at once, records how long each took
+// from Send, by its first particle's sequence number, and gives the
+// sender a credit back for it.
 type timingFeed struct {
 	mu        sync.Mutex
 	sent      map[uint64]time.Time
@@ -25,6 +26,7 @@ type timingFeed struct {
 	particles int
 	want      int
 	all       chan struct{}
+	credits   chan struct{}
 }
 
 func (f *timingFeed) Deliver(_ context.Context, b *topology.RemoteBatch, done func(error)) error {
@@ -40,6 +42,7 @@ func (f *timingFeed) Deliver(_ context.Context, b *topology.RemoteBatch, done fu
 		close(f.all)
 	}
 	f.mu.Unlock()
+	<-f.credits
 	done(nil)
 	return nil
 }
@@ -50,55 +53,88 @@ func (f *timingFeed) sending(seq uint64) {
 	f.mu.Unlock()
 }
 
-// BenchmarkHop sends the test recording, in batches of 256, across one
-// hop between two workers of a JetStream cluster: published, stored,
-// delivered to a pinned pull consumer and acknowledged. It reports the
-// particles per second, the bytes per particle on the wire and the
-// latency of a batch from Send to delivery.
+// hopWindow is how many particles a saturating sender may have sent and
+// not yet seen delivered: enough to keep the hop busy, few enough that
+// the latency measured is the hop's, not a queue's that grows with b.N.
+const hopWindow = 1 << 16
+
+// BenchmarkHop sends the test recording across one hop between two
+// workers of a JetStream cluster: published, stored, delivered to a
+// pinned pull consumer and acknowledged. An op is one batch. It reports
+// the particles per second, the bytes per particle on the wire and the
+// latency of a batch from Send to delivery, at saturation (batches of
+// 256, the engine's default, and 1024) and at a low load (10k particles
+// a second in batches of 32).
 func BenchmarkHop(b *testing.B) {
 	ps := jetstreamedge.Recording(b)
+	var seq uint64
 	for _, c := range []struct{ nodes, replicas int }{{1, 1}, {3, 3}} {
 		b.Run(fmt.Sprintf("nodes=%d,replicas=%d", c.nodes, c.replicas), func(b *testing.B) {
 			cl := natstest.StartCluster(b, c.nodes)
 			cfg := jetstreamedge.Config{Pipeline: fmt.Sprintf("bench-%d", c.replicas), Replicas: c.replicas}
 			from, to := benchWorker(b, cl, cfg), benchWorker(b, cl, cfg)
-			out, _, _ := from.Edge("sink", 0)
-			_, in, _ := to.Edge("sink", 0)
-			const batch = 256
-			n := (len(ps) / batch) * batch
-			feed := &timingFeed{sent: map[uint64]time.Time{}, want: n * b.N, all: make(chan struct{})}
-			ctx, cancel := context.WithCancel(context.Background())
-			var wg sync.WaitGroup
-			wg.Go(func() { _ = in.Run(ctx, feed) })
-			defer func() {
-				cancel()
-				wg.Wait()
-			}()
-			var seq uint64
-			rb := topology.RemoteBatch{Items: make([]topology.RemoteItem, batch)}
-			b.ResetTimer()
-			for range b.N {
-				for i := 0; i+batch <= len(ps); i += batch {
-					for j := range batch {
-						seq++
-						p := ps[i+j]
-						p.Origin, p.Seq = 1, seq
-						rb.Items[j] = topology.RemoteItem{Particle: p, High: p.Time}
-					}
-					feed.sending(rb.Items[0].Particle.Seq)
-					if err := out.Send(ctx, &rb, func(error) {}); err != nil {
-						b.Fatal(err)
-					}
+			edges := 0
+			for _, load := range []struct {
+				batch int
+				rate  float64 // particles a second; 0 saturates
+			}{{256, 0}, {1024, 0}, {32, 10_000}} {
+				name := fmt.Sprintf("batch=%d", load.batch)
+				if load.rate > 0 {
+					name += fmt.Sprintf(",rate=%g", load.rate)
 				}
+				b.Run(name, func(b *testing.B) {
+					// A new edge every run: the consumer of the last
+					// one stays pinned to its stopped pull a while.
+					edges++
+					edge := fmt.Sprintf("sink%d", edges)
+					out, _, _ := from.Edge(edge, 0)
+					_, in, _ := to.Edge(edge, 0)
+					window := max(1, hopWindow/load.batch)
+					feed := &timingFeed{
+						sent: map[uint64]time.Time{}, want: load.batch * b.N, all: make(chan struct{}),
+						credits: make(chan struct{}, window),
+					}
+					ctx, cancel := context.WithCancel(context.Background())
+					var wg sync.WaitGroup
+					wg.Go(func() { _ = in.Run(ctx, feed) })
+					defer func() {
+						cancel()
+						wg.Wait()
+					}()
+					var tick *time.Ticker
+					if load.rate > 0 {
+						tick = time.NewTicker(time.Duration(float64(load.batch) / load.rate * float64(time.Second)))
+						defer tick.Stop()
+					}
+					rb := topology.RemoteBatch{Items: make([]topology.RemoteItem, load.batch)}
+					pub0 := from.Stats().PublishedBytes.Load()
+					b.ResetTimer()
+					for i := range b.N {
+						for j := range rb.Items {
+							seq++
+							p := ps[(i*load.batch+j)%len(ps)]
+							p.Origin, p.Seq = 1, seq
+							rb.Items[j] = topology.RemoteItem{Particle: p, High: p.Time}
+						}
+						if tick != nil {
+							<-tick.C
+						}
+						feed.credits <- struct{}{}
+						feed.sending(rb.Items[0].Particle.Seq)
+						if err := out.Send(ctx, &rb, func(error) {}); err != nil {
+							b.Fatal(err)
+						}
+					}
+					<-feed.all
+					b.StopTimer()
+					slices.Sort(feed.latencies)
+					pub := from.Stats().PublishedBytes.Load() - pub0
+					b.ReportMetric(float64(load.batch*b.N)/b.Elapsed().Seconds(), "particles/s")
+					b.ReportMetric(float64(pub)/float64(load.batch*b.N), "B/particle")
+					b.ReportMetric(float64(feed.latencies[len(feed.latencies)/2].Microseconds())/1000, "p50-ms")
+					b.ReportMetric(float64(feed.latencies[len(feed.latencies)*99/100].Microseconds())/1000, "p99-ms")
+				})
 			}
-			<-feed.all
-			b.StopTimer()
-			slices.Sort(feed.latencies)
-			st := from.Stats()
-			b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "particles/s")
-			b.ReportMetric(float64(st.PublishedBytes.Load())/float64(st.PublishedParticles.Load()), "B/particle")
-			b.ReportMetric(float64(feed.latencies[len(feed.latencies)/2].Microseconds())/1000, "p50-ms")
-			b.ReportMetric(float64(feed.latencies[len(feed.latencies)*99/100].Microseconds())/1000, "p99-ms")
 		})
 	}
 }
