@@ -12,45 +12,6 @@ import (
 	"github.com/sensorstorm/sensorstorm/topology"
 )
 
-// identity is a data particle's identity, fixed where it was created.
-type identity struct {
-	origin uint32
-	seq    uint64
-}
-
-// identitySet remembers the last identities added, up to its capacity.
-type identitySet struct {
-	set  map[identity]struct{}
-	ring []identity
-	next int
-}
-
-func newIdentitySet(capacity int) *identitySet {
-	return &identitySet{set: make(map[identity]struct{}), ring: make([]identity, 0, capacity)}
-}
-
-// add adds id and reports whether it was new.
-func (s *identitySet) add(id identity) bool {
-	if _, ok := s.set[id]; ok {
-		return false
-	}
-	if len(s.ring) < cap(s.ring) {
-		s.ring = append(s.ring, id)
-	} else {
-		delete(s.set, s.ring[s.next])
-		s.ring[s.next] = id
-		s.next = (s.next + 1) % len(s.ring)
-	}
-	s.set[id] = struct{}{}
-	return true
-}
-
-func (s *identitySet) remove(ids []identity) {
-	for _, id := range ids {
-		delete(s.set, id)
-	}
-}
-
 // receiver hands one consumer's messages to a Feed: it drops copies of
 // particles already received, acknowledges a message once the engine
 // reports it done, and keeps the messages in progress alive.
