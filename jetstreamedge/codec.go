@@ -177,11 +177,8 @@ func (e *encoder) appendData(dst []byte, p *particle.Particle) []byte {
 		e.key = binary.AppendUvarint(e.key, uint64(len(t.Value)))
 		e.key = append(e.key, t.Value...)
 	}
-	if i, ok := e.tagSets[string(e.key)]; ok {
-		dst = binary.AppendUvarint(dst, 2*i+1)
-	} else {
-		e.tagSets[string(e.key)] = uint64(len(e.tagSets))
-		dst = binary.AppendUvarint(dst, 2*uint64(len(p.Tags)))
+	dst, isNew := e.appendRef(dst, e.tagSets, len(p.Tags))
+	if isNew {
 		for _, t := range p.Tags {
 			dst = e.appendString(dst, t.Key)
 			dst = e.appendString(dst, t.Value)
@@ -193,11 +190,7 @@ func (e *encoder) appendData(dst []byte, p *particle.Particle) []byte {
 		e.key = append(e.key, f.Key...)
 		e.key = append(e.key, byte(f.Value.Kind()))
 	}
-	if i, ok := e.schemas[string(e.key)]; ok {
-		dst = binary.AppendUvarint(dst, 2*i+1)
-	} else {
-		e.schemas[string(e.key)] = uint64(len(e.schemas))
-		dst = binary.AppendUvarint(dst, 2*uint64(len(p.Fields)))
+	if dst, isNew = e.appendRef(dst, e.schemas, len(p.Fields)); isNew {
 		for _, f := range p.Fields {
 			dst = e.appendString(dst, f.Key)
 			dst = append(dst, byte(f.Value.Kind()))
@@ -222,6 +215,17 @@ func (e *encoder) appendData(dst []byte, p *particle.Particle) []byte {
 		}
 	}
 	return dst
+}
+
+// appendRef appends the reference to the entry of table keyed by e.key,
+// or the size n of a new entry, which the caller appends, and reports
+// which.
+func (e *encoder) appendRef(dst []byte, table map[string]uint64, n int) ([]byte, bool) {
+	if i, ok := table[string(e.key)]; ok {
+		return binary.AppendUvarint(dst, 2*i+1), false
+	}
+	table[string(e.key)] = uint64(len(table))
+	return binary.AppendUvarint(dst, 2*uint64(n)), true
 }
 
 // appendFloat appends v as a decimal when one reads back as exactly v,
