@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -107,7 +106,7 @@ func BenchmarkHop(b *testing.B) {
 					}()
 					rb := topology.RemoteBatch{Items: make([]topology.RemoteItem, load.batch)}
 					pub0 := from.Stats().PublishedBytes.Load()
-					cpu0 := cpuTime(b)
+					cpu0 := jetstreamedge.CPUTime(b)
 					b.ResetTimer()
 					start := time.Now()
 					for i := range b.N {
@@ -128,7 +127,7 @@ func BenchmarkHop(b *testing.B) {
 					}
 					<-feed.all
 					b.StopTimer()
-					cpu := cpuTime(b) - cpu0
+					cpu := jetstreamedge.CPUTime(b) - cpu0
 					slices.Sort(feed.latencies)
 					pub := from.Stats().PublishedBytes.Load() - pub0
 					b.ReportMetric(float64(load.batch*b.N)/b.Elapsed().Seconds(), "particles/s")
@@ -140,18 +139,6 @@ func BenchmarkHop(b *testing.B) {
 			}
 		})
 	}
-}
-
-// cpuTime returns the CPU time the process used so far: the servers,
-// sender and receiver all run in it, so the CPU time per particle is the
-// hop's cost, which the other work on a shared machine changes less than
-// the throughput.
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func benchWorker(b *testing.B, c *natstest.Cluster, cfg jetstreamedge.Config) *jetstreamedge.Transport {

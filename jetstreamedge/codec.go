@@ -170,27 +170,30 @@ func (e *encoder) appendBatch(dst []byte, b *topology.RemoteBatch) ([]byte, erro
 }
 
 func (e *encoder) appendData(dst []byte, p *particle.Particle) []byte {
-	e.key = e.key[:0]
+	// The key is built in a local: appending to e.key would cost a write
+	// barrier an append while the GC runs.
+	key := e.key[:0]
 	for _, t := range p.Tags {
-		e.key = binary.AppendUvarint(e.key, uint64(len(t.Key)))
-		e.key = append(e.key, t.Key...)
-		e.key = binary.AppendUvarint(e.key, uint64(len(t.Value)))
-		e.key = append(e.key, t.Value...)
+		key = binary.AppendUvarint(key, uint64(len(t.Key)))
+		key = append(key, t.Key...)
+		key = binary.AppendUvarint(key, uint64(len(t.Value)))
+		key = append(key, t.Value...)
 	}
-	dst, isNew := e.appendRef(dst, e.tagSets, len(p.Tags))
+	dst, isNew := appendRef(dst, e.tagSets, key, len(p.Tags))
 	if isNew {
 		for _, t := range p.Tags {
 			dst = e.appendString(dst, t.Key)
 			dst = e.appendString(dst, t.Value)
 		}
 	}
-	e.key = e.key[:0]
+	key = key[:0]
 	for _, f := range p.Fields {
-		e.key = binary.AppendUvarint(e.key, uint64(len(f.Key)))
-		e.key = append(e.key, f.Key...)
-		e.key = append(e.key, byte(f.Value.Kind()))
+		key = binary.AppendUvarint(key, uint64(len(f.Key)))
+		key = append(key, f.Key...)
+		key = append(key, byte(f.Value.Kind()))
 	}
-	if dst, isNew = e.appendRef(dst, e.schemas, len(p.Fields)); isNew {
+	e.key = key
+	if dst, isNew = appendRef(dst, e.schemas, key, len(p.Fields)); isNew {
 		for _, f := range p.Fields {
 			dst = e.appendString(dst, f.Key)
 			dst = append(dst, byte(f.Value.Kind()))
@@ -217,14 +220,13 @@ func (e *encoder) appendData(dst []byte, p *particle.Particle) []byte {
 	return dst
 }
 
-// appendRef appends the reference to the entry of table keyed by e.key,
-// or the size n of a new entry, which the caller appends, and reports
-// which.
-func (e *encoder) appendRef(dst []byte, table map[string]uint64, n int) ([]byte, bool) {
-	if i, ok := table[string(e.key)]; ok {
+// appendRef appends the reference to the entry of table keyed by key, or
+// the size n of a new entry, which the caller appends, and reports which.
+func appendRef(dst []byte, table map[string]uint64, key []byte, n int) ([]byte, bool) {
+	if i, ok := table[string(key)]; ok {
 		return binary.AppendUvarint(dst, 2*i+1), false
 	}
-	table[string(e.key)] = uint64(len(table))
+	table[string(key)] = uint64(len(table))
 	return binary.AppendUvarint(dst, 2*uint64(n)), true
 }
 
