@@ -54,7 +54,7 @@ type Buffer[T any] struct {
 	// in slots, so that tree nodes stay compact, are moved without write
 	// barriers and are never scanned by the garbage collector.
 	tree *btree.BTreeG[entry]
-	// slots hold the items, by value.
+	// slots hold the items of the tree and the runs, by value.
 	slots slotPages[T]
 	// size measures items, when set; bytes is the total held.
 	size  func(*T) int
@@ -65,8 +65,12 @@ type Buffer[T any] struct {
 	hasHead bool
 	// inRuns counts the entries in the inputs' runs (see run).
 	inRuns int
-	// scratch holds the item while the key functions look at it, so that
-	// Push's argument does not escape to the heap.
+	// buckets take the items out of order within the window (see
+	// buckets); the tree takes the rest.
+	buckets buckets[T]
+	// scratch holds the item while the key functions look at it and
+	// until it is stored, so that Push's argument does not escape to the
+	// heap.
 	scratch T
 	arrival uint32
 
@@ -94,8 +98,9 @@ type input struct {
 	run     run // what it delivered in order, when runs are kept
 }
 
-// entry is the tree's view of an item: its key, an arrival counter that
-// keeps equal keys apart and in arrival order, the item's slot and its
+// entry is the index's view of an item: its key, an arrival counter that
+// keeps equal keys apart and in arrival order, the item's slot (for an
+// item in a run or the tree; a bucket knows its items' places) and its
 // size, kept so that a release need not measure the item again. Origin
 // and arrival share a word, and so do slot and size, so that two entries
 // fit in the registers of a call to lessEntry, the tree's inner loop.
@@ -141,12 +146,13 @@ func New[T any](cfg Config, inputs int, key func(*T) Key, isMeta func(*T) bool) 
 		return nil, ErrNilKey
 	}
 	b := &Buffer[T]{
-		cfg:    cfg,
-		key:    key,
-		isMeta: isMeta,
-		tree:   btree.NewWithFreeListG(degree, lessEntry, btree.NewFreeListG[entry](freeNodes)),
-		inputs: make([]input, inputs),
-		meta:   newMetaSet(),
+		cfg:     cfg,
+		key:     key,
+		isMeta:  isMeta,
+		tree:    btree.NewWithFreeListG(degree, lessEntry, btree.NewFreeListG[entry](freeNodes)),
+		inputs:  make([]input, inputs),
+		meta:    newMetaSet(),
+		buckets: newBuckets[T](int64(cfg.Window)),
 	}
 	for i := range b.inputs {
 		b.inputs[i].promise = math.MinInt64
@@ -176,7 +182,7 @@ func (b *Buffer[T]) Config() Config { return b.cfg }
 
 // Len returns the number of items held.
 func (b *Buffer[T]) Len() int {
-	n := b.tree.Len() + b.inRuns
+	n := b.tree.Len() + b.inRuns + b.buckets.len()
 	if b.hasHead {
 		n++
 	}
@@ -221,9 +227,20 @@ func (b *Buffer[T]) Push(input int, item T, now int64) Status {
 	b.scratch = item
 	k := b.key(&b.scratch)
 	meta := b.isMeta != nil && b.isMeta(&b.scratch)
+	st := b.classify(input, k, meta, now)
+	if st == Buffered {
+		size := b.measure(&b.scratch)
+		b.insert(&b.inputs[input], entry{time: k.Time, seq: k.Seq, origin: uint64(k.Origin)<<32 | uint64(b.arrival), held: uint64(size)}, &b.scratch)
+		b.arrival++
+	}
 	var zero T
 	b.scratch = zero
+	return st
+}
 
+// classify returns the status of an item with key k from input, counts it
+// and updates what it tells about input.
+func (b *Buffer[T]) classify(input int, k Key, meta bool, now int64) Status {
 	if b.cfg.FutureBound >= 0 && k.Time > addSat(now, int64(b.cfg.FutureBound)) {
 		b.stats.Invalid++
 		return Invalid
@@ -251,9 +268,6 @@ func (b *Buffer[T]) Push(input int, item T, now int64) Status {
 		b.stats.Behind++
 		return Behind
 	}
-	slot, size := b.store(item)
-	b.insert(in, entry{time: k.Time, seq: k.Seq, origin: uint64(k.Origin)<<32 | uint64(b.arrival), held: uint64(slot)<<32 | uint64(size)})
-	b.arrival++
 	return Buffered
 }
 
@@ -293,12 +307,19 @@ func (in *input) bound(window int64) (int64, bool) {
 	return max(subSat(subSat(in.high, window), 1), in.promise), true
 }
 
-func (b *Buffer[T]) insert(in *input, e entry) {
+// insert stores item with its entry e: in its input's run if it keeps
+// the run in order, else in its bucket, else in a slot and the tree.
+func (b *Buffer[T]) insert(in *input, e entry, item *T) {
 	if len(b.inputs) <= maxRunInputs && in.run.accepts(e) {
+		e.held |= uint64(b.store(item)) << 32
 		in.run.push(e)
 		b.inRuns++
 		return
 	}
+	if b.buckets.push(e, item) {
+		return
+	}
+	e.held |= uint64(b.store(item)) << 32
 	switch {
 	case !b.hasHead && b.tree.Len() == 0:
 		b.head, b.hasHead = e, true
@@ -324,19 +345,22 @@ func (b *Buffer[T]) Release(now int64, fn func(item T) bool) {
 	var last entry
 	released := false
 	for {
-		e, from, ok := b.next()
+		e, from, ok := b.next(wm)
 		if !ok || e.time > wm {
 			break
 		}
-		if from != nil {
-			from.pop()
-			b.inRuns--
-		} else {
-			b.hasHead = false
-		}
 		last, released = e, true
 		b.stats.Released++
-		if !fn(b.take(e)) {
+		b.bytes -= int64(e.size())
+		var more bool
+		if from == fromBuckets {
+			// The bucket is cleared once drained.
+			more = fn(*b.buckets.pop())
+		} else {
+			b.unlink(from)
+			more = fn(b.take(e))
+		}
+		if !more {
 			break
 		}
 	}
@@ -346,29 +370,52 @@ func (b *Buffer[T]) Release(now int64, fn func(item T) bool) {
 	}
 }
 
-// next returns the entry to release next and the run it heads, nil when it
-// is the tree's head.
-func (b *Buffer[T]) next() (entry, *run, bool) {
+// Where next found an entry: the tree's head, the buckets, or a run.
+const (
+	fromHead = iota - 2
+	fromBuckets
+)
+
+// next returns the entry to release next and where it is: fromHead,
+// fromBuckets or the number of the input whose run it heads. An entry
+// above wm may stand for a smaller one not yet sorted (see buckets.front):
+// next is exact only at or below wm.
+func (b *Buffer[T]) next(wm int64) (entry, int, bool) {
 	if !b.hasHead {
 		b.head, b.hasHead = b.tree.DeleteMin()
 	}
 	var (
 		min  entry
-		from *run
+		from = fromHead
 		ok   = b.hasHead
 	)
 	if ok {
 		min = b.head
 	}
+	if b.buckets.len() > 0 {
+		if e, has := b.buckets.front(wm); has && (!ok || lessEntry(e, min)) {
+			min, from, ok = e, fromBuckets, true
+		}
+	}
 	if b.inRuns > 0 {
 		for i := range b.inputs {
 			r := &b.inputs[i].run
 			if r.len() > 0 && (!ok || lessEntry(r.front(), min)) {
-				min, from, ok = r.front(), r, true
+				min, from, ok = r.front(), i, true
 			}
 		}
 	}
 	return min, from, ok
+}
+
+// unlink removes the entry next found at from, the tree's head or a run.
+func (b *Buffer[T]) unlink(from int) {
+	if from == fromHead {
+		b.hasHead = false
+		return
+	}
+	b.inputs[from].run.pop()
+	b.inRuns--
 }
 
 // EndOfStream marks input as finished: it no longer holds the watermark

@@ -62,16 +62,32 @@
 //
 // # Memory and speed
 //
-// The order lives in a github.com/google/btree B-tree of 32-byte,
-// pointer-free entries (key, arrival counter, slot); the items themselves sit
-// by value in slots next to it, in pages of 1024 that are added as the
-// buffer grows, so that growing never copies an item. Per item held, a
-// buffer takes about 47 bytes beyond the item itself. A new item takes the
-// lowest free slot, so that once a burst's items are released the last
-// pages are empty and given back (beyond twice the pages in use), also
-// while the buffer goes on holding a steady stream. In the steady state a push and
-// its release allocate nothing, and an in-order stream with no window
-// passes through without touching the tree.
+// Each item goes to one of three indexes as it arrives; Release merges
+// them, and which one holds an item never changes the order. An item
+// that follows its input's previous one joins that input's run, a queue
+// that needs no sorting (with up to eight inputs). An item out of order
+// within the window goes to a time bucket: the window's span of event
+// time is cut into 64 buckets, an item is appended to its bucket
+// unsorted, and a bucket is sorted only once the watermark reaches it
+// (spread by time over small ranges in one pass, then each range
+// sorted). So a disordered stream costs an append per item and a sort per
+// bucket, not a search among every item held. A bucket's items lie together in chunks of 32, written in
+// sequence and copied out in release order a batch of 128 at a time, so
+// that a release seldom waits on memory. The rest (items older than the
+// bucket being released, more than three windows ahead, or beyond 65536
+// in one bucket) go to a github.com/google/btree B-tree of 32-byte,
+// pointer-free entries (key, arrival counter, slot).
+//
+// Items sit by value next to their index: in a bucket's chunks, or in
+// slots in pages of 1024 for the runs and the tree; neither moves an item
+// as it grows. Per item held, a buffer takes about 40 bytes beyond the
+// item itself. A new item in a slot takes the lowest free slot, so that
+// once a burst's items are released the last pages are empty and given
+// back (beyond twice the pages in use), also while the buffer goes on
+// holding a steady stream; a released bucket's chunks are kept for new
+// buckets only as long as the buckets hold as many items. In the steady
+// state a push and its release allocate nothing, and an in-order stream
+// passes through without sorting anything.
 //
 // # What it is not
 //

@@ -360,7 +360,9 @@ func drawScript(t *rapid.T) script {
 	s := script{
 		inputs: rapid.IntRange(1, 4).Draw(t, "inputs"),
 		cfg: Config{
-			Window:        time.Duration(rapid.Int64Range(0, 30).Draw(t, "window")),
+			// Windows beyond bucketsPerWindow give buckets wider than
+			// one nanosecond.
+			Window:        time.Duration(rapid.OneOf(rapid.Int64Range(0, 30), rapid.Int64Range(100, 400)).Draw(t, "window")),
 			IdleTimeout:   time.Duration(rapid.SampledFrom([]int64{-1, 5, 20, 60, 200}).Draw(t, "idle")),
 			FutureBound:   time.Duration(rapid.SampledFrom([]int64{-1, 50, 300}).Draw(t, "future")),
 			MetaRetention: time.Duration(rapid.SampledFrom([]int64{0, 1, 10, 50}).Draw(t, "retention")),
@@ -433,6 +435,28 @@ func FuzzBuffer(f *testing.F) {
 		s, ok := decodeScript(data)
 		if !ok {
 			t.Skip()
+		}
+		s.run(t)
+	})
+}
+
+// Buckets of hundreds of entries, sorted by spreadSort, against the model:
+// many pushes spread over a wide window, few releases.
+func TestBufferMatchesModelLargeBuckets(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		window := rapid.SampledFrom([]int64{10_000, 1 << 22}).Draw(t, "window")
+		s := script{inputs: rapid.IntRange(1, 2).Draw(t, "inputs"), cfg: Config{Window: time.Duration(window), IdleTimeout: -1, FutureBound: -1}}
+		for range rapid.IntRange(1, 4).Draw(t, "rounds") {
+			// A narrow spread fills few buckets.
+			spread := rapid.SampledFrom([]int64{window / bucketsPerWindow, window}).Draw(t, "spread")
+			for range rapid.IntRange(256, 1024).Draw(t, "pushes") {
+				in := rapid.IntRange(0, s.inputs-1).Draw(t, "input")
+				s.ops = append(s.ops, op{kind: opPush, input: in, delta: rapid.Int64Range(-spread, 0).Draw(t, "delta")})
+				if rapid.IntRange(0, 15).Draw(t, "same") == 0 {
+					s.ops = append(s.ops, op{kind: opPushSame, input: in})
+				}
+			}
+			s.ops = append(s.ops, op{kind: opAdvance, delta: rapid.Int64Range(0, window).Draw(t, "advance")}, op{kind: opRelease})
 		}
 		s.run(t)
 	})

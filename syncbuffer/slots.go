@@ -123,23 +123,26 @@ func (s *slotPages[T]) len() int { return len(s.pages) }
 // slot returns the item at slot i.
 func (b *Buffer[T]) slot(i uint32) *T { return b.slots.at(i) }
 
-// store puts item in a free slot and returns the slot and the item's
-// size, as measured by b.size (0 without one; at most math.MaxUint32).
-func (b *Buffer[T]) store(item T) (slot, size uint32) {
-	slot = b.slots.alloc()
-	p := b.slot(slot)
-	*p = item
-	if b.size != nil {
-		// Measured in its slot, so that item does not escape.
-		size = uint32(min(b.size(p), math.MaxUint32))
-		b.bytes += int64(size)
+// store copies item to a free slot and returns the slot.
+func (b *Buffer[T]) store(item *T) uint32 {
+	slot := b.slots.alloc()
+	*b.slot(slot) = *item
+	return slot
+}
+
+// measure returns the size of the item at p as measured by b.size (0
+// without one; at most math.MaxUint32), and counts it.
+func (b *Buffer[T]) measure(p *T) uint32 {
+	if b.size == nil {
+		return 0
 	}
-	return slot, size
+	size := uint32(min(b.size(p), math.MaxUint32))
+	b.bytes += int64(size)
+	return size
 }
 
 // take empties e's slot and returns its item.
 func (b *Buffer[T]) take(e entry) T {
-	b.bytes -= int64(e.size())
 	p := b.slot(e.slot())
 	item := *p
 	var zero T

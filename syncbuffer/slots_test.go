@@ -10,18 +10,27 @@ import (
 )
 
 func TestSlotsNeverMoveAnItem(t *testing.T) {
-	b := newTestBuffer(t, Config{Window: time.Hour}, 1)
+	// More inputs than keep runs, and items further apart than the
+	// buckets span, so that all but the first go to slots and the tree.
+	const inputs = maxRunInputs + 1
+	b := newTestBuffer(t, Config{Window: time.Hour, FutureBound: -1}, inputs)
 	const n = 10 * pageSize
-	b.Push(0, data(0, 0, 0), 0)
-	first := b.slot(0)
-	for i := 1; i < n; i++ {
-		b.Push(0, data(int64(n-i), 0, uint64(i)), 0)
+	const apart = 4 * int64(time.Hour)
+	var first *item
+	for i := range n + 1 {
+		b.Push(i%inputs, data(int64(i)*apart, 0, uint64(i)), 0)
+		if i == 1 {
+			first = b.slot(0)
+		}
 	}
 	assert.Same(t, first, b.slot(0), "the first item stays where it was stored")
 	assert.Equal(t, n/pageSize, b.slots.len())
-	b.EndOfStream(0)
+	assert.Equal(t, 1, b.buckets.len())
+	for i := range inputs {
+		b.EndOfStream(i)
+	}
 	got := drain(b, 0)
-	assert.Len(t, got, n)
+	assert.Len(t, got, n+1)
 	assert.IsIncreasing(t, got)
 }
 

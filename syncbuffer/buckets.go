@@ -1,0 +1,342 @@
+package syncbuffer
+
+import (
+	"cmp"
+	"math"
+	"math/bits"
+	"slices"
+)
+
+const (
+	// bucketsPerWindow sets the buckets' width: a window's worth of event
+	// time spans this many, so that a sorted bucket stays in the
+	// processor's cache and few items still arrive for a bucket once the
+	// watermark has reached it.
+	bucketsPerWindow = 64
+	// bucketCount is the number of buckets, spanning four windows of event
+	// time from the oldest; items beyond go to the tree. A power of two.
+	bucketCount = 4 * bucketsPerWindow
+	// placeBits is how many low bits of an order value hold the entry's
+	// place in its bucket (see sortReady).
+	placeBits = 16
+	placeMask = 1<<placeBits - 1
+	// maxBucket is the most items a bucket takes, as many as placeBits
+	// number; further items in its time span go to the tree, so that
+	// sorting a bucket never stalls the buffer for long.
+	maxBucket = 1 << placeBits
+	// spreadMin is the least entries a bucket needs for spreadSort,
+	// which spreads them over at most 1<<spreadBits ranges of time.
+	spreadMin  = 32
+	spreadBits = 11
+	// gatherBatch is how many items gather copies at a time.
+	gatherBatch = 128
+
+	// chunkShift sets the size of the chunks that hold a bucket's items:
+	// 32, so that a bucket holding few items takes little memory.
+	chunkShift = 5
+	chunkSize  = 1 << chunkShift
+	chunkMask  = chunkSize - 1
+)
+
+// chunk holds items by value.
+type chunk[T any] [chunkSize]T
+
+// bucket holds items in arrival order, in chunks so that growing never
+// moves an item, and their entries: entries[i] is the entry of the item
+// at place i.
+type bucket[T any] struct {
+	entries []entry
+	chunks  []*chunk[T]
+}
+
+func (bk *bucket[T]) at(i uint32) *T { return &bk.chunks[i>>chunkShift][i&chunkMask] }
+
+// buckets index the items out of order within the window by event time:
+// an item is appended to the bucket of its time span, unsorted, and a
+// bucket's entries are sorted only once the watermark reaches it, then
+// released in order. A push thus costs an append where a tree costs a
+// search among every item held; a bucket's items lie together, written
+// in sequence and read back from a small stretch of memory.
+//
+// The buckets take consecutive spans of width nanoseconds from bucket
+// number first on; bucket number n holds the entries whose time divided
+// by width, rounded down, is n. The bucket sorted last, ready, holds
+// entries older than every entry in the others: the first bucket's span
+// begins where ready's ends. An item older than that, or beyond the last
+// bucket, goes elsewhere.
+type buckets[T any] struct {
+	width int64 // 0 when the buffer has no window: no buckets then
+	lead  int64 // the window: how far behind an item others may arrive
+	first int64
+	ring  [bucketCount]bucket[T]
+	held  int // entries in ring
+
+	// ready is the bucket sorted last, released from readyAt on; order
+	// holds the places of its entries in release order (see sortReady).
+	ready   bucket[T]
+	order   []uint64
+	readyAt int
+	// spreadScratch is spreadSort's second buffer.
+	spreadScratch []uint64
+	// batch and batchItems hold copies of ready's entries from batchAt
+	// on and of their items, in release order (see gather).
+	batch      []entry
+	batchItems []T
+	batchAt    int
+
+	// spareBuckets and spareChunks hold what drained buckets give back,
+	// for new buckets: their slices, emptied, and their chunks, cleared.
+	spareBuckets []bucket[T]
+	spareChunks  []*chunk[T]
+	spareCap     int // the spare buckets' capacity in entries
+}
+
+func newBuckets[T any](window int64) buckets[T] {
+	if window <= 0 {
+		return buckets[T]{}
+	}
+	return buckets[T]{width: (window-1)/bucketsPerWindow + 1, lead: window}
+}
+
+// len returns the number of items held.
+func (q *buckets[T]) len() int { return q.held + len(q.ready.entries) - q.readyAt }
+
+// push adds a copy of item with its entry e unless its time is outside the
+// buckets' spans or its bucket is full, and reports whether it did.
+func (q *buckets[T]) push(e entry, item *T) bool {
+	if q.width == 0 {
+		return false
+	}
+	n := floorDiv(e.time, q.width)
+	if q.len() == 0 {
+		// Nothing held constrains the spans: start them a window before
+		// e, where the oldest items that are not late may still arrive.
+		q.first = floorDiv(subSat(e.time, q.lead), q.width)
+	}
+	if n < q.first || uint64(n)-uint64(q.first) >= bucketCount || n > math.MaxInt64-bucketCount {
+		return false
+	}
+	bk := &q.ring[uint64(n)%bucketCount]
+	i := len(bk.entries)
+	if i >= maxBucket {
+		return false
+	}
+	if bk.entries == nil && len(q.spareBuckets) > 0 {
+		*bk = q.spareBuckets[len(q.spareBuckets)-1]
+		q.spareBuckets = q.spareBuckets[:len(q.spareBuckets)-1]
+		q.spareCap -= cap(bk.entries)
+	}
+	if i&chunkMask == 0 {
+		bk.chunks = append(bk.chunks, q.newChunk())
+	}
+	bk.entries = append(bk.entries, e)
+	*bk.at(uint32(i)) = *item
+	q.held++
+	return true
+}
+
+func (q *buckets[T]) newChunk() *chunk[T] {
+	if n := len(q.spareChunks); n > 0 {
+		c := q.spareChunks[n-1]
+		q.spareChunks = q.spareChunks[:n-1]
+		return c
+	}
+	return new(chunk[T])
+}
+
+// front returns the oldest entry held if it is at or below wm, sorting the
+// next bucket when ready is empty and the watermark has reached it.
+// Entries above wm may be returned too, but no entry is returned while an
+// older one is held.
+func (q *buckets[T]) front(wm int64) (entry, bool) {
+	if q.readyAt == len(q.ready.entries) {
+		if q.held == 0 {
+			return entry{}, false
+		}
+		q.sortNext(floorDiv(wm, q.width))
+		if q.readyAt == len(q.ready.entries) {
+			return entry{}, false
+		}
+	}
+	i := q.readyAt - q.batchAt
+	if i == len(q.batch) {
+		q.gather()
+		i = 0
+	}
+	return q.batch[i], true
+}
+
+// at returns the item of the entry front returned.
+func (q *buckets[T]) at() *T { return &q.batchItems[q.readyAt-q.batchAt] }
+
+// pop removes the entry front returned and returns its item.
+func (q *buckets[T]) pop() *T {
+	p := q.at()
+	q.readyAt++
+	return p
+}
+
+// gather copies the next gatherBatch entries of ready, from readyAt on,
+// and their items to the batch, in release order. A bucket's items lie in
+// arrival order, which is not their order of release: read one at a time,
+// each would be a wait on memory, where a batch lets the processor fetch
+// many at once.
+func (q *buckets[T]) gather() {
+	n := min(gatherBatch, len(q.ready.entries)-q.readyAt)
+	if q.batch == nil {
+		q.batch, q.batchItems = make([]entry, 0, gatherBatch), make([]T, 0, gatherBatch)
+	}
+	q.batch, q.batchItems = q.batch[:n], q.batchItems[:n]
+	for i, o := range q.order[q.readyAt : q.readyAt+n] {
+		q.batch[i] = q.ready.entries[o&placeMask]
+		q.batchItems[i] = *q.ready.at(uint32(o & placeMask))
+	}
+	q.batchAt = q.readyAt
+}
+
+// sortNext makes the first non-empty bucket at or below bucket number last
+// ready, sorted; ready is drained.
+func (q *buckets[T]) sortNext(last int64) {
+	for q.first <= last {
+		n := q.first
+		bk := &q.ring[uint64(n)%bucketCount]
+		q.first++
+		if len(bk.entries) == 0 {
+			continue
+		}
+		q.recycle(q.ready)
+		q.ready, q.readyAt, *bk = *bk, 0, bucket[T]{}
+		q.held -= len(q.ready.entries)
+		q.sortReady(n)
+		clear(q.batchItems)
+		q.batch, q.batchItems, q.batchAt = q.batch[:0], q.batchItems[:0], 0
+		return
+	}
+}
+
+// sortReady sorts the entries of ready, bucket number n, into order.
+// Sorting integers compares inline where sorting entries calls a
+// function for each comparison: an entry's place in the bucket goes in
+// the low bits, below its time's offset in the bucket, and entries with
+// equal times are then put in key order.
+func (q *buckets[T]) sortReady(n int64) {
+	es := q.ready.entries
+	order := q.order[:0]
+	for i, e := range es {
+		// The offset is below width: computed with wrapping, it is right
+		// even where n*width overflows.
+		order = append(order, uint64(e.time-n*q.width)<<placeBits|uint64(i))
+	}
+	q.order = order
+	byEntry := func(a, b uint64) int { return cmpEntry(es[a&placeMask], es[b&placeMask]) }
+	if q.width > math.MaxUint64>>placeBits {
+		slices.SortFunc(order, byEntry)
+		return
+	}
+	if len(order) < spreadMin {
+		slices.Sort(order)
+	} else {
+		q.order, q.spreadScratch = spreadSort(order, q.spreadScratch, bits.Len64(uint64(q.width-1)))
+		order = q.order
+	}
+	for i := 0; i < len(order); {
+		j := i + 1
+		for j < len(order) && order[j]>>placeBits == order[i]>>placeBits {
+			j++
+		}
+		if j-i > 1 {
+			slices.SortFunc(order[i:j], byEntry)
+		}
+		i = j
+	}
+}
+
+// spreadSort sorts keys whose bits above placeBits are below 1<<width.
+// It spreads them by their top bits over as many ranges as there are
+// keys, up to 1<<spreadBits, in one counting pass, then sorts each range,
+// which holds few keys unless their times cluster. It returns the keys
+// sorted and the other buffer, which it uses and grows as needed.
+func spreadSort(keys, scratch []uint64, width int) (sorted, spare []uint64) {
+	if cap(scratch) < len(keys) {
+		scratch = make([]uint64, len(keys))
+	}
+	dst := scratch[:len(keys)]
+	digit := min(bits.Len(uint(len(keys))), spreadBits)
+	shift := placeBits + max(width-digit, 0)
+	var counts [1 << spreadBits]uint32
+	count := counts[:1<<digit]
+	for _, k := range keys {
+		count[k>>shift]++
+	}
+	sum := uint32(0)
+	for d, c := range count {
+		count[d] = sum
+		sum += c
+	}
+	for _, k := range keys {
+		d := k >> shift
+		dst[count[d]] = k
+		count[d]++
+	}
+	// count[d] is now where range d ends.
+	start := uint32(0)
+	for _, end := range count {
+		if end-start > 1 {
+			slices.Sort(dst[start:end])
+		}
+		start = end
+	}
+	return dst, keys
+}
+
+// recycle keeps a drained bucket's chunks and entries for new buckets,
+// as many as the buckets hold items, and gives back the rest: a burst's
+// memory is given back once it is released.
+func (q *buckets[T]) recycle(bk bucket[T]) {
+	keep := max(q.held, keepSlots)
+	for _, c := range bk.chunks {
+		if len(q.spareChunks)*chunkSize >= keep {
+			break
+		}
+		clear(c[:])
+		q.spareChunks = append(q.spareChunks, c)
+	}
+	if bk.entries != nil {
+		clear(bk.chunks)
+		q.spareBuckets = append(q.spareBuckets, bucket[T]{entries: bk.entries[:0], chunks: bk.chunks[:0]})
+		q.spareCap += cap(bk.entries)
+	}
+	// What was kept while the buckets held more goes now.
+	for n := len(q.spareChunks); n*chunkSize > keep; n-- {
+		q.spareChunks[n-1] = nil
+		q.spareChunks = q.spareChunks[:n-1]
+	}
+	for n := len(q.spareBuckets); q.spareCap > keep; n-- {
+		q.spareCap -= cap(q.spareBuckets[n-1].entries)
+		q.spareBuckets[n-1] = bucket[T]{}
+		q.spareBuckets = q.spareBuckets[:n-1]
+	}
+}
+
+// cmpEntry is lessEntry as a three-way comparison, for sorting.
+func cmpEntry(a, b entry) int {
+	if a.time != b.time {
+		return cmp.Compare(a.time, b.time)
+	}
+	if a.origin>>32 != b.origin>>32 {
+		return cmp.Compare(a.origin, b.origin)
+	}
+	if a.seq != b.seq {
+		return cmp.Compare(a.seq, b.seq)
+	}
+	return int(int32(uint32(a.origin) - uint32(b.origin)))
+}
+
+// floorDiv returns a/d rounded towards minus infinity, for d > 0.
+func floorDiv(a, d int64) int64 {
+	q := a / d
+	if a%d < 0 {
+		q--
+	}
+	return q
+}
