@@ -78,7 +78,7 @@ type clusterWorker struct {
 	err    error
 }
 
-func startWorker(t *testing.T, c *natstest.Cluster, file, pipelineName, name string) *clusterWorker {
+func startWorker(t testing.TB, c *natstest.Cluster, file, pipelineName, name string) *clusterWorker {
 	t.Helper()
 	cw := &clusterWorker{name: name}
 	var err error
@@ -112,7 +112,7 @@ func (cw *clusterWorker) run() {
 
 // status returns the status of the pipeline name, empty when it cannot
 // be read.
-func status(t *testing.T, nc *nats.Conn, name string) cluster.Status {
+func status(t testing.TB, nc *nats.Conn, name string) cluster.Status {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
