@@ -67,7 +67,7 @@ const hopWindow = 1 << 14
 // latency of a batch from Send to delivery and the CPU time per
 // particle, at saturation (batches of
 // 256, the engine's default, and 1024) and at a low load (10k particles
-// a second in batches of 32).
+// a second in batches of 100).
 func BenchmarkHop(b *testing.B) {
 	ps := jetstreamedge.Recording(b)
 	var seq uint64
@@ -80,7 +80,7 @@ func BenchmarkHop(b *testing.B) {
 			for _, load := range []struct {
 				batch int
 				rate  float64 // particles a second; 0 saturates
-			}{{256, 0}, {1024, 0}, {32, 10_000}} {
+			}{{256, 0}, {1024, 0}, {100, 10_000}} {
 				name := fmt.Sprintf("batch=%d", load.batch)
 				if load.rate > 0 {
 					name += fmt.Sprintf(",rate=%g", load.rate)
