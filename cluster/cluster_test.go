@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
 	"strings"
@@ -76,18 +77,29 @@ type clusterWorker struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	err    error
+	ran    chan struct{} // closed when the pipeline's run returned, with err set
 }
 
 func startWorker(t testing.TB, c *natstest.Cluster, file, pipelineName, name string) *clusterWorker {
 	t.Helper()
 	cw := &clusterWorker{name: name}
 	var err error
-	cw.nc, err = nats.Connect(c.URL(), nats.Name(name))
+	opts := []nats.Option{nats.Name(name)}
+	if os.Getenv("DEBUGLOG") != "" {
+		opts = append(opts, nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			slog.Error("nats", "w", name, "subject", sub.Subject, "err", err)
+		}))
+	}
+	cw.nc, err = nats.Connect(c.URL(), opts...)
 	require.NoError(t, err)
 	t.Cleanup(cw.nc.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cw.w, err = cluster.Join(ctx, cw.nc, testConfig(pipelineName, name))
+	cfg := testConfig(pipelineName, name)
+	if os.Getenv("DEBUGLOG") != "" {
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})).With("w", name)
+	}
+	cw.w, err = cluster.Join(ctx, cw.nc, cfg)
 	require.NoError(t, err)
 	p, err := pipeline.Load(file)
 	require.NoError(t, err)
@@ -107,7 +119,11 @@ func (cw *clusterWorker) run() {
 		cancel()
 		stopAnnouncing()
 	}
-	cw.wg.Go(func() { cw.err = cw.built.Run(ctx) })
+	cw.ran = make(chan struct{})
+	cw.wg.Go(func() {
+		defer close(cw.ran)
+		cw.err = cw.built.Run(ctx)
+	})
 }
 
 // status returns the status of the pipeline name, empty when it cannot
@@ -159,8 +175,8 @@ func TestTwoWorkersGiveTheSingleProcessOutput(t *testing.T) {
 		startWorker(t, c, threeStages, name, "w1"),
 		startWorker(t, c, threeStages, name, "w2"),
 	}
-	// Both announced, each worker pins the units it prefers.
-	require.Eventually(t, func() bool { return len(status(t, workers[0].nc, name).Workers) == 2 }, 10*time.Second, 20*time.Millisecond)
+	// Each sees both, and pulls for the units assigned to it.
+	require.Eventually(t, func() bool { return len(workers[0].w.Workers()) == 2 && len(workers[1].w.Workers()) == 2 }, 10*time.Second, 20*time.Millisecond)
 	for _, w := range workers {
 		w.run()
 	}

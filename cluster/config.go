@@ -12,7 +12,8 @@ import (
 
 // Defaults for Config.
 const (
-	DefaultLeaseTTL = 10 * time.Second
+	DefaultLeaseTTL       = 10 * time.Second
+	DefaultRebalanceDelay = 10 * time.Second
 )
 
 // Config configures a Worker.
@@ -27,8 +28,17 @@ type Config struct {
 	// time a dead worker's sources take to move. The holder renews it
 	// every third of it. Defaults to DefaultLeaseTTL.
 	LeaseTTL time.Duration
-	// Edges configures the transport; its Pipeline and Logger are set
-	// from this Config. Its PinnedTTL is how fast bolt instances move.
+	// RebalanceDelay is how long a worker keeps running a unit after it
+	// was assigned to another worker, as workers joined or left: units
+	// move for balance only once the workers stayed the same that long,
+	// so that a worker that comes and goes does not move units back and
+	// forth. The units of a worker that died move at once, once its
+	// announcement expired (LeaseTTL). Defaults to
+	// DefaultRebalanceDelay.
+	RebalanceDelay time.Duration
+	// Edges configures the transport; its Pipeline, Logger and Owns are
+	// set from this Config. Its PinnedTTL is how long a unit waits for a
+	// worker that stopped pulling without handing it over.
 	Edges jetstreamedge.Config
 	// Logger receives the worker's logs. Defaults to discarding them.
 	Logger *slog.Logger
@@ -41,6 +51,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.LeaseTTL == 0 {
 		c.LeaseTTL = DefaultLeaseTTL
+	}
+	if c.RebalanceDelay == 0 {
+		c.RebalanceDelay = DefaultRebalanceDelay
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -56,6 +69,9 @@ func (c *Config) Validate() error {
 	}
 	if c.LeaseTTL < time.Second {
 		errs = append(errs, fmt.Errorf("lease TTL %s under a second", c.LeaseTTL))
+	}
+	if c.RebalanceDelay < 0 {
+		errs = append(errs, fmt.Errorf("negative rebalance delay %s", c.RebalanceDelay))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("cluster: invalid config: %w", err)

@@ -6,7 +6,22 @@
 // which worker runs each bolt instance: when a worker stops pulling, the
 // server pins another, and the unacknowledged messages are delivered to it
 // again, before any newer one, so that it rebuilds the instance's windows
-// as they were. What consumers cannot
+// as they were.
+//
+// Each worker assigns the units (bolt instances) among the workers
+// announced, all the same way without talking to each other: each unit,
+// in the order of their names, goes to the worker that ranks highest for
+// it by rendezvous hashing among those below an even share, so that the
+// units spread evenly and a worker joining or leaving moves few others. A
+// worker pulls only for the units assigned to it, so that the server pins
+// each unit to its owner. When a worker joins, the workers that run units
+// now assigned to it keep them for Config.RebalanceDelay, then hand them
+// over: stop pulling, give back what they took and had not finished (the
+// instance starts afresh, topology.ErrReleased), and unpin the consumer;
+// the server pins the newcomer, which rebuilds the unit's windows from the
+// messages given back. When a worker dies, its announcement expires
+// (LeaseTTL) and its units' new owners pull at once; the server pins them
+// once the dead worker's pin expired (PinnedTTL). What consumers cannot
 // express, which worker replays a file source, a lease in a key-value
 // bucket decides: the holder renews it, recording with it a checkpoint,
 // the prefix of the source's particles that JetStream confirmed; when it
@@ -48,7 +63,7 @@
 // and only the idle timeout (30 s by default) lets the others' data pass;
 // what comes after that is behind and follows the late policy. A live
 // instance moves within two lease TTLs (20 s by default), a bolt instance
-// within the pinned TTL and the ack wait (35 s by default): where order
+// within the lease TTL and the ack wait (40 s by default): where order
 // matters, give the buffers an idle timeout longer than that. A bolt instance's copy on a
 // worker that does not run it receives nothing and, once its inputs are
 // idle, forwards the stream clock minus the idle timeout downstream; the
@@ -59,14 +74,24 @@
 //
 // # What it is not
 //
-// Not a scheduler: nothing balances units actively; the server pins each
-// consumer to one of the workers pulling, and a worker keeps the live
-// instances it leased until it stops or dies, so a worker that joins
-// later runs none of them. A worker that could not renew a file source's
-// lease (NATS out of reach for two renewals in a row, two thirds of the
-// lease TTL) leaves that source to the other workers until it is
-// restarted; a live instance it takes again once the lease is free, as a
-// new holding with a source of its own.
+// Not a scheduler: bolt instances spread by count, not by load, and every
+// worker runs every bolt instance's copy, idle where it does not own it.
+// Leases are not balanced: the first worker to ask replays a file source,
+// and a worker keeps the live instances it leased until it stops or dies,
+// so a worker that joins later runs none of them. A bolt instance handed
+// over is unavailable for the time its new owner takes to catch up (at
+// most an ack wait), and the instance it leaves had derived particles that
+// its successor derives again: receivers drop those copies by identity,
+// but a message that carries such a copy among newer particles stays
+// unacknowledged, and if its receiving unit moves too, by a kill or a
+// later handover, the receiver there, whose filter starts empty, takes
+// the copy again: a window that fired already can fire again with it
+// alone. Workers that see different workers announced for a moment may
+// both pull for a unit: the server still pins one. A worker that could not
+// renew a file source's lease (NATS out of reach for two renewals in a
+// row, two thirds of the lease TTL) leaves that source to the other
+// workers until it is restarted; a live instance it takes again once the
+// lease is free, as a new holding with a source of its own.
 //
 // See DESIGN.md, "Beyond one machine".
 package cluster

@@ -41,7 +41,11 @@ func workerProcess(settings string) int {
 		return 1
 	}
 	defer nc.Close()
-	w, err := cluster.Join(ctx, nc, testConfig(name, worker))
+	cfg := testConfig(name, worker)
+	// The units stay with the first worker until it is killed: this test
+	// is about a kill, TestJoiningWorkerTakesItsShare about a handover.
+	cfg.RebalanceDelay = time.Hour
+	w, err := cluster.Join(ctx, nc, cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		return 1
@@ -73,7 +77,7 @@ func workerProcess(settings string) int {
 // move within a few seconds.
 func testConfig(name, worker string) cluster.Config {
 	return cluster.Config{
-		Pipeline: name, Worker: worker, LeaseTTL: 3 * time.Second,
+		Pipeline: name, Worker: worker, LeaseTTL: 3 * time.Second, RebalanceDelay: time.Second,
 		Edges: jetstreamedge.Config{Replicas: 3, AckWait: 5 * time.Second, PinnedTTL: 2 * time.Second},
 	}
 }
@@ -164,6 +168,13 @@ func TestKilledWorkersUnitsMove(t *testing.T) {
 	}
 	got := append(lines(killed.out.String()), lines(survivor.out.String())...)
 	require.NotEmpty(t, lines(survivor.out.String()), "the survivor runs the sink")
+	requireSameLines(t, want, got)
+}
+
+// requireSameLines checks that got has the lines of want, as many times,
+// in any order, and logs those it lacks and those beyond.
+func requireSameLines(t *testing.T, want, got []string) {
+	t.Helper()
 	missing, extra := diffLines(want, got)
 	for _, l := range missing {
 		t.Logf("missing: %s", strings.TrimSpace(l))

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -39,6 +38,12 @@ type Announcement struct {
 	// Units are the consumers (bolt instances) it received data from since
 	// its last announcement.
 	Units []string `json:"units"`
+	// Assigned are the units assigned to it among the workers it saw
+	// announced: those it runs once they settle (see Config.RebalanceDelay).
+	Assigned []string `json:"assigned,omitempty"`
+	// Ended are the units whose instances ended their streams on it:
+	// every worker's copy of them may pull then, to end too.
+	Ended []string `json:"ended,omitempty"`
 }
 
 // Worker is one process of a pipeline's cluster.
@@ -53,8 +58,18 @@ type Worker struct {
 	// without a parent apart from other workers'.
 	incarnation uint32
 
-	mu   sync.Mutex // guards held
+	mu   sync.Mutex // guards held and what follows
 	held map[string]bool
+	// self is the worker's key in the announcement bucket; live the keys
+	// of the workers announced (self among them), owners the owner of
+	// every unit among them, lost when this worker lost the units
+	// assigned elsewhere that it still pulls for (see owns), ended the
+	// units a worker announced ended.
+	self   string
+	live   []string
+	owners map[string]string
+	lost   map[string]time.Time
+	ended  map[string]bool
 }
 
 // Join makes the pipeline's stream and buckets on nc's JetStream, or
@@ -69,9 +84,11 @@ func Join(ctx context.Context, nc *nats.Conn, cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	w := &Worker{cfg: cfg, held: map[string]bool{}, since: time.Now(), incarnation: rand.Uint32()}
-	if cfg.Edges.Prefer == nil {
-		cfg.Edges.Prefer = w.prefers
+	w := &Worker{cfg: cfg, held: map[string]bool{}, since: time.Now(), incarnation: rand.Uint32(),
+		self: jetstreamedge.Token(cfg.Worker), lost: map[string]time.Time{}}
+	w.live = []string{w.self}
+	if cfg.Edges.Owns == nil {
+		cfg.Edges.Owns = w.owns
 	}
 	w.edges, err = jetstreamedge.New(ctx, nc, cfg.Edges)
 	if err != nil {
@@ -93,6 +110,10 @@ func Join(ctx context.Context, nc *nats.Conn, cfg Config) (*Worker, error) {
 			return nil, fmt.Errorf("cluster: bucket %s: %w", b.name, err)
 		}
 	}
+	// The units are assigned among the workers there from the start.
+	if err := w.refresh(ctx); err != nil {
+		return nil, fmt.Errorf("cluster: reading the workers: %w", err)
+	}
 	return w, nil
 }
 
@@ -106,9 +127,12 @@ func (w *Worker) Incarnation() uint32 { return w.incarnation }
 // Transport returns the transport of the pipeline's edges.
 func (w *Worker) Transport() *jetstreamedge.Transport { return w.edges }
 
-// Run announces the worker until ctx ends, then withdraws the
-// announcement.
+// Run announces the worker and assigns the units among the workers
+// announced until ctx ends, then withdraws the announcement.
 func (w *Worker) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { w.rebalance(ctx) })
 	ticker := time.NewTicker(w.cfg.LeaseTTL / 3)
 	defer ticker.Stop()
 	last := w.since
@@ -136,6 +160,7 @@ func (w *Worker) announce(ctx context.Context, since time.Time) error {
 		a.Leases = append(a.Leases, k)
 	}
 	w.mu.Unlock()
+	a.Assigned, a.Ended = w.Assigned(), w.edges.EndedUnits()
 	slices.Sort(a.Leases)
 	data, err := json.Marshal(a)
 	if err != nil {
@@ -151,28 +176,6 @@ func (w *Worker) LeaseSource(name string, instance int, src topology.Source) top
 	l := &leasedSource{w: w, key: sourceKey(name, instance), inner: src, confirmed: make(chan struct{}, 1)}
 	l.innerAckr, _ = src.(topology.Acknowledger)
 	return l
-}
-
-// prefers tells whether this worker should run the unit of consumer: the
-// worker whose name hashes highest with it, among those announced
-// (rendezvous hashing), so that units spread evenly and a worker that
-// joins or leaves moves only its share.
-func (w *Worker) prefers(consumer string) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	names := []string{jetstreamedge.Token(w.cfg.Worker)}
-	if keys, err := w.workers.Keys(ctx); err == nil {
-		names = append(names, keys...)
-	}
-	best, bestHash := "", uint64(0)
-	for _, n := range names {
-		h := fnv.New64a()
-		h.Write([]byte(n + "/" + consumer))
-		if v := h.Sum64(); best == "" || v > bestHash {
-			best, bestHash = n, v
-		}
-	}
-	return best == names[0]
 }
 
 // errLeaseLost cancels a source whose lease could not be renewed.

@@ -60,12 +60,15 @@ type Config struct {
 	// DedupWindow is how many particle identities an inlet remembers to
 	// drop redelivered copies. Defaults to DefaultDedupWindow.
 	DedupWindow int `yaml:"dedup_window"`
-	// Prefer, if set, tells whether this worker should run the unit of a
-	// consumer. A worker starts pulling at once for the units it
-	// prefers, and PinnedTTL later for the others, so that the server
-	// pins each unit to the worker that prefers it when that worker is
-	// there. Defaults to preferring every unit.
-	Prefer func(consumer string) bool `yaml:"-"`
+	// Owns, if set, tells whether this worker should run the unit of a
+	// consumer now; pulling tells whether its inlet pulls for the unit,
+	// so that an owner may let a worker keep a unit for a while after
+	// assigning it elsewhere. An inlet pulls only while its worker owns
+	// the unit, so that the server pins the unit to its owner; it asks
+	// again at every Transport.Reassign, and hands a unit it no longer
+	// owns over (see Transport.Reassign). Defaults to owning every unit:
+	// every worker pulls, the server pins one.
+	Owns func(consumer string, pulling bool) bool `yaml:"-"`
 	// Logger receives the transport's logs. Defaults to discarding them.
 	Logger *slog.Logger `yaml:"-"`
 }

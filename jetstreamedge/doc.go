@@ -7,7 +7,9 @@
 // pull consumer with a priority group of policy pinned_client: every
 // worker pulls, the server delivers to one, and when that worker stops
 // pulling for Config.PinnedTTL it pins another. Pinned consumers decide
-// which worker runs a downstream instance.
+// which worker runs a downstream instance. With Config.Owns, a worker pulls
+// only for the units it owns, and hands over those it no longer owns
+// (Transport.Reassign).
 //
 // Particles travel in batches, one message per batch, in a compact binary
 // encoding: a tag set and the field names of a particle cost their bytes
@@ -42,9 +44,9 @@
 // derived particle's identity is a function of its parent's (package
 // topology), so that a unit that moved re-derives copies under the same
 // identities, but the filter of a receiving instance that moved starts
-// empty. A worker that lost its pin while alive keeps its messages in
-// progress: the worker pinned next waits for them only until its catch-up
-// bound, and does not get them. Only the built-in meta particles of
+// empty. A worker that lost its pin while alive, other than by handing
+// the unit over, keeps its messages in progress: the worker pinned next
+// waits for them only until its catch-up bound, and does not get them. Only the built-in meta particles of
 // package metaparticle cross workers (UnknownMetaError).
 //
 // See DESIGN.md, "Beyond one machine".

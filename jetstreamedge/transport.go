@@ -66,8 +66,11 @@ type Transport struct {
 	encoders sync.Pool
 	stats    Stats
 
-	mu     sync.Mutex // guards inlets
+	mu     sync.Mutex // guards inlets and reassigned
 	inlets []*inlet
+	// reassigned is closed, and replaced, when Config.Owns may answer
+	// differently.
+	reassigned chan struct{}
 }
 
 var _ topology.Transport = (*Transport)(nil)
@@ -97,7 +100,7 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Transport, error) {
 	if v := nc.ConnectedServerVersion(); v != "" && !atLeast(v, 2, 11) {
 		return nil, fmt.Errorf("%w: the server at %s is %s", ErrServerTooOld, nc.ConnectedUrlRedacted(), v)
 	}
-	t := &Transport{cfg: cfg, inflight: make(chan struct{}, cfg.MaxInFlight)}
+	t := &Transport{cfg: cfg, inflight: make(chan struct{}, cfg.MaxInFlight), reassigned: make(chan struct{})}
 	t.encoders.New = func() any { return new(encoder) }
 	js, err := jetstream.New(nc,
 		jetstream.WithPublishAsyncAckHandler(func(_ jetstream.JetStream, m *nats.Msg, _ *jetstream.PubAck) {
@@ -234,6 +237,13 @@ type inlet struct {
 	consumer string
 	// lastReceived is the wall time of the last message, in ns.
 	lastReceived atomic.Int64
+	// pin is the pin id of the last message received; released, the pin
+	// of the unit the last Run handed over: the next Run unpins the
+	// consumer if it is still pinned with it (Run is called again only
+	// once the instance gave back what it had not finished).
+	pin, released string
+	// ended tells that the instance ended its streams.
+	ended atomic.Bool
 }
 
 // Run implements topology.Inlet: it pulls in the priority group until ctx
@@ -254,14 +264,9 @@ func (in *inlet) Run(ctx context.Context, feed topology.Feed) error {
 	if err != nil {
 		return fmt.Errorf("jetstreamedge: consumer %s: %w", in.consumer, err)
 	}
-	if t.cfg.Prefer != nil && !t.cfg.Prefer(in.consumer) {
-		// Let the worker that prefers the unit be pinned first; if it
-		// is not there, this one takes the unit after the wait.
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(t.cfg.PinnedTTL):
-		}
+	defer in.finish(ctx, cons)
+	if err := in.awaitOwnership(ctx, cons); err != nil {
+		return err
 	}
 	expiry := max(t.cfg.PinnedTTL/2, time.Second)
 	msgs, err := cons.Messages(jetstream.PullPriorityGroup(PriorityGroup), jetstream.PullMaxMessages(t.cfg.FetchBatch),
@@ -289,10 +294,13 @@ func (in *inlet) Run(ctx context.Context, feed topology.Feed) error {
 	// hands over waits in q, which MaxAckPending bounds.
 	q := &msgQueue{ready: make(chan struct{}, 1)}
 	var pullErr error
+	pulled := make(chan struct{})
 	wg.Go(func() {
 		defer stopInner()
+		defer close(pulled)
 		pullErr = in.pull(inner, msgs, q, &c.taken)
 	})
+	reassigned := t.reassignment()
 	for {
 		var poll <-chan time.Time
 		if c.holding {
@@ -304,6 +312,12 @@ func (in *inlet) Run(ctx context.Context, feed topology.Feed) error {
 				return ctx.Err()
 			}
 			return pullErr
+		case <-reassigned:
+			if !t.owns(in.consumer, true) {
+				return in.release(msgs, pulled, q, c)
+			}
+			reassigned = t.reassignment()
+			continue
 		case <-q.ready:
 		case <-poll:
 		}
@@ -341,6 +355,9 @@ func (in *inlet) pull(ctx context.Context, msgs jetstream.MessagesContext, q *ms
 			continue
 		}
 		in.lastReceived.Store(time.Now().UnixNano())
+		if pin := m.Headers().Get(pinHeader); pin != "" {
+			in.pin = pin
+		}
 		taken.Add(1)
 		q.put(m)
 	}

@@ -79,11 +79,13 @@ type boltInstance struct {
 	index  int
 	origin uint32
 	op     operation.Operation
-	buf    *syncbuffer.Buffer[envelope]
-	late   syncbuffer.LatePolicy
-	inbox  chan *batch
-	inputs int
-	ended  int
+	// factory makes the operation again when the instance restarts.
+	factory operation.Factory
+	buf     *syncbuffer.Buffer[envelope]
+	late    syncbuffer.LatePolicy
+	inbox   chan *batch
+	inputs  int
+	ended   int
 	// endedInputs marks the inputs whose end of stream arrived: a remote
 	// input may deliver it twice.
 	endedInputs []bool
@@ -95,7 +97,7 @@ type boltInstance struct {
 	inlet     Inlet
 	feed      *feed
 	abandon   chan struct{}
-	stopInlet context.CancelFunc
+	stopInlet func()
 	eosAcks   []ackOp
 	// drainedInputs marks the inputs that sent no new data since drained
 	// or ended; once all have, the instance drains its own outputs.

@@ -7,7 +7,9 @@ import (
 	"sync"
 
 	"github.com/sensorstorm/sensorstorm/acker"
+	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
+	"github.com/sensorstorm/sensorstorm/syncbuffer"
 )
 
 // Transport carries the edges into some bolt instances across a process
@@ -46,6 +48,16 @@ type Inlet interface {
 	// returns, the instance stops without flushing or ending its
 	// streams: what it had not finished is the Transport's to deliver
 	// again, to whichever process takes the instance over.
+	//
+	// When the instance ended its streams, ctx ends with the cause
+	// ErrEnded (context.Cause).
+	//
+	// When Run returns ErrReleased, the rest of the process goes on: the
+	// instance stops, the batches it finished are reported done, the
+	// others fail (their done callbacks get an error), and it discards
+	// its state (a fresh operation from the bolt's factory, an empty sync
+	// buffer); then Run is called again with the same Feed, to deliver
+	// from scratch when the instance comes back to this process.
 	Run(ctx context.Context, feed Feed) error
 }
 
@@ -152,13 +164,19 @@ type feed struct {
 
 	mu    sync.Mutex // guards what follows
 	next  uint64
-	dones map[uint64]func(error) // by tree msgID
+	dones map[uint64]feedTree // by tree msgID
+}
+
+// feedTree is the tree of a batch delivered and not yet finished.
+type feedTree struct {
+	root acker.RootID
+	done func(error)
 }
 
 // finish reports the outcome of a batch's tree to its done callback.
 func (f *feed) finish(o *outcome) {
 	f.mu.Lock()
-	done := f.dones[o.msgID]
+	done := f.dones[o.msgID].done
 	delete(f.dones, o.msgID)
 	f.mu.Unlock()
 	f.pending.give(1)
@@ -200,9 +218,15 @@ func (f *feed) Deliver(ctx context.Context, rb *RemoteBatch, done func(error)) e
 	f.mu.Lock()
 	f.next++
 	id := f.next
-	f.dones[id] = done
+	f.dones[id] = feedTree{done: done}
 	f.mu.Unlock()
 	roots, _ := r.acks.startAll([]newTree{{tree: tree{msgID: id, origin: f.origin}, xor: xor}}, nil, nil)
+	f.mu.Lock()
+	if t, ok := f.dones[id]; ok {
+		t.root = roots[0]
+		f.dones[id] = t
+	}
+	f.mu.Unlock()
 	bt.self.root = roots[0]
 	for i := range bt.items {
 		bt.items[i].first.root = roots[0]
@@ -215,4 +239,83 @@ func (f *feed) Deliver(ctx context.Context, rb *RemoteBatch, done func(error)) e
 		return err
 	}
 	return nil
+}
+
+// failAll fails the trees of the batches delivered and not finished. The
+// Inlet must have returned: nothing is delivered meanwhile.
+func (f *feed) failAll(err error) {
+	f.mu.Lock()
+	ops := make([]ackOp, 0, len(f.dones))
+	for _, t := range f.dones {
+		ops = append(ops, ackOp{root: t.root, fail: true, reason: acker.Failed, err: err})
+	}
+	f.mu.Unlock()
+	f.b.topo.acks.apply(ops, nil)
+}
+
+// runRemote runs an instance fed by its Inlet until it ends, fails or ctx
+// ends, afresh every time the Inlet releases it (ErrReleased).
+func (b *boltInstance) runRemote(srcCtx, drainCtx context.Context) error {
+	for {
+		inCtx, stopInlet := context.WithCancelCause(srcCtx)
+		b.abandon = make(chan struct{})
+		b.stopInlet = func() {
+			if b.ended == b.inputs {
+				stopInlet(ErrEnded)
+			} else {
+				stopInlet(nil)
+			}
+		}
+		var inErr error
+		inletDone := make(chan struct{})
+		go func() {
+			defer close(inletDone)
+			inErr = b.inlet.Run(inCtx, b.feed)
+			if inCtx.Err() != nil && !errors.Is(inErr, ErrReleased) {
+				inErr = nil
+			}
+			close(b.abandon)
+		}()
+		err := b.run(drainCtx)
+		b.stopInlet()
+		<-inletDone
+		switch {
+		case err != nil:
+			return err
+		case b.ended == b.inputs:
+			// Ended before it was released: nothing to start again.
+			return nil
+		case !errors.Is(inErr, ErrReleased):
+			return inErr
+		case srcCtx.Err() != nil:
+			return nil
+		}
+		b.topo.cfg.Logger.Info("instance released to another process: starting afresh", "component", b.name, "instance", b.index)
+		b.restart()
+	}
+}
+
+// restart discards the instance's state once it stopped: what it finished
+// is acknowledged, the rest fails, and it starts as built.
+func (b *boltInstance) restart() {
+	b.flushAcks()
+	for len(b.inbox) > 0 {
+		b.topo.pool.put(<-b.inbox)
+	}
+	b.feed.failAll(ErrReleased)
+	b.stats.Buffered.Add(-b.buffered)
+	b.stats.BufferedBytes.Add(-b.bytes)
+	buf, err := syncbuffer.New(b.buf.Config(), b.inputs, envelopeKey, envelopeIsMeta)
+	if err != nil {
+		// The configuration was accepted when the instance was built.
+		panic("topology: rebuilding a sync buffer: " + err.Error())
+	}
+	buf.MeasureWith(envelopeSize)
+	b.buf, b.op = buf, b.factory()
+	b.ended, b.eosAcks, b.drainedInputs, b.drained = 0, nil, make([]bool, b.inputs), 0
+	b.acks, b.full, b.sentDrain, b.buffered, b.bytes = b.acks[:0], false, false, 0, 0
+	b.cur, b.curXor, b.curHeld, b.curDone, b.curChildren = nil, 0, nil, false, 0
+	b.heldInputs, b.curAnchor = map[operation.Anchor]*held{}, 0
+	clear(b.claimed)
+	b.router.reset()
 }

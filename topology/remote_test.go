@@ -261,3 +261,96 @@ func TestRemoteMetaParticlesComplete(t *testing.T) {
 	require.Positive(t, topo.Stats("last").Duplicates.Load(), "last received every meta particle twice")
 	lb.requireAllDone(t)
 }
+
+// countHeld holds every input until the end of its stream, then emits how
+// many it held.
+type countHeld struct{ held []operation.Anchor }
+
+func (o *countHeld) Process(_ context.Context, _ particle.Particle, out operation.Emitter) error {
+	o.held = append(o.held, out.Hold())
+	return nil
+}
+
+func (o *countHeld) Flush(_ context.Context, out operation.Emitter) error {
+	out.EmitAnchored(particle.Particle{Time: 100, Measurement: "count", Fields: []particle.Field{{Key: "n", Value: particle.Int(int64(len(o.held)))}}}, o.held...)
+	for _, a := range o.held {
+		out.Ack(a)
+	}
+	return nil
+}
+
+// releasing is a Transport whose inlet of the bolt count delivers one
+// batch, waits until it was processed, and releases the instance; then
+// it delivers another batch and end of stream.
+type releasing struct {
+	*loopback
+	processed *topology.ComponentStats
+	runs      int
+	dones     [2]chan error
+	cause     error // of the end of the second run's context
+}
+
+func (r *releasing) Edge(bolt string, index int) (topology.Outlet, topology.Inlet, bool) {
+	out, in, ok := r.loopback.Edge(bolt, index)
+	if bolt == "count" {
+		return out, r, ok
+	}
+	return out, in, ok
+}
+
+func (r *releasing) Run(ctx context.Context, feed topology.Feed) error {
+	run := r.runs
+	r.runs++
+	if run > 1 {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	// Far ahead of the particles: the buffer releases them at once.
+	const promise = int64(time.Hour)
+	b := &topology.RemoteBatch{High: promise, Promise: promise, EOS: run == 1}
+	for i := range 2 + run {
+		b.Items = append(b.Items, topology.RemoteItem{Particle: particle.Particle{Time: int64(i + 1), Origin: 9, Seq: uint64(10*run + i), Measurement: "m"}, High: int64(i + 1)})
+	}
+	done := r.dones[run]
+	if err := feed.Deliver(ctx, b, func(err error) { done <- err }); err != nil {
+		return err
+	}
+	if run == 1 {
+		<-ctx.Done()
+		r.cause = context.Cause(ctx)
+		return ctx.Err()
+	}
+	for r.processed.Processed.Load() < 2 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return topology.ErrReleased
+}
+
+// An instance whose inlet releases it starts afresh: the batches it had
+// not finished fail, so that they are delivered again elsewhere, and what
+// its operation held is gone when it runs again. Once it ended, its
+// inlet's context tells so.
+func TestReleasedInstanceStartsAfresh(t *testing.T) {
+	tr := &releasing{loopback: newLoopback(), dones: [2]chan error{make(chan error, 1), make(chan error, 1)}}
+	topo, err := topology.New(topology.Config{Replay: true, Transport: tr, Acking: topology.AckingConfig{Enabled: true}})
+	require.NoError(t, err)
+	topo.AddSource("src", topology.Single(topology.SourceFunc(func(context.Context, topology.SourceEmitter) error { return nil })), topology.SourceConfig{})
+	topo.AddBolt("count", func() operation.Operation { return &countHeld{} }, topology.BoltConfig{}).Input("src", topology.Global())
+	tr.processed = topo.Stats("count")
+	var got []int64
+	topo.AddBolt("sink", operation.Stateless(operation.Func(func(_ context.Context, in particle.Particle, _ operation.Emitter) error {
+		n, _ := in.Field("n")
+		got = append(got, n.IntValue())
+		return nil
+	})), topology.BoltConfig{}).Input("count", topology.Global())
+	require.NoError(t, topo.Run(context.Background()))
+	require.ErrorIs(t, <-tr.dones[0], topology.ErrRemoteFailed, "the batch held when released fails")
+	require.NoError(t, <-tr.dones[1])
+	require.Equal(t, []int64{3}, got, "the second run counts only its own batch")
+	require.Equal(t, 2, tr.runs)
+	require.ErrorIs(t, tr.cause, topology.ErrEnded, "the inlet learns that its instance ended")
+}

@@ -92,6 +92,23 @@ func (r *router) addOutput(stream string, g Grouping, targets []target) {
 	r.outputs = append(r.outputs, output{stream: stream, grouping: g, targets: targets, high: math.MinInt64})
 }
 
+// reset drops what is pending and forgets what the targets were told, as
+// newly built.
+func (r *router) reset() {
+	for oi := range r.outputs {
+		o := &r.outputs[oi]
+		o.high = math.MinInt64
+		for ti := range o.targets {
+			t := &o.targets[ti]
+			if t.pending != nil {
+				r.pool.put(t.pending)
+			}
+			t.pending, t.resolved, t.told = nil, 0, noProgress
+		}
+	}
+	r.full, r.promise = 0, math.MinInt64
+}
+
 // high returns the newest event time routed to any output.
 func (r *router) high() int64 {
 	h := int64(math.MinInt64)

@@ -262,16 +262,8 @@ func (t *Topology) Run(ctx context.Context) error {
 	}
 	for _, b := range r.bolts {
 		if b.inlet != nil {
-			inCtx, stopInlet := context.WithCancel(srcCtx)
-			b.stopInlet = stopInlet
-			wg.Go(func() {
-				err := b.inlet.Run(inCtx, b.feed)
-				close(b.abandon)
-				if inCtx.Err() != nil {
-					err = nil
-				}
-				fail(err)
-			})
+			wg.Go(func() { fail(b.runRemote(srcCtx, drainCtx)) })
+			continue
 		}
 		wg.Go(func() { fail(b.run(drainCtx)) })
 	}
@@ -459,7 +451,7 @@ func (t *Topology) build(drainCtx context.Context) (*run, error) {
 			}
 			buf.MeasureWith(envelopeSize)
 			b := &boltInstance{
-				name: spec.name, index: i, origin: origin, op: spec.factory(), buf: buf,
+				name: spec.name, index: i, origin: origin, op: spec.factory(), factory: spec.factory, buf: buf,
 				late: buf.Config().Late, inbox: make(chan *batch, t.cfg.InboxSize), inputs: inputs,
 				topo: r, stats: t.stats[spec.name], edges: acker.NewEdgeIDs(), seq: uint64(t.cfg.Incarnation) << 32,
 				heldInputs: map[operation.Anchor]*held{}, drainedInputs: make([]bool, inputs),
@@ -467,9 +459,9 @@ func (t *Topology) build(drainCtx context.Context) (*run, error) {
 			b.router = newRouter(r.pool)
 			if t.cfg.Transport != nil {
 				if out, in, ok := t.cfg.Transport.Edge(spec.name, i); ok {
-					b.outlet, b.inlet, b.abandon = out, in, make(chan struct{})
+					b.outlet, b.inlet = out, in
 					b.feed = &feed{b: b, origin: uint32(len(r.sources) + len(feeds) + 1), pending: newTokens(t.cfg.Acking.MaxPending),
-						edges: acker.NewEdgeIDs(), dones: map[uint64]func(error){}}
+						edges: acker.NewEdgeIDs(), dones: map[uint64]feedTree{}}
 					feeds = append(feeds, b.feed)
 				}
 			}

@@ -22,6 +22,7 @@ import (
 type clusterFlags struct {
 	url, worker, name string
 	replicas          int
+	rebalanceDelay    time.Duration
 }
 
 func registerClusterFlags(fs *flag.FlagSet) *clusterFlags {
@@ -30,6 +31,7 @@ func registerClusterFlags(fs *flag.FlagSet) *clusterFlags {
 	fs.StringVar(&f.worker, "worker", "", "the worker's `NAME` in the cluster (default: host name and process id)")
 	fs.StringVar(&f.name, "pipeline-name", "", "the pipeline's `NAME` in the cluster, the same on every worker (default: the file's base name)")
 	fs.IntVar(&f.replicas, "replicas", 1, "replicate the pipeline's stream and buckets on `N` servers (3 on a 3-node cluster)")
+	fs.DurationVar(&f.rebalanceDelay, "rebalance-delay", cluster.DefaultRebalanceDelay, "how long a worker keeps running a unit after the workers changed and the unit was assigned to another: units move for balance only once the workers stayed the same that long")
 	return f
 }
 
@@ -55,7 +57,8 @@ func (f *clusterFlags) join(ctx context.Context, p *pipeline.Pipeline, opts *pip
 	joinCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	w, err := cluster.Join(joinCtx, nc, cluster.Config{
-		Pipeline: name, Worker: f.worker, Logger: logger, Edges: jetstreamedge.Config{Replicas: f.replicas},
+		Pipeline: name, Worker: f.worker, Logger: logger, RebalanceDelay: f.rebalanceDelay,
+		Edges: jetstreamedge.Config{Replicas: f.replicas},
 	})
 	if err != nil {
 		nc.Close()
@@ -78,10 +81,10 @@ func (f *clusterFlags) join(ctx context.Context, p *pipeline.Pipeline, opts *pip
 const clusterUsage = `usage: sensorstorm cluster status --cluster URL
 
 Prints the state of every pipeline that runs on the NATS JetStream cluster
-at URL: its workers with their source leases and the units (bolt
-instances) they received data for, the sources replayed or read (MQTT)
-now or done, and per unit whether a worker is pinned to it, its lag
-(messages not yet delivered), the messages in progress and those
+at URL: its workers with their source leases, the units (bolt instances)
+assigned to them and those they received data for, the sources replayed
+or read (MQTT) now or done, and per unit whether a worker is pinned to it,
+its lag (messages not yet delivered), the messages in progress and those
 delivered again.
 `
 

@@ -1,0 +1,161 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"hash/fnv"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// assign gives every unit an owner among workers, the same on every
+// worker that sees the same workers: each unit, in the order of their
+// names, goes to the worker ranked highest for it (rendezvous hashing)
+// among those that have fewer than their share, ceil(units/workers). So
+// the units spread evenly, and a worker that joins or leaves moves few of
+// the others' units. workers must not be empty.
+func assign(units, workers []string) map[string]string {
+	units = slices.Sorted(slices.Values(units))
+	share := (len(units) + len(workers) - 1) / len(workers)
+	load := make(map[string]int, len(workers))
+	owners := make(map[string]string, len(units))
+	for _, u := range units {
+		best, bestRank := "", uint64(0)
+		for _, w := range workers {
+			if load[w] >= share {
+				continue
+			}
+			r := rank(w, u)
+			if best == "" || r > bestRank || r == bestRank && w < best {
+				best, bestRank = w, r
+			}
+		}
+		owners[u] = best
+		load[best]++
+	}
+	return owners
+}
+
+// rank is the rendezvous hash of worker for unit.
+func rank(worker, unit string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(worker + "/" + unit))
+	return h.Sum64()
+}
+
+// owns implements jetstreamedge.Config.Owns: this worker owns the units
+// assigned to it among the workers announced, and every unit that ended
+// on a worker. A unit assigned elsewhere
+// stays with it, while it pulls, for RebalanceDelay after it lost it, so
+// that units do not move back and forth as workers come and go.
+func (w *Worker) owns(consumer string, pulling bool) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	owner, ok := w.owners[consumer]
+	if !ok {
+		// Built after the last refresh.
+		w.owners = assign(w.edges.Units(), w.live)
+		owner = w.owners[consumer]
+	}
+	if w.ended[consumer] {
+		// Every copy takes the end of stream sent again, and ends.
+		return true
+	}
+	if owner == w.self || !pulling {
+		delete(w.lost, consumer)
+		return owner == w.self
+	}
+	lost, ok := w.lost[consumer]
+	if !ok {
+		lost = time.Now()
+		w.lost[consumer] = lost
+	}
+	return time.Since(lost) < w.cfg.RebalanceDelay
+}
+
+// Workers returns the workers this worker saw announced last, itself
+// among them, as their keys in the announcement bucket.
+func (w *Worker) Workers() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.live)
+}
+
+// Assigned returns the units assigned to this worker among the workers it
+// saw announced last.
+func (w *Worker) Assigned() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var units []string
+	for u, owner := range w.owners {
+		if owner == w.self {
+			units = append(units, u)
+		}
+	}
+	slices.Sort(units)
+	return units
+}
+
+// rebalance reads the workers announced every refresh interval until ctx
+// ends, assigns the units among them, and has the transport's inlets ask
+// again whether they own their units.
+func (w *Worker) rebalance(ctx context.Context) {
+	ticker := time.NewTicker(w.refreshEvery())
+	defer ticker.Stop()
+	for {
+		if err := w.refresh(ctx); err != nil && ctx.Err() == nil {
+			w.cfg.Logger.Warn("reading the workers failed", "worker", w.cfg.Worker, "err", err)
+		}
+		w.edges.Reassign()
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
+}
+
+// refreshEvery is how often a worker reads the workers announced: often
+// enough that a worker gone moves its units soon after its announcement
+// expired, and that the RebalanceDelay is kept closely.
+func (w *Worker) refreshEvery() time.Duration {
+	d := w.cfg.LeaseTTL / 6
+	if w.cfg.RebalanceDelay > 0 {
+		d = min(d, w.cfg.RebalanceDelay/4)
+	}
+	return max(d, 50*time.Millisecond)
+}
+
+// refresh reads the workers announced, this one always among them, and
+// assigns the units among them.
+func (w *Worker) refresh(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	keys, err := w.workers.Keys(ctx)
+	if err != nil && !errors.Is(err, jetstream.ErrNoKeysFound) {
+		return err
+	}
+	ended := map[string]bool{}
+	for _, k := range keys {
+		var a Announcement
+		if e, err := w.workers.Get(ctx, k); err == nil && json.Unmarshal(e.Value(), &a) == nil {
+			for _, u := range a.Ended {
+				ended[u] = true
+			}
+		}
+	}
+	live := append(keys, w.self)
+	slices.Sort(live)
+	live = slices.Compact(live)
+	owners := assign(w.edges.Units(), live)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !slices.Equal(live, w.live) {
+		w.cfg.Logger.Info("workers changed", "worker", w.cfg.Worker, "workers", live)
+	}
+	w.live, w.owners, w.ended = live, owners, ended
+	return nil
+}
