@@ -16,8 +16,9 @@ import (
 	"github.com/sensorstorm/sensorstorm/topology"
 )
 
-// timingFeed completes every batch at once and records how long each took
-// from Send, by its first particle's sequence number.
+// timingFeed completes every batch at once, records how long each took
+// from Send, by its first particle's sequence number, and gives the
+// sender a credit back for it, if it counts them.
 type timingFeed struct {
 	mu        sync.Mutex
 	sent      map[uint64]time.Time
@@ -25,6 +26,7 @@ type timingFeed struct {
 	particles int
 	want      int
 	all       chan struct{}
+	credits   chan struct{}
 }
 
 func (f *timingFeed) Deliver(_ context.Context, b *topology.RemoteBatch, done func(error)) error {
@@ -40,6 +42,9 @@ func (f *timingFeed) Deliver(_ context.Context, b *topology.RemoteBatch, done fu
 		close(f.all)
 	}
 	f.mu.Unlock()
+	if f.credits != nil {
+		<-f.credits
+	}
 	done(nil)
 	return nil
 }
@@ -50,105 +55,90 @@ func (f *timingFeed) sending(seq uint64) {
 	f.mu.Unlock()
 }
 
-// BenchmarkHop sends the test recording, in batches of 256, across one
-// hop between two workers of a JetStream cluster: published, stored,
-// delivered to a pinned pull consumer and acknowledged. It reports the
-// particles per second, the bytes per particle on the wire and the
-// latency of a batch from Send to delivery.
+// hopWindow is how many particles a saturating sender may have sent and
+// not yet seen delivered: enough to keep the hop busy, few enough that
+// the latency measured is the hop's, not a queue's that grows with b.N.
+const hopWindow = 1 << 14
+
+// BenchmarkHop sends the test recording across one hop between two
+// workers of a JetStream cluster: published, stored, delivered to a
+// pinned pull consumer and acknowledged. An op is one batch. It reports
+// the particles per second, the bytes per particle on the wire and the
+// latency of a batch from Send to delivery and the CPU time per
+// particle, at saturation (batches of
+// 256, the engine's default, and 1024) and at a low load (10k particles
+// a second in batches of 100).
 func BenchmarkHop(b *testing.B) {
 	ps := jetstreamedge.Recording(b)
+	var seq uint64
 	for _, c := range []struct{ nodes, replicas int }{{1, 1}, {3, 3}} {
 		b.Run(fmt.Sprintf("nodes=%d,replicas=%d", c.nodes, c.replicas), func(b *testing.B) {
-			const batch = 256
-			n := (len(ps) / batch) * batch
-			from, out, feed := startHop(b, c.nodes, c.replicas, n*b.N)
-			ctx := context.Background()
-			var seq uint64
-			rb := topology.RemoteBatch{Items: make([]topology.RemoteItem, batch)}
-			b.ResetTimer()
-			for range b.N {
-				for i := 0; i+batch <= len(ps); i += batch {
-					for j := range batch {
-						seq++
-						p := ps[i+j]
-						p.Origin, p.Seq = 1, seq
-						rb.Items[j] = topology.RemoteItem{Particle: p, High: p.Time}
-					}
-					feed.sending(rb.Items[0].Particle.Seq)
-					if err := out.Send(ctx, &rb, func(error) {}); err != nil {
-						b.Fatal(err)
-					}
+			cl := natstest.StartCluster(b, c.nodes)
+			cfg := jetstreamedge.Config{Pipeline: fmt.Sprintf("bench-%d", c.replicas), Replicas: c.replicas}
+			from, to := benchWorker(b, cl, cfg), benchWorker(b, cl, cfg)
+			edges := 0
+			for _, load := range []struct {
+				batch int
+				rate  float64 // particles a second; 0 saturates
+			}{{256, 0}, {1024, 0}, {100, 10_000}} {
+				name := fmt.Sprintf("batch=%d", load.batch)
+				if load.rate > 0 {
+					name += fmt.Sprintf(",rate=%g", load.rate)
 				}
+				b.Run(name, func(b *testing.B) {
+					// A new edge every run: the consumer of the last
+					// one stays pinned to its stopped pull a while.
+					edges++
+					edge := fmt.Sprintf("sink%d", edges)
+					out, _, _ := from.Edge(edge, 0)
+					_, in, _ := to.Edge(edge, 0)
+					window := max(1, hopWindow/load.batch)
+					feed := &timingFeed{
+						sent: map[uint64]time.Time{}, want: load.batch * b.N, all: make(chan struct{}),
+						credits: make(chan struct{}, window),
+					}
+					ctx, cancel := context.WithCancel(context.Background())
+					var wg sync.WaitGroup
+					wg.Go(func() { _ = in.Run(ctx, feed) })
+					defer func() {
+						cancel()
+						wg.Wait()
+					}()
+					rb := topology.RemoteBatch{Items: make([]topology.RemoteItem, load.batch)}
+					pub0 := from.Stats().PublishedBytes.Load()
+					cpu0 := jetstreamedge.CPUTime(b)
+					b.ResetTimer()
+					start := time.Now()
+					for i := range b.N {
+						for j := range rb.Items {
+							seq++
+							p := ps[(i*load.batch+j)%len(ps)]
+							p.Origin, p.Seq = 1, seq
+							rb.Items[j] = topology.RemoteItem{Particle: p, High: p.Time}
+						}
+						if load.rate > 0 {
+							time.Sleep(time.Until(start.Add(time.Duration(float64(i*load.batch) / load.rate * float64(time.Second)))))
+						}
+						feed.credits <- struct{}{}
+						feed.sending(rb.Items[0].Particle.Seq)
+						if err := out.Send(ctx, &rb, func(error) {}); err != nil {
+							b.Fatal(err)
+						}
+					}
+					<-feed.all
+					b.StopTimer()
+					cpu := jetstreamedge.CPUTime(b) - cpu0
+					slices.Sort(feed.latencies)
+					pub := from.Stats().PublishedBytes.Load() - pub0
+					b.ReportMetric(float64(load.batch*b.N)/b.Elapsed().Seconds(), "particles/s")
+					b.ReportMetric(float64(pub)/float64(load.batch*b.N), "B/particle")
+					b.ReportMetric(float64(cpu.Nanoseconds())/float64(load.batch*b.N), "cpu-ns/particle")
+					b.ReportMetric(float64(feed.latencies[len(feed.latencies)/2].Microseconds())/1000, "p50-ms")
+					b.ReportMetric(float64(feed.latencies[len(feed.latencies)*99/100].Microseconds())/1000, "p99-ms")
+				})
 			}
-			<-feed.all
-			b.StopTimer()
-			slices.Sort(feed.latencies)
-			st := from.Stats()
-			b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "particles/s")
-			b.ReportMetric(float64(st.PublishedBytes.Load())/float64(st.PublishedParticles.Load()), "B/particle")
-			b.ReportMetric(float64(feed.latencies[len(feed.latencies)/2].Microseconds())/1000, "p50-ms")
-			b.ReportMetric(float64(feed.latencies[len(feed.latencies)*99/100].Microseconds())/1000, "p99-ms")
 		})
 	}
-}
-
-// BenchmarkHopLatency sends the test recording across one hop at low
-// load, 10k particles/s in batches of 100, and reports the latency of a
-// batch from Send to delivery: the hop's own cost, without queueing.
-func BenchmarkHopLatency(b *testing.B) {
-	ps := jetstreamedge.Recording(b)
-	const (
-		batch = 100
-		rate  = 10_000 // particles/s
-	)
-	for _, c := range []struct{ nodes, replicas int }{{1, 1}, {3, 3}} {
-		b.Run(fmt.Sprintf("nodes=%d,replicas=%d", c.nodes, c.replicas), func(b *testing.B) {
-			_, out, feed := startHop(b, c.nodes, c.replicas, batch*b.N)
-			ctx := context.Background()
-			var seq uint64
-			rb := topology.RemoteBatch{Items: make([]topology.RemoteItem, batch)}
-			b.ResetTimer()
-			start := time.Now()
-			for i := range b.N {
-				time.Sleep(time.Until(start.Add(time.Duration(i) * batch * time.Second / rate)))
-				for j := range batch {
-					seq++
-					p := ps[int(seq)%len(ps)]
-					p.Origin, p.Seq = 1, seq
-					rb.Items[j] = topology.RemoteItem{Particle: p, High: p.Time}
-				}
-				feed.sending(rb.Items[0].Particle.Seq)
-				if err := out.Send(ctx, &rb, func(error) {}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			<-feed.all
-			b.StopTimer()
-			slices.Sort(feed.latencies)
-			b.ReportMetric(float64(feed.latencies[len(feed.latencies)/2].Microseconds())/1000, "p50-ms")
-			b.ReportMetric(float64(feed.latencies[len(feed.latencies)*99/100].Microseconds())/1000, "p99-ms")
-		})
-	}
-}
-
-// startHop starts a cluster of nodes and a hop across it, between two
-// workers' transports, into a feed that expects want particles. It
-// returns the sending transport and its outlet.
-func startHop(b *testing.B, nodes, replicas, want int) (*jetstreamedge.Transport, topology.Outlet, *timingFeed) {
-	cl := natstest.StartCluster(b, nodes)
-	cfg := jetstreamedge.Config{Pipeline: fmt.Sprintf("hop-%d", replicas), Replicas: replicas}
-	from, to := benchWorker(b, cl, cfg), benchWorker(b, cl, cfg)
-	out, _, _ := from.Edge("sink", 0)
-	_, in, _ := to.Edge("sink", 0)
-	feed := &timingFeed{sent: map[uint64]time.Time{}, want: want, all: make(chan struct{})}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = in.Run(ctx, feed) })
-	b.Cleanup(func() {
-		cancel()
-		wg.Wait()
-	})
-	return from, out, feed
 }
 
 func benchWorker(b *testing.B, c *natstest.Cluster, cfg jetstreamedge.Config) *jetstreamedge.Transport {

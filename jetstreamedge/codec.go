@@ -11,25 +11,33 @@ import (
 	"github.com/sensorstorm/sensorstorm/topology"
 )
 
-// The wire format of one message, version 2. Integers are varints
+// The wire format of one message, version 3. Integers are varints
 // (zigzag for signed ones), but for the stamp: the sender and the number,
 // 8 bytes each, little endian, at fixed offsets so that a number can be
 // set once the message is encoded and a receiver can read the stamp
-// without decoding the rest. A string is a reference into the message's
-// string table: uvarint 2*i+1 for the i-th string seen, or 2*n followed
-// by n new bytes, which become the next entry. So a tag key, a field key
-// or a sensor id costs its bytes once per message and a byte or two after.
+// without decoding the rest. A message keeps three tables, each filled as
+// it goes: strings, tag sets and field schemas (the keys and kinds of a
+// particle's fields, in order). A reference into a table is uvarint 2*i+1
+// for its i-th entry, or 2*n followed by the n parts of a new entry,
+// which becomes the next one: n bytes for a string, n (key value) string
+// references for a tag set, n (key kind) for a schema. So the readings of
+// one sensor cost their tag set and field names once per message and a
+// byte each after, and the decoder hands them one shared Tags slice.
 //
 //	message  = version sender number input flags high promise count item*
 //	item     = iflags time-delta [origin] [seq-delta] [high-delta] body
-//	body     = meta-type meta-payload | [measurement] ntags (key value)* nfields (key kind value)*
+//	body     = meta-type meta-payload | [measurement] tagset schema value*
+//	value    = float | varint | uvarint | string | bool-byte, by the schema's kind
+//	float    = decimals zigzag-varint | 0xff 8-bytes-little-endian
 //
 // time-delta is against the previous item's time (0 for the first);
 // origin is omitted when equal to the previous item's; seq-delta is
 // against the previous item's sequence, omitted when it is one more;
 // high-delta is high minus time, omitted when zero; the measurement is
-// omitted when equal to the previous data item's.
-const version = 2
+// omitted when equal to the previous data item's. A float that is an
+// integer m over 10^decimals exactly (21.21, as sensors report them) is
+// sent as m, in two or three bytes instead of eight.
+const version = 3
 
 // Offsets of the stamp in a message, and the length of its fixed head.
 const (
@@ -74,6 +82,16 @@ const (
 	itemSameMeasurement
 )
 
+// Float encodings: up to maxDecimals decimals, or the raw bits.
+const (
+	maxDecimals = 6
+	rawFloat    = 0xff
+)
+
+// pow10 holds the powers of ten a decimal float is divided by; each is
+// exact in a float64.
+var pow10 = [maxDecimals + 1]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6}
+
 // ErrMalformed is the error of a message that does not decode.
 var ErrMalformed = errors.New("jetstreamedge: malformed message")
 
@@ -94,17 +112,23 @@ func (e *UnknownMetaError) Error() string {
 	return fmt.Sprintf("jetstreamedge: meta particle %q cannot cross processes", e.Type)
 }
 
-// encoder appends messages. Its string table lives for one message.
+// encoder appends messages. Its tables live for one message; the tag set
+// and schema tables are keyed by the bytes of their entries, built in key.
 type encoder struct {
 	strings map[string]uint64
+	tagSets map[string]uint64
+	schemas map[string]uint64
+	key     []byte
 }
 
 // appendBatch appends the encoding of b, stamped with st, to dst.
 func (e *encoder) appendBatch(dst []byte, st stamp, b *topology.RemoteBatch) ([]byte, error) {
 	if e.strings == nil {
-		e.strings = map[string]uint64{}
+		e.strings, e.tagSets, e.schemas = map[string]uint64{}, map[string]uint64{}, map[string]uint64{}
 	}
 	clear(e.strings)
+	clear(e.tagSets)
+	clear(e.schemas)
 	var flags byte
 	if b.Drained {
 		flags |= msgDrained
@@ -121,7 +145,7 @@ func (e *encoder) appendBatch(dst []byte, st stamp, b *topology.RemoteBatch) ([]
 	dst = binary.AppendVarint(dst, b.Promise)
 	dst = binary.AppendUvarint(dst, uint64(len(b.Items)))
 	var (
-		prev        particle.Particle
+		prev        *particle.Particle
 		measurement string
 		haveMeas    bool
 	)
@@ -129,17 +153,22 @@ func (e *encoder) appendBatch(dst []byte, st stamp, b *topology.RemoteBatch) ([]
 		it := &b.Items[i]
 		p := &it.Particle
 		var f byte
+		var prevTime int64
+		var prevSeq uint64
+		if prev != nil {
+			prevTime, prevSeq = prev.Time, prev.Seq
+			if p.Origin == prev.Origin {
+				f |= itemSameOrigin
+			}
+			if p.Seq == prev.Seq+1 {
+				f |= itemNextSeq
+			}
+		}
 		if p.Meta != nil {
 			f |= itemMeta
 		}
 		if it.Replay {
 			f |= itemReplay
-		}
-		if i > 0 && p.Origin == prev.Origin {
-			f |= itemSameOrigin
-		}
-		if i > 0 && p.Seq == prev.Seq+1 {
-			f |= itemNextSeq
 		}
 		if it.High == p.Time {
 			f |= itemHighIsTime
@@ -148,18 +177,18 @@ func (e *encoder) appendBatch(dst []byte, st stamp, b *topology.RemoteBatch) ([]
 			f |= itemSameMeasurement
 		}
 		dst = append(dst, f)
-		dst = binary.AppendVarint(dst, p.Time-prev.Time)
+		dst = binary.AppendVarint(dst, p.Time-prevTime)
 		if f&itemSameOrigin == 0 {
 			dst = binary.AppendUvarint(dst, uint64(p.Origin))
 		}
 		if f&itemNextSeq == 0 {
-			dst = binary.AppendVarint(dst, int64(p.Seq-prev.Seq))
+			dst = binary.AppendVarint(dst, int64(p.Seq-prevSeq))
 		}
 		if f&itemHighIsTime == 0 {
 			dst = binary.AppendVarint(dst, it.High-p.Time)
 		}
-		var err error
 		if p.Meta != nil {
+			var err error
 			dst, err = e.appendMeta(dst, p.Meta)
 			if err != nil {
 				return nil, err
@@ -171,24 +200,45 @@ func (e *encoder) appendBatch(dst []byte, st stamp, b *topology.RemoteBatch) ([]
 			}
 			dst = e.appendData(dst, p)
 		}
-		prev = *p
+		prev = p
 	}
 	return dst, nil
 }
 
 func (e *encoder) appendData(dst []byte, p *particle.Particle) []byte {
-	dst = binary.AppendUvarint(dst, uint64(len(p.Tags)))
+	// The key is built in a local: appending to e.key would cost a write
+	// barrier an append while the GC runs.
+	key := e.key[:0]
 	for _, t := range p.Tags {
-		dst = e.appendString(dst, t.Key)
-		dst = e.appendString(dst, t.Value)
+		key = binary.AppendUvarint(key, uint64(len(t.Key)))
+		key = append(key, t.Key...)
+		key = binary.AppendUvarint(key, uint64(len(t.Value)))
+		key = append(key, t.Value...)
 	}
-	dst = binary.AppendUvarint(dst, uint64(len(p.Fields)))
+	dst, isNew := appendRef(dst, e.tagSets, key, len(p.Tags))
+	if isNew {
+		for _, t := range p.Tags {
+			dst = e.appendString(dst, t.Key)
+			dst = e.appendString(dst, t.Value)
+		}
+	}
+	key = key[:0]
 	for _, f := range p.Fields {
-		dst = e.appendString(dst, f.Key)
-		dst = append(dst, byte(f.Value.Kind()))
+		key = binary.AppendUvarint(key, uint64(len(f.Key)))
+		key = append(key, f.Key...)
+		key = append(key, byte(f.Value.Kind()))
+	}
+	e.key = key
+	if dst, isNew = appendRef(dst, e.schemas, key, len(p.Fields)); isNew {
+		for _, f := range p.Fields {
+			dst = e.appendString(dst, f.Key)
+			dst = append(dst, byte(f.Value.Kind()))
+		}
+	}
+	for _, f := range p.Fields {
 		switch f.Value.Kind() {
 		case particle.KindFloat:
-			dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(f.Value.FloatValue()))
+			dst = appendFloat(dst, f.Value.FloatValue())
 		case particle.KindInt:
 			dst = binary.AppendVarint(dst, f.Value.IntValue())
 		case particle.KindUint:
@@ -204,6 +254,34 @@ func (e *encoder) appendData(dst []byte, p *particle.Particle) []byte {
 		}
 	}
 	return dst
+}
+
+// appendRef appends the reference to the entry of table keyed by key, or
+// the size n of a new entry, which the caller appends, and reports which.
+func appendRef(dst []byte, table map[string]uint64, key []byte, n int) ([]byte, bool) {
+	if i, ok := table[string(key)]; ok {
+		return binary.AppendUvarint(dst, 2*i+1), false
+	}
+	table[string(key)] = uint64(len(table))
+	return binary.AppendUvarint(dst, 2*uint64(n)), true
+}
+
+// appendFloat appends v as a decimal when one reads back as exactly v,
+// and as its bits otherwise.
+func appendFloat(dst []byte, v float64) []byte {
+	bits := math.Float64bits(v)
+	for k, p := range pow10 {
+		m := math.Round(v * p)
+		if !(math.Abs(m) < 1<<53) {
+			break
+		}
+		if math.Float64bits(float64(int64(m))/p) == bits {
+			dst = append(dst, byte(k))
+			return binary.AppendVarint(dst, int64(m))
+		}
+	}
+	dst = append(dst, rawFloat)
+	return binary.LittleEndian.AppendUint64(dst, bits)
 }
 
 func (e *encoder) appendMeta(dst []byte, m particle.Meta) ([]byte, error) {
@@ -232,11 +310,22 @@ func (e *encoder) appendString(dst []byte, s string) []byte {
 	return append(dst, s...)
 }
 
-// decoder reads one message. The strings it returns are shared by the
-// particles of the message.
+// schemaField is the key and kind of one field of a schema.
+type schemaField struct {
+	key  string
+	kind particle.ValueKind
+}
+
+// decoder reads one message. The strings and tag slices it returns are
+// shared by the particles of the message; the fields of its particles
+// are cut from a few large slices, with their capacity capped so that
+// appending to one copies it.
 type decoder struct {
 	data    []byte
 	strings []string
+	tagSets [][]particle.Tag
+	schemas [][]schemaField
+	fields  []particle.Field
 	err     error
 }
 
@@ -258,6 +347,9 @@ func decodeBatch(data []byte, b *topology.RemoteBatch) (stamp, error) {
 	if d.err == nil && (input > math.MaxInt32 || n > uint64(len(d.data))) {
 		// Every item takes at least a byte.
 		d.fail("count %d or input %d out of range", n, input)
+	}
+	if d.err == nil {
+		b.Items = growItems(b.Items, int(n))
 	}
 	var (
 		prev        particle.Particle
@@ -287,7 +379,7 @@ func decodeBatch(data []byte, b *topology.RemoteBatch) (stamp, error) {
 				measurement = d.string()
 			}
 			p.Measurement = measurement
-			d.readData(&p)
+			d.readData(&p, int(n-i))
 		}
 		b.Items = append(b.Items, topology.RemoteItem{Particle: p, High: high, Replay: f&itemReplay != 0})
 		prev = p
@@ -296,6 +388,14 @@ func decodeBatch(data []byte, b *topology.RemoteBatch) (stamp, error) {
 		d.fail("%d bytes after the last item", len(d.data))
 	}
 	return st, d.err
+}
+
+// growItems returns items with room for n more.
+func growItems(items []topology.RemoteItem, n int) []topology.RemoteItem {
+	if cap(items)-len(items) < n {
+		items = append(make([]topology.RemoteItem, 0, len(items)+n), items...)
+	}
+	return items
 }
 
 func (d *decoder) fail(format string, args ...any) {
@@ -316,6 +416,11 @@ func (d *decoder) byte() byte {
 }
 
 func (d *decoder) uvarint() uint64 {
+	if len(d.data) > 0 && d.data[0] < 0x80 {
+		v := uint64(d.data[0])
+		d.data = d.data[1:]
+		return v
+	}
 	v, n := binary.Uvarint(d.data)
 	if n <= 0 {
 		d.fail("bad varint")
@@ -341,20 +446,32 @@ func (d *decoder) fixed64() uint64 {
 	return v
 }
 
-func (d *decoder) string() string {
+// ref reads a table reference: an index into a table of n entries, or
+// the size of a new entry.
+func (d *decoder) ref(n int) (i int, isNew bool, size int) {
 	x := d.uvarint()
 	if x&1 == 1 {
-		i := x >> 1
-		if i >= uint64(len(d.strings)) {
-			d.fail("string reference %d of %d", i, len(d.strings))
+		if x>>1 >= uint64(n) {
+			d.fail("reference %d of %d", x>>1, n)
+			return 0, false, 0
+		}
+		return int(x >> 1), false, 0
+	}
+	if x>>1 > uint64(len(d.data)) {
+		// Every part of an entry takes at least a byte.
+		d.fail("entry of %d, %d bytes left", x>>1, len(d.data))
+		return 0, false, 0
+	}
+	return 0, true, int(x >> 1)
+}
+
+func (d *decoder) string() string {
+	i, isNew, n := d.ref(len(d.strings))
+	if !isNew {
+		if d.err != nil {
 			return ""
 		}
 		return d.strings[i]
-	}
-	n := x >> 1
-	if n > uint64(len(d.data)) {
-		d.fail("string of %d bytes, %d left", n, len(d.data))
-		return ""
 	}
 	s := string(d.data[:n])
 	d.data = d.data[n:]
@@ -362,47 +479,85 @@ func (d *decoder) string() string {
 	return s
 }
 
-// count reads a count of things that take at least two bytes each.
-func (d *decoder) count() int {
-	n := d.uvarint()
-	if n > uint64(len(d.data))/2 {
-		d.fail("count %d, %d bytes left", n, len(d.data))
-		return 0
+func (d *decoder) tagSet() []particle.Tag {
+	i, isNew, n := d.ref(len(d.tagSets))
+	if !isNew {
+		if d.err != nil {
+			return nil
+		}
+		return d.tagSets[i]
 	}
-	return int(n)
-}
-
-func (d *decoder) readData(p *particle.Particle) {
-	if n := d.count(); n > 0 {
-		p.Tags = make([]particle.Tag, n)
-		for i := range p.Tags {
-			p.Tags[i] = particle.Tag{Key: d.string(), Value: d.string()}
+	var tags []particle.Tag
+	if n > 0 {
+		tags = make([]particle.Tag, n)
+		for j := range tags {
+			tags[j] = particle.Tag{Key: d.string(), Value: d.string()}
 		}
 	}
-	if n := d.count(); n > 0 {
-		p.Fields = make([]particle.Field, n)
-		for i := range p.Fields {
-			p.Fields[i].Key = d.string()
-			p.Fields[i].Value = d.value()
-		}
-	}
+	d.tagSets = append(d.tagSets, tags)
+	return tags
 }
 
-func (d *decoder) value() particle.Value {
-	switch k := particle.ValueKind(d.byte()); k {
+func (d *decoder) schema() []schemaField {
+	i, isNew, n := d.ref(len(d.schemas))
+	if !isNew {
+		if d.err != nil {
+			return nil
+		}
+		return d.schemas[i]
+	}
+	s := make([]schemaField, n)
+	for j := range s {
+		s[j].key = d.string()
+		s[j].kind = particle.ValueKind(d.byte())
+		if s[j].kind < particle.KindFloat || s[j].kind > particle.KindBool {
+			d.fail("value kind %d", s[j].kind)
+		}
+	}
+	d.schemas = append(d.schemas, s)
+	return s
+}
+
+// readData reads the tags and fields of p, one of the left items still
+// to read.
+func (d *decoder) readData(p *particle.Particle, left int) {
+	p.Tags = d.tagSet()
+	s := d.schema()
+	if len(s) == 0 || d.err != nil {
+		return
+	}
+	if cap(d.fields)-len(d.fields) < len(s) {
+		// Room for the items left if they have this schema too; every
+		// value takes at least a byte.
+		d.fields = make([]particle.Field, 0, max(len(s), min(len(s)*left, len(d.data))))
+	}
+	start := len(d.fields)
+	for _, sf := range s {
+		d.fields = append(d.fields, particle.Field{Key: sf.key, Value: d.value(sf.kind)})
+	}
+	p.Fields = d.fields[start:len(d.fields):len(d.fields)]
+}
+
+func (d *decoder) value(k particle.ValueKind) particle.Value {
+	switch k {
 	case particle.KindFloat:
-		return particle.Float(math.Float64frombits(d.fixed64()))
+		switch decimals := d.byte(); {
+		case decimals == rawFloat:
+			return particle.Float(math.Float64frombits(d.fixed64()))
+		case decimals <= maxDecimals:
+			return particle.Float(float64(d.varint()) / pow10[decimals])
+		default:
+			d.fail("float with %d decimals", decimals)
+			return particle.Value{}
+		}
 	case particle.KindInt:
 		return particle.Int(d.varint())
 	case particle.KindUint:
 		return particle.Uint(d.uvarint())
 	case particle.KindString:
 		return particle.String(d.string())
-	case particle.KindBool:
-		return particle.Bool(d.byte() != 0)
 	default:
-		d.fail("value kind %d", k)
-		return particle.Value{}
+		return particle.Bool(d.byte() != 0)
 	}
 }
 

@@ -12,53 +12,6 @@ import (
 	"github.com/sensorstorm/sensorstorm/topology"
 )
 
-// identity is a data particle's identity, fixed where it was created.
-type identity struct {
-	origin uint32
-	seq    uint64
-}
-
-// identitySet remembers the last identities added, up to its capacity.
-// It keeps the sequences of each origin apart: a map with integer keys
-// is the fast one.
-type identitySet struct {
-	set  map[uint32]map[uint64]struct{}
-	ring []identity
-	next int
-}
-
-func newIdentitySet(capacity int) *identitySet {
-	return &identitySet{set: make(map[uint32]map[uint64]struct{}), ring: make([]identity, 0, capacity)}
-}
-
-// add adds id and reports whether it was new.
-func (s *identitySet) add(id identity) bool {
-	seqs := s.set[id.origin]
-	if seqs == nil {
-		seqs = make(map[uint64]struct{})
-		s.set[id.origin] = seqs
-	}
-	if _, ok := seqs[id.seq]; ok {
-		return false
-	}
-	if len(s.ring) < cap(s.ring) {
-		s.ring = append(s.ring, id)
-	} else {
-		old := s.ring[s.next]
-		delete(s.set[old.origin], old.seq)
-		s.ring[s.next] = id
-		s.next = (s.next + 1) % len(s.ring)
-	}
-	seqs[id.seq] = struct{}{}
-	return true
-}
-
-func (s *identitySet) remove(ids []identity) {
-	for _, id := range ids {
-		delete(s.set[id.origin], id.seq)
-	}
-}
-
 // receiver hands one consumer's messages to a Feed: it drops copies of
 // particles already received, acknowledges a message once the engine
 // reports it done, and keeps the messages in progress alive.
