@@ -128,19 +128,18 @@ func (in *inlet) unpin(ctx context.Context, cons jetstream.Consumer, pin string)
 }
 
 // release hands the unit over (see Transport.Reassign): it drains the
-// iterator, waits for the puller to end (pulled closes), gives back what
+// pull, waits for its last callback to return, gives back what
 // was not delivered, held back in c or s or queued in q, and returns
 // topology.ErrReleased.
-func (in *inlet) release(msgs jetstream.MessagesContext, pulled <-chan struct{}, q *msgQueue, c *catchUp, s *sequencer) error {
+func (in *inlet) release(pulling jetstream.ConsumeContext, q *msgQueue, c *catchUp, s *sequencer) error {
 	t := in.t
 	// Draining hands on what the server sent already, so that it is
 	// given back now rather than after the ack wait.
-	msgs.Drain()
+	pulling.Drain()
 	select {
-	case <-pulled:
+	case <-pulling.Closed():
 	case <-time.After(t.cfg.PinnedTTL):
-		msgs.Stop()
-		<-pulled
+		stopPulling(pulling, t.cfg.PinnedTTL)
 	}
 	back := append(q.take(), s.reset()...)
 	for _, h := range c.held {

@@ -114,7 +114,7 @@ func (c *Cluster) shutdown() {
 }
 
 // WaitReady waits until every running server sees a JetStream leader and
-// is current with it.
+// is current with it, and the leader can place streams on all of them.
 func (c *Cluster) WaitReady() {
 	c.tb.Helper()
 	deadline := time.Now().Add(readyWithin)
@@ -128,15 +128,28 @@ func (c *Cluster) WaitReady() {
 }
 
 func (c *Cluster) ready() bool {
-	leader := false
+	leader, running := false, 0
+	for _, s := range c.servers {
+		if s != nil {
+			running++
+		}
+	}
 	for _, s := range c.servers {
 		if s == nil {
 			continue
 		}
-		if len(c.servers) > 1 && !s.JetStreamIsCurrent() {
+		if len(c.servers) == 1 {
+			return true
+		}
+		if !s.JetStreamIsCurrent() {
 			return false
 		}
-		leader = leader || s.JetStreamIsLeader() || len(c.servers) == 1
+		// A leader places streams only on peers it has current stats
+		// from: before it has them all, a stream with replicas 3 fails
+		// with "no suitable peers for placement".
+		if s.JetStreamIsLeader() {
+			leader = len(s.JetStreamClusterPeers()) == running
+		}
 	}
 	return leader
 }
