@@ -128,18 +128,19 @@ func (in *inlet) unpin(ctx context.Context, cons jetstream.Consumer, pin string)
 }
 
 // release hands the unit over (see Transport.Reassign): it drains the
-// pull, waits for its last callback to return, gives back what
+// iterator, waits for the puller to end (pulled closes), gives back what
 // was not delivered, held back in c or s or queued in q, and returns
 // topology.ErrReleased.
-func (in *inlet) release(pulling jetstream.ConsumeContext, q *msgQueue, c *catchUp, s *sequencer) error {
+func (in *inlet) release(msgs jetstream.MessagesContext, pulled <-chan struct{}, q *msgQueue, c *catchUp, s *sequencer) error {
 	t := in.t
 	// Draining hands on what the server sent already, so that it is
 	// given back now rather than after the ack wait.
-	pulling.Drain()
+	msgs.Drain()
 	select {
-	case <-pulling.Closed():
+	case <-pulled:
 	case <-time.After(t.cfg.PinnedTTL):
-		stopPulling(pulling, t.cfg.PinnedTTL)
+		msgs.Stop()
+		<-pulled
 	}
 	back := append(q.take(), s.reset()...)
 	for _, h := range c.held {

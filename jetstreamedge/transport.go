@@ -2,6 +2,7 @@ package jetstreamedge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -203,6 +204,11 @@ func (in *inlet) Run(ctx context.Context, feed topology.Feed) error {
 		return err
 	}
 	expiry := max(t.cfg.PinnedTTL/2, time.Second)
+	msgs, err := cons.Messages(jetstream.PullPriorityGroup(PriorityGroup), jetstream.PullMaxMessages(t.cfg.FetchBatch),
+		jetstream.PullExpiry(expiry))
+	if err != nil {
+		return fmt.Errorf("jetstreamedge: consumer %s: %w", in.consumer, err)
+	}
 	// The previous worker's messages come again at the latest an ack wait
 	// after its last pull expired.
 	c := &catchUp{cons: cons, limit: t.cfg.AckWait + expiry}
@@ -213,30 +219,28 @@ func (in *inlet) Run(ctx context.Context, feed topology.Feed) error {
 	// owner acknowledged out of order would stall the unit as long.
 	s := newSequencer(2*t.cfg.AckWait+t.cfg.PublishTimeout, t.cfg.Logger.With("consumer", in.consumer), &t.stats)
 	r := newReceiver(in, feed, c)
-	// Consume rather than the Messages iterator: the iterator's channel
-	// holds FetchBatch messages and the client drops what does not fit
-	// (a slow consumer) while this goroutine is busy; a dropped message
-	// comes again an ack wait later, behind newer ones. The callback only
-	// queues in q, which MaxAckPending bounds, and pulling goes on while
-	// the instance is busy, so that this worker stays pinned.
-	q := &msgQueue{ready: make(chan struct{}, 1)}
-	pulling, err := cons.Consume(func(m jetstream.Msg) { in.took(m, q, &c.taken) },
-		jetstream.PullPriorityGroup(PriorityGroup), jetstream.PullMaxMessages(t.cfg.FetchBatch), jetstream.PullExpiry(expiry),
-		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			// Heartbeats missed, a pin lost: pulling goes on.
-			t.cfg.Logger.Debug("pull", "consumer", in.consumer, "err", err)
-		}))
-	if err != nil {
-		return fmt.Errorf("jetstreamedge: consumer %s: %w", in.consumer, err)
-	}
 	var wg sync.WaitGroup
 	inner, stopInner := context.WithCancel(ctx)
 	defer func() {
+		// Stopping the iterator ends the puller's wait for the next
+		// message.
 		stopInner()
-		stopPulling(pulling, t.cfg.PinnedTTL)
+		msgs.Stop()
 		wg.Wait()
 	}()
 	wg.Go(func() { r.keepAlive(inner, t.cfg.AckWait/3) })
+	// The iterator sends pull requests only while it is asked for the
+	// next message: it is asked all the time, so that this worker stays
+	// pinned while the instance is busy or its inbox full. What it
+	// hands over waits in q, which MaxAckPending bounds.
+	q := &msgQueue{ready: make(chan struct{}, 1)}
+	var pullErr error
+	pulled := make(chan struct{})
+	wg.Go(func() {
+		defer stopInner()
+		defer close(pulled)
+		pullErr = in.pull(inner, msgs, q, &c.taken)
+	})
 	reassigned := t.reassignment()
 	for {
 		var poll <-chan time.Time
@@ -248,13 +252,14 @@ func (in *inlet) Run(ctx context.Context, feed topology.Feed) error {
 			poll = time.After(wait)
 		}
 		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-pulling.Closed():
-			return fmt.Errorf("jetstreamedge: consumer %s: pulling stopped", in.consumer)
+		case <-inner.Done():
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return pullErr
 		case <-reassigned:
 			if !t.owns(in.consumer, true) {
-				return in.release(pulling, q, c, s)
+				return in.release(msgs, pulled, q, c, s)
 			}
 			reassigned = t.reassignment()
 			continue
@@ -322,24 +327,28 @@ func (in *inlet) consumerOf(ctx context.Context) (jetstream.Consumer, error) {
 	}
 }
 
-// stopPulling stops pulling and waits, at most wait, until the last
-// callback returned: Closed is closed after it.
-func stopPulling(pulling jetstream.ConsumeContext, wait time.Duration) {
-	pulling.Stop()
-	select {
-	case <-pulling.Closed():
-	case <-time.After(wait):
+// pull hands the consumer's messages to q until ctx ends or the iterator
+// closes.
+func (in *inlet) pull(ctx context.Context, msgs jetstream.MessagesContext, q *msgQueue, taken *atomic.Uint64) error {
+	for {
+		m, err := msgs.Next()
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, jetstream.ErrMsgIteratorClosed):
+			return fmt.Errorf("jetstreamedge: consumer %s: %w", in.consumer, err)
+		case err != nil:
+			// Heartbeats missed, a pin lost: the iterator pulls again.
+			in.t.cfg.Logger.Debug("pull", "consumer", in.consumer, "err", err)
+			continue
+		}
+		in.lastReceived.Store(time.Now().UnixNano())
+		if pin := m.Headers().Get(pinHeader); pin != "" {
+			in.pin = pin
+		}
+		taken.Add(1)
+		q.put(m)
 	}
-}
-
-// took queues a message the server sent.
-func (in *inlet) took(m jetstream.Msg, q *msgQueue, taken *atomic.Uint64) {
-	in.lastReceived.Store(time.Now().UnixNano())
-	if pin := m.Headers().Get(pinHeader); pin != "" {
-		in.pin = pin
-	}
-	taken.Add(1)
-	q.put(m)
 }
 
 // msgQueue holds the messages pulled and not yet delivered.
