@@ -2,7 +2,6 @@ package cluster_test
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"testing"
 	"time"
@@ -16,13 +15,7 @@ import (
 // handed over rebuild their windows from the messages given back, and
 // both workers end the run on their own.
 func TestJoiningWorkerTakesItsShare(t *testing.T) {
-	// Known broken, issue 16: after the first worker handed units over,
-	// the joining worker's run stalled in 2 of 3 repeated runs (and in
-	// the whole package's run), with a message from a sender skipped as
-	// missing after its wait. SENSORSTORM_REBALANCE_TEST=1 runs it.
-	if os.Getenv("SENSORSTORM_REBALANCE_TEST") == "" {
-		t.Skip("handing units over to a joining worker stalls runs (issue 16); SENSORSTORM_REBALANCE_TEST=1 runs this test")
-	}
+	knownBroken(t, "after the first worker handed units over, the joining worker's run stalls (2 of 3 repeated runs), a message from a sender skipped as missing after its wait")
 	want := singleProcess(t, threeStages)
 	c := natstestCluster(t)
 	name := fmt.Sprintf("join-%d", time.Now().UnixNano())
