@@ -34,8 +34,9 @@
 // holding one that comes ahead of a missing one until that comes, or for
 // at most two ack waits and a publish timeout (a sender that died while it
 // tried the missing one again, a NATS outage longer than that, or a hole
-// left by a previous owner that acknowledged messages out of order). Stream sequences cannot do this:
-// a retried publish is stored after the batches that overtook it. A
+// left by a previous owner that acknowledged messages out of order).
+// Stream sequences cannot do this: a retried publish is stored after the
+// batches that overtook it. A
 // receiver cannot tell a number acknowledged before it had the unit from
 // one still to come, so it starts each sender's count past the highest
 // number of the first messages it receives from it (after a catch-up,
@@ -71,8 +72,11 @@
 // waits for them only until its catch-up bound, and does not get them. A
 // publish stored only after its receiver started the sender's count
 // (tried again while the unit moved, or while the receiver started) is
-// handed on when it comes, late. Only the built-in meta particles of
-// package metaparticle cross workers (UnknownMetaError).
+// handed on when it comes, late. Under load the pull iterator's channel,
+// FetchBatch messages long, can overflow while the inlet is busy, and
+// the client drops what does not fit (a slow consumer): those messages
+// come again an ack wait later, behind newer ones. Only the built-in
+// meta particles of package metaparticle cross workers (UnknownMetaError).
 //
 // See DESIGN.md, "Beyond one machine".
 package jetstreamedge

@@ -50,6 +50,16 @@ type pending struct {
 	since     time.Time // when it first failed
 }
 
+// outOfTime notes p's first failure and tells whether retryFor has
+// passed since.
+func (p *pending) outOfTime(retryFor time.Duration) bool {
+	now := time.Now()
+	if p.since.IsZero() {
+		p.since = now
+	}
+	return now.Sub(p.since) >= retryFor
+}
+
 // confirmed reports the fate of a published message: the error handler
 // and the acknowledgement handler of the async publisher.
 func (t *Transport) confirmed(m *nats.Msg, err error) {
@@ -144,11 +154,7 @@ func (o *outlet) publishSync(p *pending) error {
 			return p.ctx.Err()
 		}
 		t.stats.PublishFailed.Add(1)
-		now := time.Now()
-		if p.since.IsZero() {
-			p.since = now
-		}
-		if now.Sub(p.since) >= t.cfg.RetryFor {
+		if p.outOfTime(t.cfg.RetryFor) {
 			return fmt.Errorf("%w: gave up after %s: %w", ErrPublishFailed, t.cfg.RetryFor, err)
 		}
 		t.cfg.Logger.Warn("publish failed: trying again", "subject", o.subject, "number", p.number, "err", err)
@@ -169,13 +175,8 @@ func (o *outlet) retry(p *pending, err error) {
 func (o *outlet) retryLocked(p *pending, err error) {
 	o.t.stats.PublishFailed.Add(1)
 	o.t.cfg.Logger.Debug("publish failed: trying again in place", "subject", o.subject, "number", p.number, "err", err)
-	i := len(o.failed)
-	for i > 0 && o.failed[i-1].number > p.number {
-		i--
-	}
-	o.failed = append(o.failed, nil)
-	copy(o.failed[i+1:], o.failed[i:])
-	o.failed[i] = p
+	i, _ := slices.BinarySearchFunc(o.failed, p.number, func(q *pending, n uint64) int { return cmp.Compare(q.number, n) })
+	o.failed = slices.Insert(o.failed, i, p)
 	if o.retried == nil {
 		o.retried = make(chan struct{})
 		go o.publishFailed()
@@ -219,14 +220,10 @@ func (o *outlet) publishFailed() {
 					errs[i] = p.ctx.Err()
 				}
 			}
-			now := time.Now()
-			if p.since.IsZero() {
-				p.since = now
-			}
 			switch {
 			case p.ctx.Err() != nil:
 				o.gaveUp(p, p.ctx.Err())
-			case now.Sub(p.since) >= t.cfg.RetryFor:
+			case p.outOfTime(t.cfg.RetryFor):
 				o.gaveUp(p, fmt.Errorf("%w: gave up after %s: %w", ErrPublishFailed, t.cfg.RetryFor, errs[i]))
 			default:
 				t.stats.PublishFailed.Add(1)
