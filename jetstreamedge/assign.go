@@ -127,21 +127,14 @@ func (in *inlet) unpin(ctx context.Context, cons jetstream.Consumer, pin string)
 	return nil
 }
 
-// release hands the unit over (see Transport.Reassign): it drains the
-// iterator, waits for the puller to end (pulled closes), gives back what
-// was not delivered, held back in c or s or queued in q, and returns
-// topology.ErrReleased.
-func (in *inlet) release(msgs jetstream.MessagesContext, pulled <-chan struct{}, q *msgQueue, c *catchUp, s *sequencer) error {
+// release hands the unit over (see Transport.Reassign): it stops the
+// puller after the pull under way, so that nothing the server sends goes
+// unreceived, gives back what was not delivered, held back in c or s or
+// queued in q, and returns topology.ErrReleased.
+func (in *inlet) release(p *puller, q *msgQueue, c *catchUp, s *sequencer) error {
 	t := in.t
-	// Draining hands on what the server sent already, so that it is
-	// given back now rather than after the ack wait.
-	msgs.Drain()
-	select {
-	case <-pulled:
-	case <-time.After(t.cfg.PinnedTTL):
-		msgs.Stop()
-		<-pulled
-	}
+	close(p.stop)
+	<-p.done
 	back := append(q.take(), s.reset()...)
 	for _, h := range c.held {
 		back = append(back, h.m)

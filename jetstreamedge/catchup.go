@@ -21,12 +21,14 @@ const catchUpPoll = 100 * time.Millisecond
 // message handed to the instance before an older one raises its high-water
 // mark and watermark past the older one's particles, which are then late
 // and dropped, or miss their window. So when an inlet starts receiving
-// (its first message, or the first after a silence longer than PinnedTTL,
-// in which the consumer may have been pinned elsewhere) it holds back what
-// it receives until the server has no message pending that this inlet did
-// not receive, then hands it on in stream order; it holds at most until
-// every such message must have come, an ack wait and a pull's expiry after
-// the pin moved.
+// (its first message), or receives a message whose delivery does not
+// follow the last one it received (the server numbers its deliveries: the
+// ones between went to another worker, or were lost on the way), it holds
+// back what it receives until the server has no message pending that
+// this inlet did not receive, then hands it on in stream order; it holds
+// at most until every such message must have come, an ack wait and a
+// pull's expiry after the pin moved. A silence alone starts no round: a
+// NATS node stopped silences a unit for seconds without moving it.
 type catchUp struct {
 	cons  jetstream.Consumer
 	limit time.Duration
@@ -35,11 +37,14 @@ type catchUp struct {
 	// difference among its pending messages.
 	taken, settled atomic.Uint64
 
-	last    time.Time // when the inlet last received a message
-	holding bool
-	since   time.Time // when holding began
-	asked   time.Time // when the server was last asked, zero at first
-	held    []heldMsg
+	// delivered is the server's delivery number of the last message
+	// received, started whether there was one.
+	delivered uint64
+	started   bool
+	holding   bool
+	since     time.Time // when holding began
+	asked     time.Time // when the server was last asked, zero at first
+	held      []heldMsg
 }
 
 // heldMsg is a message held back, with its stream sequence.
@@ -48,23 +53,33 @@ type heldMsg struct {
 	seq uint64
 }
 
-// admit takes msgs, just received at now, and returns those to hand on
-// now; it holds back the others. began tells that a round of holding
-// began with msgs.
-func (c *catchUp) admit(now time.Time, msgs []jetstream.Msg, silence time.Duration) (out []jetstream.Msg, began bool) {
+// admit takes msgs, just received at now in the order the server
+// delivered them, and returns those to hand on now; it holds back the
+// others. began tells that a round of holding began with msgs, after
+// messages received before (not with the inlet's first).
+func (c *catchUp) admit(now time.Time, msgs []jetstream.Msg) (out []jetstream.Msg, began bool) {
 	if len(msgs) == 0 {
 		return nil, false
 	}
-	if c.last.IsZero() || now.Sub(c.last) > silence {
-		c.holding, c.since, c.asked = true, now, time.Time{}
-		began = true
+	first, moved := !c.started, false
+	for _, m := range msgs {
+		md, err := m.Metadata()
+		if err != nil {
+			continue
+		}
+		if c.started && md.Sequence.Consumer != c.delivered+1 {
+			moved = true
+		}
+		c.delivered, c.started = md.Sequence.Consumer, true
 	}
-	c.last = now
+	if first || moved {
+		c.holding, c.since, c.asked = true, now, time.Time{}
+	}
 	if !c.holding {
 		return msgs, false
 	}
 	c.hold(msgs)
-	return nil, began
+	return nil, moved && !first
 }
 
 // hold adds msgs to the messages held back.
@@ -85,14 +100,16 @@ func (c *catchUp) release(ctx context.Context, now time.Time) ([]jetstream.Msg, 
 	if !c.holding {
 		return nil, nil
 	}
-	var caught bool
 	var err error
-	if now.Sub(c.asked) >= catchUpPoll {
+	if now.Sub(c.since) < c.limit {
+		if now.Sub(c.asked) < catchUpPoll {
+			return nil, nil
+		}
 		c.asked = now
-		caught, err = c.caughtUp(ctx)
-	}
-	if !caught && now.Sub(c.since) < c.limit {
-		return nil, err
+		var caught bool
+		if caught, err = c.caughtUp(ctx); !caught {
+			return nil, err
+		}
 	}
 	slices.SortFunc(c.held, func(a, b heldMsg) int { return cmp.Compare(a.seq, b.seq) })
 	msgs := make([]jetstream.Msg, len(c.held))

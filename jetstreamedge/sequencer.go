@@ -184,9 +184,8 @@ func (s *sequencer) deadline() (time.Time, bool) {
 	return first.Add(s.wait), !first.IsZero()
 }
 
-// reset forgets every sender, and returns the messages held back: the
-// inlet starts a round again, in which it may have missed messages that
-// another worker received.
+// reset forgets every sender, and returns the messages held back, to be
+// given back when the unit is handed over.
 func (s *sequencer) reset() []jetstream.Msg {
 	var held []jetstream.Msg
 	for _, ss := range s.senders {

@@ -204,11 +204,6 @@ func (in *inlet) Run(ctx context.Context, feed topology.Feed) error {
 		return err
 	}
 	expiry := max(t.cfg.PinnedTTL/2, time.Second)
-	msgs, err := cons.Messages(jetstream.PullPriorityGroup(PriorityGroup), jetstream.PullMaxMessages(t.cfg.FetchBatch),
-		jetstream.PullExpiry(expiry))
-	if err != nil {
-		return fmt.Errorf("jetstreamedge: consumer %s: %w", in.consumer, err)
-	}
 	// The previous worker's messages come again at the latest an ack wait
 	// after its last pull expired.
 	c := &catchUp{cons: cons, limit: t.cfg.AckWait + expiry}
@@ -222,24 +217,18 @@ func (in *inlet) Run(ctx context.Context, feed topology.Feed) error {
 	var wg sync.WaitGroup
 	inner, stopInner := context.WithCancel(ctx)
 	defer func() {
-		// Stopping the iterator ends the puller's wait for the next
-		// message.
 		stopInner()
-		msgs.Stop()
 		wg.Wait()
 	}()
 	wg.Go(func() { r.keepAlive(inner, t.cfg.AckWait/3) })
-	// The iterator sends pull requests only while it is asked for the
-	// next message: it is asked all the time, so that this worker stays
-	// pinned while the instance is busy or its inbox full. What it
-	// hands over waits in q, which MaxAckPending bounds.
+	// The puller pulls all the time, so that this worker stays pinned
+	// while the instance is busy; what it receives waits in q, which
+	// MaxAckPending bounds.
 	q := &msgQueue{ready: make(chan struct{}, 1)}
-	var pullErr error
-	pulled := make(chan struct{})
+	p := &puller{in: in, cons: cons, expiry: expiry, q: q, taken: &c.taken, stop: make(chan struct{}), done: make(chan struct{})}
 	wg.Go(func() {
 		defer stopInner()
-		defer close(pulled)
-		pullErr = in.pull(inner, msgs, q, &c.taken)
+		p.run(inner)
 	})
 	reassigned := t.reassignment()
 	for {
@@ -256,10 +245,10 @@ func (in *inlet) Run(ctx context.Context, feed topology.Feed) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return pullErr
+			return p.err
 		case <-reassigned:
 			if !t.owns(in.consumer, true) {
-				return in.release(msgs, pulled, q, c, s)
+				return in.release(p, q, c, s)
 			}
 			reassigned = t.reassignment()
 			continue
@@ -272,11 +261,13 @@ func (in *inlet) Run(ctx context.Context, feed topology.Feed) error {
 			r.keep(m)
 		}
 		now := time.Now()
-		admitted, began := c.admit(now, msgs, t.cfg.PinnedTTL)
+		admitted, began := c.admit(now, msgs)
 		if began {
-			// What this worker received before may have gone on at
-			// another one meanwhile: the senders start afresh.
-			c.hold(s.reset())
+			// The senders' counts go on: a number that went to another
+			// worker meanwhile is a gap the sequencer waits for, and
+			// skips; a publish tried again while the unit was silent
+			// comes in its place.
+			t.cfg.Logger.Debug("catching up", "consumer", in.consumer)
 		}
 		if err := r.receiveAll(inner, s.order(now, admitted)); err != nil {
 			return err
@@ -327,27 +318,71 @@ func (in *inlet) consumerOf(ctx context.Context) (jetstream.Consumer, error) {
 	}
 }
 
-// pull hands the consumer's messages to q until ctx ends or the iterator
-// closes.
-func (in *inlet) pull(ctx context.Context, msgs jetstream.MessagesContext, q *msgQueue, taken *atomic.Uint64) error {
+// puller pulls a consumer's messages into a queue, one pull request at a
+// time. Not the client's Messages iterator or Consume: the iterator's
+// channel holds only as many messages as one pull asks for, and status
+// messages and the overlap of pull requests (a new one sent at half the
+// batch, or after missed heartbeats while the old one still runs) make
+// it overflow while its reader is slow, and the client drops what does
+// not fit; both end a subscription with pull requests outstanding on the
+// server, whose messages then go nowhere. Either way messages come again
+// only an ack wait later, behind newer ones. A fetch ends only when the
+// server answered its request in full (batch filled, expired, pin
+// refused), and its replies queue without a bound.
+type puller struct {
+	in     *inlet
+	cons   jetstream.Consumer
+	expiry time.Duration
+	q      *msgQueue
+	taken  *atomic.Uint64
+	// stop asks run to end after the fetch under way; done is closed
+	// when run returned, with err set.
+	stop, done chan struct{}
+	err        error
+}
+
+// run pulls until ctx ends, stop is closed or the connection closed.
+func (p *puller) run(ctx context.Context) {
+	defer close(p.done)
+	in := p.in
+	b := backoff{min: retryMin, max: retryMax}
 	for {
-		m, err := msgs.Next()
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.stop:
+			return
+		default:
+		}
+		batch, err := p.cons.Fetch(in.t.cfg.FetchBatch, jetstream.FetchPriorityGroup(PriorityGroup), jetstream.FetchMaxWait(p.expiry))
+		if err == nil {
+			for m := range batch.Messages() {
+				in.lastReceived.Store(time.Now().UnixNano())
+				if pin := m.Headers().Get(pinHeader); pin != "" {
+					in.pin = pin
+				}
+				p.taken.Add(1)
+				p.q.put(m)
+			}
+			err = batch.Error()
+		}
 		switch {
-		case ctx.Err() != nil:
-			return nil
-		case errors.Is(err, jetstream.ErrMsgIteratorClosed):
-			return fmt.Errorf("jetstreamedge: consumer %s: %w", in.consumer, err)
-		case err != nil:
-			// Heartbeats missed, a pin lost: the iterator pulls again.
-			in.t.cfg.Logger.Debug("pull", "consumer", in.consumer, "err", err)
+		case err == nil:
+			b.next = 0
+			continue
+		case errors.Is(err, nats.ErrConnectionClosed):
+			p.err = fmt.Errorf("jetstreamedge: consumer %s: %w", in.consumer, err)
+			return
+		}
+		// A pin refused, heartbeats missed, a leader being elected:
+		// pull again.
+		in.t.cfg.Logger.Debug("pull", "consumer", in.consumer, "err", err)
+		if errors.Is(err, jetstream.ErrPinIDMismatch) {
 			continue
 		}
-		in.lastReceived.Store(time.Now().UnixNano())
-		if pin := m.Headers().Get(pinHeader); pin != "" {
-			in.pin = pin
+		if b.wait(ctx) != nil {
+			return
 		}
-		taken.Add(1)
-		q.put(m)
 	}
 }
 
