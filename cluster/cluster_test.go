@@ -96,7 +96,11 @@ func startWorker(t testing.TB, c *natstest.Cluster, file, pipelineName, name str
 	opts := []nats.Option{nats.Name(name)}
 	if os.Getenv("DEBUGLOG") != "" {
 		opts = append(opts, nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
-			slog.Error("nats", "w", name, "subject", sub.Subject, "err", err)
+			subject := ""
+			if sub != nil {
+				subject = sub.Subject
+			}
+			slog.Error("nats", "w", name, "subject", subject, "err", err)
 		}))
 	}
 	cw.nc, err = nats.Connect(c.URL(), opts...)
@@ -106,7 +110,11 @@ func startWorker(t testing.TB, c *natstest.Cluster, file, pipelineName, name str
 	defer cancel()
 	cfg := testConfig(pipelineName, name)
 	if os.Getenv("DEBUGLOG") != "" {
-		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})).With("w", name)
+		level := slog.LevelInfo
+		if os.Getenv("DEBUGLOG") == "debug" {
+			level = slog.LevelDebug
+		}
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("w", name)
 	}
 	cw.w, err = cluster.Join(ctx, cw.nc, cfg)
 	require.NoError(t, err)

@@ -157,7 +157,18 @@ func (w *Worker) renewLease(ctx context.Context, lose context.CancelCauseFunc, k
 		case <-ticker.C:
 		}
 		start := time.Now()
-		next, err := w.leases.Update(ctx, key, []byte(w.cfg.Worker), rev)
+		// An update waits no longer than the lease lasts without it:
+		// while a NATS node's election keeps the bucket from answering,
+		// a blocked update would let the lease expire, and another
+		// worker take it, while this one still holds it.
+		deadline := written.Add(w.cfg.LeaseTTL - every)
+		if !start.Before(deadline) {
+			lose(errLeaseLost)
+			return
+		}
+		updateCtx, cancel := context.WithDeadline(ctx, deadline)
+		next, err := w.leases.Update(updateCtx, key, []byte(w.cfg.Worker), rev)
+		cancel()
 		switch {
 		case err == nil:
 			rev, written = next, start
