@@ -29,15 +29,6 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// knownBroken skips a test of issue 16 that does not pass reliably yet,
-// saying why, unless SENSORSTORM_KNOWN_BROKEN=1 asks to run it.
-func knownBroken(t *testing.T, why string) {
-	t.Helper()
-	if os.Getenv("SENSORSTORM_KNOWN_BROKEN") == "" {
-		t.Skip("known broken (issue 16): " + why + "; SENSORSTORM_KNOWN_BROKEN=1 runs it")
-	}
-}
-
 // natstestCluster starts a 3-node JetStream cluster.
 func natstestCluster(t *testing.T) *natstest.Cluster { return natstest.StartCluster(t, 3) }
 

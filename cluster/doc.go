@@ -93,10 +93,5 @@
 // workers until it is restarted; a live instance it takes again once the
 // lease is free, as a new holding with a source of its own.
 //
-// Not reliable yet in two cases its tests show (issue 16; the tests are
-// skipped unless SENSORSTORM_KNOWN_BROKEN=1): a worker joining a running
-// pipeline can stall after units were handed over to it, and a unit that
-// moves while a NATS node is down can lose a window's results.
-//
 // See DESIGN.md, "Beyond one machine".
 package cluster

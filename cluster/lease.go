@@ -126,6 +126,12 @@ func (l *leasedSource) runHeld(ctx context.Context, out topology.SourceEmitter, 
 		select {
 		case <-l.confirmed:
 		case <-heldCtx.Done():
+			if errors.Is(context.Cause(heldCtx), errLeaseLost) {
+				// The worker taking the lease replays what was not
+				// confirmed, and ends the stream: this one must not.
+				l.w.cfg.Logger.Warn("lease lost before the source was confirmed: leaving it to another worker", "lease", l.key)
+				<-ctx.Done()
+			}
 			return nil
 		}
 	}
@@ -157,11 +163,12 @@ func (w *Worker) renewLease(ctx context.Context, lose context.CancelCauseFunc, k
 		case <-ticker.C:
 		}
 		start := time.Now()
-		// An update waits no longer than the lease lasts without it:
-		// while a NATS node's election keeps the bucket from answering,
-		// a blocked update would let the lease expire, and another
-		// worker take it, while this one still holds it.
-		deadline := written.Add(w.cfg.LeaseTTL - every)
+		// An update waits no longer than the lease surely lasts without
+		// it: while a NATS node's election keeps the bucket from
+		// answering, a blocked update would let the lease expire, and
+		// another worker take it, while this one still replays the
+		// source.
+		deadline := written.Add(w.cfg.LeaseTTL)
 		if !start.Before(deadline) {
 			lose(errLeaseLost)
 			return

@@ -15,7 +15,6 @@ import (
 // handed over rebuild their windows from the messages given back, and
 // both workers end the run on their own.
 func TestJoiningWorkerTakesItsShare(t *testing.T) {
-	knownBroken(t, "after the first worker handed units over, the joining worker's run stalls (2 of 3 repeated runs), a message from a sender skipped as missing after its wait")
 	want := singleProcess(t, threeStages)
 	c := natstestCluster(t)
 	name := fmt.Sprintf("join-%d", time.Now().UnixNano())
@@ -56,6 +55,9 @@ func TestJoiningWorkerTakesItsShare(t *testing.T) {
 		select {
 		case <-w.ran:
 		case <-time.After(90 * time.Second):
+			for _, w := range workers {
+				t.Logf("worker %s: ran %v since the join, transport %+v", w.name, w.w.Transport().ActiveUnits(joined), counts(w.w.Transport().Stats()))
+			}
 			t.Fatalf("worker %s did not finish the run", w.name)
 		}
 	}

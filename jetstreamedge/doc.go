@@ -12,6 +12,12 @@
 // (Transport.Reassign). That also keeps a unit where it is when its
 // consumer's leader changes (a NATS node stopped): the pin lives in the
 // leader's memory, and a new leader pins whichever worker pulls first.
+// An inlet pulls with one fetch request at a time, of Config.FetchBatch
+// messages, whose replies queue without a bound but MaxAckPending's: the
+// client never drops a message the server sent it (as the pull
+// iterator, whose channel holds one pull's worth, does under load), and
+// an inlet that hands its unit over stops once its last fetch ended, so
+// that nothing the server sent goes unreceived.
 //
 // Particles travel in batches, one message per batch, in a compact binary
 // encoding: a tag set and the field names of a particle cost their bytes
@@ -57,7 +63,10 @@
 // the older particles late. The worker taking the unit over holds the
 // newer messages back until the server has no message pending that it did
 // not receive (at most an ack wait and a pull's expiry), so that the unit
-// sees its input in order and rebuilds the windows open at the move.
+// sees its input in order and rebuilds the windows open at the move. It
+// does so too when the server's delivery numbers show that deliveries
+// went elsewhere or were lost on the way; a silence alone (a NATS node
+// stopped) changes nothing, and each sender's count goes on.
 //
 // # What it is not
 //
@@ -69,14 +78,13 @@
 // identities, but the filter of a receiving instance that moved starts
 // empty. A worker that lost its pin while alive, other than by handing
 // the unit over, keeps its messages in progress: the worker pinned next
-// waits for them only until its catch-up bound, and does not get them. A
-// publish stored only after its receiver started the sender's count
-// (tried again while the unit moved, or while the receiver started) is
-// handed on when it comes, late. Under load the pull iterator's channel,
-// FetchBatch messages long, can overflow while the inlet is busy, and
-// the client drops what does not fit (a slow consumer): those messages
-// come again an ack wait later, behind newer ones. Only the built-in
-// meta particles of package metaparticle cross workers (UnknownMetaError).
+// waits for them only until its catch-up bound, and does not get them;
+// pinned again later, it waits for the messages the other acknowledged
+// as for a gap, and skips them only after that wait. A publish stored
+// only after its receiver started the sender's count (tried again while
+// the unit moved, or while the receiver started) is handed on when it
+// comes, late. Only the built-in meta particles of package metaparticle
+// cross workers (UnknownMetaError).
 //
 // See DESIGN.md, "Beyond one machine".
 package jetstreamedge
