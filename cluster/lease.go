@@ -163,19 +163,7 @@ func (w *Worker) renewLease(ctx context.Context, lose context.CancelCauseFunc, k
 		case <-ticker.C:
 		}
 		start := time.Now()
-		// An update waits no longer than the lease surely lasts without
-		// it: while a NATS node's election keeps the bucket from
-		// answering, a blocked update would let the lease expire, and
-		// another worker take it, while this one still replays the
-		// source.
-		deadline := written.Add(w.cfg.LeaseTTL)
-		if !start.Before(deadline) {
-			lose(errLeaseLost)
-			return
-		}
-		updateCtx, cancel := context.WithDeadline(ctx, deadline)
-		next, err := w.leases.Update(updateCtx, key, []byte(w.cfg.Worker), rev)
-		cancel()
+		next, err := w.leases.Update(ctx, key, []byte(w.cfg.Worker), rev)
 		switch {
 		case err == nil:
 			rev, written = next, start
