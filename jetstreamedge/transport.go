@@ -326,9 +326,10 @@ func (in *inlet) consumerOf(ctx context.Context) (jetstream.Consumer, error) {
 // it overflow while its reader is slow, and the client drops what does
 // not fit; both end a subscription with pull requests outstanding on the
 // server, whose messages then go nowhere. Either way messages come again
-// only an ack wait later, behind newer ones. A fetch ends only when the
+// only an ack wait later, behind newer ones. A fetch ends when the
 // server answered its request in full (batch filled, expired, pin
-// refused), and its replies queue without a bound.
+// refused), or a second after its expiry if the server did not (a node
+// gone), and its replies queue without a bound.
 type puller struct {
 	in     *inlet
 	cons   jetstream.Consumer
