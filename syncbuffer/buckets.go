@@ -38,18 +38,23 @@ const (
 	chunkMask  = chunkSize - 1
 )
 
-// chunk holds items by value.
-type chunk[T any] [chunkSize]T
-
-// bucket holds items in arrival order, in chunks so that growing never
-// moves an item, and their entries: entries[i] is the entry of the item
-// at place i.
-type bucket[T any] struct {
-	entries []entry
-	chunks  []*chunk[T]
+// chunk holds items by value, and their entries: entries[i] is the entry
+// of items[i].
+type chunk[T any] struct {
+	entries [chunkSize]entry
+	items   [chunkSize]T
 }
 
-func (bk *bucket[T]) at(i uint32) *T { return &bk.chunks[i>>chunkShift][i&chunkMask] }
+// bucket holds items and their entries in arrival order, in chunks, so
+// that growing never moves or copies one.
+type bucket[T any] struct {
+	chunks []*chunk[T]
+	n      int // items held
+}
+
+func (bk *bucket[T]) at(i uint32) *T { return &bk.chunks[i>>chunkShift].items[i&chunkMask] }
+
+func (bk *bucket[T]) entry(i uint32) entry { return bk.chunks[i>>chunkShift].entries[i&chunkMask] }
 
 // buckets index the items out of order within the window by event time:
 // an item is appended to the bucket of its time span, unsorted, and a
@@ -85,10 +90,11 @@ type buckets[T any] struct {
 	batchAt    int
 
 	// spareBuckets and spareChunks hold what drained buckets give back,
-	// for new buckets: their slices, emptied, and their chunks, cleared.
+	// for new buckets: their lists of chunks, emptied, and their chunks,
+	// cleared.
 	spareBuckets []bucket[T]
 	spareChunks  []*chunk[T]
-	spareCap     int // the spare buckets' capacity in entries
+	spareCap     int // the spare lists' capacity in items
 }
 
 func newBuckets[T any](window int64) buckets[T] {
@@ -99,7 +105,7 @@ func newBuckets[T any](window int64) buckets[T] {
 }
 
 // len returns the number of items held.
-func (q *buckets[T]) len() int { return q.held + len(q.ready.entries) - q.readyAt }
+func (q *buckets[T]) len() int { return q.held + q.ready.n - q.readyAt }
 
 // push adds a copy of item with its entry e unless its time is outside the
 // buckets' spans or its bucket is full, and reports whether it did.
@@ -117,20 +123,22 @@ func (q *buckets[T]) push(e entry, item *T) bool {
 		return false
 	}
 	bk := &q.ring[uint64(n)%bucketCount]
-	i := len(bk.entries)
+	i := bk.n
 	if i >= maxBucket {
 		return false
 	}
-	if bk.entries == nil && len(q.spareBuckets) > 0 {
+	if bk.chunks == nil && len(q.spareBuckets) > 0 {
 		*bk = q.spareBuckets[len(q.spareBuckets)-1]
 		q.spareBuckets = q.spareBuckets[:len(q.spareBuckets)-1]
-		q.spareCap -= cap(bk.entries)
+		q.spareCap -= cap(bk.chunks) * chunkSize
 	}
 	if i&chunkMask == 0 {
 		bk.chunks = append(bk.chunks, q.newChunk())
 	}
-	bk.entries = append(bk.entries, e)
-	*bk.at(uint32(i)) = *item
+	c := bk.chunks[i>>chunkShift]
+	c.entries[i&chunkMask] = e
+	c.items[i&chunkMask] = *item
+	bk.n++
 	q.held++
 	return true
 }
@@ -149,12 +157,12 @@ func (q *buckets[T]) newChunk() *chunk[T] {
 // Entries above wm may be returned too, but no entry is returned while an
 // older one is held.
 func (q *buckets[T]) front(wm int64) (entry, bool) {
-	if q.readyAt == len(q.ready.entries) {
+	if q.readyAt == q.ready.n {
 		if q.held == 0 {
 			return entry{}, false
 		}
 		q.sortNext(floorDiv(wm, q.width))
-		if q.readyAt == len(q.ready.entries) {
+		if q.readyAt == q.ready.n {
 			return entry{}, false
 		}
 	}
@@ -182,14 +190,15 @@ func (q *buckets[T]) pop() *T {
 // each would be a wait on memory, where a batch lets the processor fetch
 // many at once.
 func (q *buckets[T]) gather() {
-	n := min(gatherBatch, len(q.ready.entries)-q.readyAt)
+	n := min(gatherBatch, q.ready.n-q.readyAt)
 	if q.batch == nil {
 		q.batch, q.batchItems = make([]entry, 0, gatherBatch), make([]T, 0, gatherBatch)
 	}
 	q.batch, q.batchItems = q.batch[:n], q.batchItems[:n]
 	for i, o := range q.order[q.readyAt : q.readyAt+n] {
-		q.batch[i] = q.ready.entries[o&placeMask]
-		q.batchItems[i] = *q.ready.at(uint32(o & placeMask))
+		c := q.ready.chunks[o&placeMask>>chunkShift]
+		q.batch[i] = c.entries[o&chunkMask]
+		q.batchItems[i] = c.items[o&chunkMask]
 	}
 	q.batchAt = q.readyAt
 }
@@ -201,12 +210,12 @@ func (q *buckets[T]) sortNext(last int64) {
 		n := q.first
 		bk := &q.ring[uint64(n)%bucketCount]
 		q.first++
-		if len(bk.entries) == 0 {
+		if bk.n == 0 {
 			continue
 		}
 		q.recycle(q.ready)
 		q.ready, q.readyAt, *bk = *bk, 0, bucket[T]{}
-		q.held -= len(q.ready.entries)
+		q.held -= q.ready.n
 		q.sortReady(n)
 		clear(q.batchItems)
 		q.batch, q.batchItems, q.batchAt = q.batch[:0], q.batchItems[:0], 0
@@ -220,15 +229,17 @@ func (q *buckets[T]) sortNext(last int64) {
 // the low bits, below its time's offset in the bucket, and entries with
 // equal times are then put in key order.
 func (q *buckets[T]) sortReady(n int64) {
-	es := q.ready.entries
+	rd := &q.ready
 	order := q.order[:0]
-	for i, e := range es {
-		// The offset is below width: computed with wrapping, it is right
-		// even where n*width overflows.
-		order = append(order, uint64(e.time-n*q.width)<<placeBits|uint64(i))
+	for c, ch := range rd.chunks {
+		for j, e := range ch.entries[:min(chunkSize, rd.n-c*chunkSize)] {
+			// The offset is below width: computed with wrapping, it is
+			// right even where n*width overflows.
+			order = append(order, uint64(e.time-n*q.width)<<placeBits|uint64(c*chunkSize+j))
+		}
 	}
 	q.order = order
-	byEntry := func(a, b uint64) int { return cmpEntry(es[a&placeMask], es[b&placeMask]) }
+	byEntry := func(a, b uint64) int { return cmpEntry(rd.entry(uint32(a&placeMask)), rd.entry(uint32(b&placeMask))) }
 	if q.width > math.MaxUint64>>placeBits {
 		slices.SortFunc(order, byEntry)
 		return
@@ -289,7 +300,7 @@ func spreadSort(keys, scratch []uint64, width int) (sorted, spare []uint64) {
 	return dst, keys
 }
 
-// recycle keeps a drained bucket's chunks and entries for new buckets,
+// recycle keeps a drained bucket's chunks and list of them for new buckets,
 // as many as the buckets hold items, and gives back the rest: a burst's
 // memory is given back once it is released.
 func (q *buckets[T]) recycle(bk bucket[T]) {
@@ -298,13 +309,13 @@ func (q *buckets[T]) recycle(bk bucket[T]) {
 		if len(q.spareChunks)*chunkSize >= keep {
 			break
 		}
-		clear(c[:])
+		clear(c.items[:])
 		q.spareChunks = append(q.spareChunks, c)
 	}
-	if bk.entries != nil {
+	if bk.chunks != nil {
 		clear(bk.chunks)
-		q.spareBuckets = append(q.spareBuckets, bucket[T]{entries: bk.entries[:0], chunks: bk.chunks[:0]})
-		q.spareCap += cap(bk.entries)
+		q.spareBuckets = append(q.spareBuckets, bucket[T]{chunks: bk.chunks[:0]})
+		q.spareCap += cap(bk.chunks) * chunkSize
 	}
 	// What was kept while the buckets held more goes now.
 	for n := len(q.spareChunks); n*chunkSize > keep; n-- {
@@ -312,7 +323,7 @@ func (q *buckets[T]) recycle(bk bucket[T]) {
 		q.spareChunks = q.spareChunks[:n-1]
 	}
 	for n := len(q.spareBuckets); q.spareCap > keep; n-- {
-		q.spareCap -= cap(q.spareBuckets[n-1].entries)
+		q.spareCap -= cap(q.spareBuckets[n-1].chunks) * chunkSize
 		q.spareBuckets[n-1] = bucket[T]{}
 		q.spareBuckets = q.spareBuckets[:n-1]
 	}
