@@ -38,23 +38,24 @@ const (
 	chunkMask  = chunkSize - 1
 )
 
-// chunk holds items by value, and their entries: entries[i] is the entry
-// of items[i].
+// chunk holds items by value, and what their entries hold beyond their
+// keys: marks[i] is the arrival counter and size of items[i], as in
+// entry.origin and entry.held. The keys are read from the items again
+// when their bucket is sorted, which costs less than the memory to keep
+// them.
 type chunk[T any] struct {
-	entries [chunkSize]entry
-	items   [chunkSize]T
+	marks [chunkSize]uint64 // arrival<<32 | size
+	items [chunkSize]T
 }
 
-// bucket holds items and their entries in arrival order, in chunks, so
-// that growing never moves or copies one.
+// bucket holds items in arrival order, in chunks, so that growing never
+// moves or copies one.
 type bucket[T any] struct {
 	chunks []*chunk[T]
 	n      int // items held
 }
 
 func (bk *bucket[T]) at(i uint32) *T { return &bk.chunks[i>>chunkShift].items[i&chunkMask] }
-
-func (bk *bucket[T]) entry(i uint32) entry { return bk.chunks[i>>chunkShift].entries[i&chunkMask] }
 
 // buckets index the items out of order within the window by event time:
 // an item is appended to the bucket of its time span, unsorted, and a
@@ -70,15 +71,18 @@ func (bk *bucket[T]) entry(i uint32) entry { return bk.chunks[i>>chunkShift].ent
 // begins where ready's ends. An item older than that, or beyond the last
 // bucket, goes elsewhere.
 type buckets[T any] struct {
+	key   func(*T) Key
 	width int64 // 0 when the buffer has no window: no buckets then
 	lead  int64 // the window: how far behind an item others may arrive
 	first int64
 	ring  [bucketCount]bucket[T]
 	held  int // entries in ring
 
-	// ready is the bucket sorted last, released from readyAt on; order
-	// holds the places of its entries in release order (see sortReady).
+	// ready is the bucket sorted last, released from readyAt on;
+	// entries holds the entries of its items by place, and order their
+	// places in release order (see sortReady).
 	ready   bucket[T]
+	entries []entry
 	order   []uint64
 	readyAt int
 	// spreadScratch is spreadSort's second buffer.
@@ -97,18 +101,19 @@ type buckets[T any] struct {
 	spareCap     int // the spare lists' capacity in items
 }
 
-func newBuckets[T any](window int64) buckets[T] {
+func newBuckets[T any](window int64, key func(*T) Key) buckets[T] {
 	if window <= 0 {
 		return buckets[T]{}
 	}
-	return buckets[T]{width: (window-1)/bucketsPerWindow + 1, lead: window}
+	return buckets[T]{key: key, width: (window-1)/bucketsPerWindow + 1, lead: window}
 }
 
 // len returns the number of items held.
 func (q *buckets[T]) len() int { return q.held + q.ready.n - q.readyAt }
 
 // push adds a copy of item with its entry e unless its time is outside the
-// buckets' spans or its bucket is full, and reports whether it did.
+// buckets' spans or its bucket is full, and reports whether it did. e must
+// be the entry of item's key.
 func (q *buckets[T]) push(e entry, item *T) bool {
 	if q.width == 0 {
 		return false
@@ -136,7 +141,7 @@ func (q *buckets[T]) push(e entry, item *T) bool {
 		bk.chunks = append(bk.chunks, q.newChunk())
 	}
 	c := bk.chunks[i>>chunkShift]
-	c.entries[i&chunkMask] = e
+	c.marks[i&chunkMask] = e.origin<<32 | e.held&math.MaxUint32
 	c.items[i&chunkMask] = *item
 	bk.n++
 	q.held++
@@ -196,9 +201,8 @@ func (q *buckets[T]) gather() {
 	}
 	q.batch, q.batchItems = q.batch[:n], q.batchItems[:n]
 	for i, o := range q.order[q.readyAt : q.readyAt+n] {
-		c := q.ready.chunks[o&placeMask>>chunkShift]
-		q.batch[i] = c.entries[o&chunkMask]
-		q.batchItems[i] = c.items[o&chunkMask]
+		q.batch[i] = q.entries[o&placeMask]
+		q.batchItems[i] = *q.ready.at(uint32(o & placeMask))
 	}
 	q.batchAt = q.readyAt
 }
@@ -230,16 +234,19 @@ func (q *buckets[T]) sortNext(last int64) {
 // equal times are then put in key order.
 func (q *buckets[T]) sortReady(n int64) {
 	rd := &q.ready
-	order := q.order[:0]
+	es, order := reuse(q.entries, rd.n), reuse(q.order, rd.n)
 	for c, ch := range rd.chunks {
-		for j, e := range ch.entries[:min(chunkSize, rd.n-c*chunkSize)] {
+		for j := range min(chunkSize, rd.n-c*chunkSize) {
+			k, mark := q.key(&ch.items[j]), ch.marks[j]
+			e := entry{time: k.Time, seq: k.Seq, origin: uint64(k.Origin)<<32 | mark>>32, held: mark & math.MaxUint32}
 			// The offset is below width: computed with wrapping, it is
 			// right even where n*width overflows.
-			order = append(order, uint64(e.time-n*q.width)<<placeBits|uint64(c*chunkSize+j))
+			order = append(order, uint64(e.time-n*q.width)<<placeBits|uint64(len(es)))
+			es = append(es, e)
 		}
 	}
-	q.order = order
-	byEntry := func(a, b uint64) int { return cmpEntry(rd.entry(uint32(a&placeMask)), rd.entry(uint32(b&placeMask))) }
+	q.entries, q.order = es, order
+	byEntry := func(a, b uint64) int { return cmpEntry(es[a&placeMask], es[b&placeMask]) }
 	if q.width > math.MaxUint64>>placeBits {
 		slices.SortFunc(order, byEntry)
 		return
@@ -247,7 +254,7 @@ func (q *buckets[T]) sortReady(n int64) {
 	if len(order) < spreadMin {
 		slices.Sort(order)
 	} else {
-		q.order, q.spreadScratch = spreadSort(order, q.spreadScratch, bits.Len64(uint64(q.width-1)))
+		q.order, q.spreadScratch = spreadSort(order, reuse(q.spreadScratch, rd.n), bits.Len64(uint64(q.width-1)))
 		order = q.order
 	}
 	for i := 0; i < len(order); {
@@ -327,6 +334,16 @@ func (q *buckets[T]) recycle(bk bucket[T]) {
 		q.spareBuckets[n-1] = bucket[T]{}
 		q.spareBuckets = q.spareBuckets[:n-1]
 	}
+}
+
+// reuse returns s emptied for n elements, or nil if its capacity is more
+// than twice that and keepSlots: what a burst's buckets needed is given
+// back once they are small again.
+func reuse[E any](s []E, n int) []E {
+	if cap(s) > 2*max(n, keepSlots) {
+		return nil
+	}
+	return s[:0]
 }
 
 // cmpEntry is lessEntry as a three-way comparison, for sorting.
