@@ -29,40 +29,38 @@ type runBlock [runBlockSize]entry
 // drained block is kept for the run's next entries or given back: a
 // run's memory follows what it holds, not the most it ever held.
 type run struct {
-	// blocks[first:] hold the entries, from the front's place start in
-	// blocks[first] on; blocks before first were drained.
+	// blocks[first:] hold the entries, from place start in head,
+	// blocks[first], to place end in tail, the last block; blocks before
+	// first were drained.
 	blocks []*runBlock
 	first  int
+	head   *runBlock
 	start  int
+	tail   *runBlock
+	end    int
 	n      int
 	spare  []*runBlock
 }
 
 func (r *run) len() int { return r.n }
 
-func (r *run) front() entry { return r.blocks[r.first][r.start] }
-
-// place returns the block and offset of the run's i-th entry.
-func (r *run) place(i int) (*runBlock, int) {
-	i += r.start
-	return r.blocks[r.first+i>>runBlockShift], i & (runBlockSize - 1)
-}
+func (r *run) front() entry { return r.head[r.start] }
 
 // accepts reports whether e keeps the run in order.
 func (r *run) accepts(e entry) bool {
-	if r.n == 0 {
-		return true
-	}
-	b, o := r.place(r.n - 1)
-	return lessEntry(b[o], e)
+	return r.n == 0 || lessEntry(r.tail[r.end-1], e)
 }
 
 func (r *run) push(e entry) {
-	if r.start+r.n == (len(r.blocks)-r.first)<<runBlockShift {
-		r.blocks = append(r.blocks, r.newBlock())
+	if r.tail == nil || r.end == runBlockSize {
+		r.tail, r.end = r.newBlock(), 0
+		r.blocks = append(r.blocks, r.tail)
+		if r.head == nil {
+			r.head, r.start = r.tail, 0
+		}
 	}
-	b, o := r.place(r.n)
-	b[o] = e
+	r.tail[r.end] = e
+	r.end++
 	r.n++
 }
 
@@ -83,7 +81,8 @@ func (r *run) pop() {
 			r.drop(b)
 		}
 		clear(r.blocks)
-		r.blocks, r.first, r.start = r.blocks[:0], 0, 0
+		r.blocks, r.first = r.blocks[:0], 0
+		r.head, r.start, r.tail, r.end = nil, 0, nil, 0
 		if cap(r.blocks) > keepRunBlocks {
 			r.blocks = nil
 		}
@@ -92,10 +91,10 @@ func (r *run) pop() {
 	if r.start < runBlockSize {
 		return
 	}
-	r.drop(r.blocks[r.first])
+	r.drop(r.head)
 	r.blocks[r.first] = nil
 	r.first++
-	r.start = 0
+	r.head, r.start = r.blocks[r.first], 0
 	if live := len(r.blocks) - r.first; r.first >= live {
 		// Slide the live blocks down rather than grow: blocks stays
 		// twice the size of what the run holds at most.
