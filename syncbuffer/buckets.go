@@ -76,7 +76,7 @@ type buckets[T any] struct {
 	lead  int64 // the window: how far behind an item others may arrive
 	first int64
 	ring  [bucketCount]bucket[T]
-	held  int // entries in ring
+	held  int // items in ring
 
 	// ready is the bucket sorted last, released from readyAt on;
 	// entries holds the entries of its items by place, and order their
