@@ -215,12 +215,13 @@ func (f *leasedFeed) settle(ctx context.Context, h *holding) {
 		f.mu.Unlock()
 		return
 	}
-	h.settled = make(chan struct{})
+	settled := make(chan struct{})
+	h.settled = settled
 	f.mu.Unlock()
 	t := time.NewTimer(f.w.cfg.LeaseTTL)
 	defer t.Stop()
 	select {
-	case <-h.settled:
+	case <-settled:
 	case <-ctx.Done():
 	case <-t.C:
 		f.mu.Lock()

@@ -211,3 +211,144 @@ func TestLiveFeedSurvivesAKilledWorker(t *testing.T) {
 	t.Logf("%d readings, %d copies (messages the broker sent again, batches a moved unit received again); leases now %v",
 		n, copies, st.Leases)
 }
+
+// A worker that joins a live feed takes its share of the source's
+// instances: the first worker, alone, leases both; once the second joined
+// and the rebalance delay passed, the first stops one instance, waits until
+// JetStream confirmed what it emitted, so that the broker has its
+// acknowledgements, disconnects and frees the lease, and the second
+// connects with the instance's client id and receives what the session
+// kept meanwhile. Every reading published comes out; copies are counted.
+// The bolt instances stay on the first worker (its transport owns every
+// unit, the other's none): this test is about leases, TestJoiningWorkerTakesItsShare
+// about units.
+func TestJoiningWorkerTakesAFeedInstance(t *testing.T) {
+	broker := mosquittotest.Start(t, mosquittotest.Config{MaxQueued: 100000})
+	c := natstestCluster(t)
+	name := fmt.Sprintf("livejoin-%d", time.Now().UnixNano())
+	file := filepath.Join(t.TempDir(), "live.yaml")
+	require.NoError(t, os.WriteFile(file, fmt.Appendf(nil, livePipeline, broker.URL(), name), 0o600))
+	config := func(worker string, owns bool) cluster.Config {
+		cfg := testConfig(name, worker)
+		cfg.Edges.Owns = func(string, bool) bool { return owns }
+		return cfg
+	}
+	first := startWorkerWith(t, c, file, config("w1", true))
+	first.run()
+	workers := []*clusterWorker{first}
+	defer func() {
+		for _, w := range workers {
+			w.stop()
+		}
+	}()
+	leases := func() map[string]string { return status(t, first.nc, name).Leases }
+	require.Eventually(t, func() bool {
+		l := leases()
+		return len(l) == 2 && l["source.sensors.0"] == "w1" && l["source.sensors.1"] == "w1"
+	}, 30*time.Second, 50*time.Millisecond, "the first worker, alone, leases both instances")
+
+	pub := paho.NewClient(paho.NewClientOptions().AddBroker(broker.URL()).SetClientID(name + "-pub"))
+	tok := pub.Connect()
+	require.True(t, tok.WaitTimeout(10*time.Second))
+	require.NoError(t, tok.Error())
+	defer pub.Disconnect(100)
+	var (
+		sent       atomic.Int64
+		publishing sync.WaitGroup
+	)
+	stopPublishing := make(chan struct{})
+	publishing.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stopPublishing:
+				return
+			case <-time.After(time.Millisecond):
+			}
+			line := fmt.Sprintf("reading,sensor=s%d seq=%di %d", i%8, i, time.Now().UnixNano())
+			tok := pub.Publish(fmt.Sprintf("sensors/s%d", i%8), 1, false, line)
+			if !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+				t.Errorf("publishing reading %d: %v", i, tok.Error())
+				return
+			}
+			sent.Add(1)
+		}
+	})
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			close(stopPublishing)
+			publishing.Wait()
+		}
+	}
+	defer stop()
+	seen := func() map[int]int {
+		counts := map[int]int{}
+		for _, w := range workers {
+			for _, m := range seqField.FindAllStringSubmatch(w.out.String(), -1) {
+				i, _ := strconv.Atoi(m[1])
+				counts[i]++
+			}
+		}
+		return counts
+	}
+	require.Eventually(t, func() bool { return len(seen()) >= 300 }, 30*time.Second, 20*time.Millisecond, "readings come out")
+
+	joined := sent.Load()
+	second := startWorkerWith(t, c, file, config("w2", false))
+	second.run()
+	workers = append(workers, second)
+	var moved string
+	require.Eventually(t, func() bool {
+		for k, holder := range leases() {
+			if holder == "w2" {
+				moved = k
+			}
+		}
+		return moved != ""
+	}, 30*time.Second, 50*time.Millisecond, "the second worker takes an instance")
+	at := sent.Load()
+	// The feed goes on through both instances for a while.
+	require.Eventually(t, func() bool { return sent.Load() >= at+500 }, 30*time.Second, 20*time.Millisecond)
+	stop()
+	n := int(sent.Load())
+	t.Logf("w2 joined after %d readings published, took %s after %d; %d published in all", joined, moved, at, n)
+
+	deadline := time.Now().Add(60 * time.Second)
+	for len(seen()) < n {
+		require.True(t, time.Now().Before(deadline), "%d readings of %d came out", len(seen()), n)
+		time.Sleep(100 * time.Millisecond)
+	}
+	st := status(t, first.nc, name)
+	var report strings.Builder
+	require.NoError(t, st.Write(&report))
+	t.Log("\n" + report.String())
+	require.Len(t, st.Leases, 2)
+	require.Equal(t, "w2", st.Leases[moved], "the instance handed over stays with the second worker")
+	for k, holder := range st.Leases {
+		if k != moved {
+			require.Equal(t, "w1", holder, "the other instance stays with the first worker")
+		}
+	}
+	require.Equal(t, "2", st.Holdings[moved], "one hand-over: two holdings")
+	for _, a := range st.Workers {
+		holder := map[string]string{"w1": "w1", "w2": "w2"}[a.Worker]
+		var want []string
+		for k, h := range st.Leases {
+			if h == holder {
+				want = append(want, k)
+			}
+		}
+		require.ElementsMatch(t, want, a.Leases, "worker %s announces the leases it holds", a.Worker)
+	}
+	require.Positive(t, second.w.Transport().Stats().PublishedParticles.Load(), "the second worker's instance read the feed")
+
+	counts := seen()
+	copies := 0
+	for i := range n {
+		require.Positive(t, counts[i], "reading %d", i)
+		copies += counts[i] - 1
+	}
+	require.Len(t, counts, n, "nothing but the readings published")
+	t.Logf("%d readings, %d copies", n, copies)
+}
