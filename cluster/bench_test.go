@@ -1,29 +1,36 @@
 package cluster_test
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/sensorstorm/sensorstorm/natstest"
 )
 
-// BenchmarkWorkers runs the three-stage pipeline over the test recording
+// benchRepeats is how many times BenchmarkWorkers replays the test
+// recording (7563 lines, 6.75 hours) back to back, each copy an hour
+// after the last one's span: 302,520 lines, long enough that a run's
+// figure is the pipeline's steady throughput more than the workers'
+// start-up.
+const benchRepeats = 40
+
+// BenchmarkWorkers runs the three-stage pipeline (pipelines/library1-mean.yaml)
+// over a long recording made from the test recording (see benchRepeats)
 // on one worker and on two, on a 3-node cluster with replicas 3, and
 // reports the particles per second from the start of the runs to the end
 // of the sink; ns/op counts the runs alone, not the start of the workers.
-// The recording is short: a run's figure is mostly the workers'
-// start-up, the units' first leases and pinning, rather than the
-// pipeline's steady throughput. On a shared machine, alternate runs of
-// workers=1 and workers=2.
+// Each op is one whole run, so run it with -benchtime=1x and -count=4 or
+// more: the runs of workers=1 and workers=2 then alternate, which a shared
+// machine needs for a fair comparison.
 func BenchmarkWorkers(b *testing.B) {
-	recording, err := os.ReadFile("../testdata/library1-r1.lp")
-	if err != nil {
-		b.Fatal(err)
-	}
-	particles := bytes.Count(recording, []byte("\n"))
+	file, particles := longRecording(b, benchRepeats)
 	c := natstest.StartCluster(b, 3)
 	for _, n := range []int{1, 2} {
 		b.Run(fmt.Sprintf("workers=%d", n), func(b *testing.B) {
@@ -33,7 +40,7 @@ func BenchmarkWorkers(b *testing.B) {
 				name := fmt.Sprintf("bench-%d-%d-%d", n, i, time.Now().UnixNano())
 				workers := make([]*clusterWorker, n)
 				for j := range workers {
-					workers[j] = startWorker(b, c, threeStages, name, fmt.Sprintf("w%d", j+1))
+					workers[j] = startWorker(b, c, file, name, fmt.Sprintf("w%d", j+1))
 				}
 				deadline := time.Now().Add(10 * time.Second)
 				for len(status(b, workers[0].nc, name).Workers) < n {
@@ -47,7 +54,7 @@ func BenchmarkWorkers(b *testing.B) {
 				for _, w := range workers {
 					w.run()
 				}
-				deadline = time.Now().Add(90 * time.Second)
+				deadline = time.Now().Add(10 * time.Minute)
 				for ended(workers, "out") == 0 {
 					if time.Now().After(deadline) {
 						b.Fatal("the sink did not end")
@@ -55,14 +62,82 @@ func BenchmarkWorkers(b *testing.B) {
 					time.Sleep(5 * time.Millisecond)
 				}
 				elapsed += time.Since(start)
+				b.StopTimer()
+				out := 0
 				for _, w := range workers {
 					w.stop()
 					if w.err != nil {
 						b.Fatalf("worker %s: %v", w.name, w.err)
 					}
+					out += strings.Count(w.out.String(), "\n")
+				}
+				if out == 0 {
+					b.Fatal("no output")
 				}
 			}
 			b.ReportMetric(float64(particles*b.N)/elapsed.Seconds(), "particles/s")
 		})
 	}
+}
+
+// longRecording writes the test recording repeated times into a
+// temporary directory, each copy shifted an hour past the previous one's
+// end, with the pipeline of pipelines/library1-mean.yaml reading it, and
+// returns the pipeline's file and the recording's lines.
+func longRecording(b *testing.B, repeats int) (pipelineFile string, lines int) {
+	b.Helper()
+	recording, err := os.ReadFile("../testdata/library1-r1.lp")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var first, last int64
+	var times []int64
+	var rest [][]byte // each line without its timestamp
+	for line := range bytes.Lines(recording) {
+		line = bytes.TrimRight(line, "\n")
+		i := bytes.LastIndexByte(line, ' ')
+		ts, err := strconv.ParseInt(string(line[i+1:]), 10, 64)
+		if err != nil {
+			b.Fatalf("recording line %q: %v", line, err)
+		}
+		if len(times) == 0 || ts < first {
+			first = ts
+		}
+		last = max(last, ts)
+		times, rest = append(times, ts), append(rest, line[:i+1])
+	}
+	shift := last - first + int64(time.Hour)
+	dir := b.TempDir()
+	data := filepath.Join(dir, "long.lp")
+	f, err := os.Create(data)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := bufio.NewWriter(f)
+	for k := range int64(repeats) {
+		for i, r := range rest {
+			w.Write(r)
+			w.WriteString(strconv.FormatInt(times[i]+k*shift, 10))
+			w.WriteByte('\n')
+		}
+	}
+	if err := w.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
+	spec, err := os.ReadFile(threeStages)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const shipped = "../testdata/library1-r1.lp"
+	if !bytes.Contains(spec, []byte(shipped)) {
+		b.Fatalf("%s does not read %s", threeStages, shipped)
+	}
+	pipelineFile = filepath.Join(dir, "long.yaml")
+	if err := os.WriteFile(pipelineFile, bytes.ReplaceAll(spec, []byte(shipped), []byte(data)), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	return pipelineFile, len(rest) * repeats
 }
