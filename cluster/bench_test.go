@@ -26,9 +26,10 @@ const benchRepeats = 40
 // on one worker and on two, on a 3-node cluster with replicas 3, and
 // reports the particles per second from the start of the runs to the end
 // of the sink; ns/op counts the runs alone, not the start of the workers.
-// Each op is one whole run, so run it with -benchtime=1x and -count=4 or
-// more: the runs of workers=1 and workers=2 then alternate, which a shared
-// machine needs for a fair comparison.
+// Each op is one whole run: run it with -benchtime=1x. -count repeats
+// each sub-benchmark in a row; for runs of workers=1 and workers=2 that
+// alternate, which a shared machine needs for a fair comparison, run the
+// test binary with -test.count=1 in a loop.
 func BenchmarkWorkers(b *testing.B) {
 	file, particles := longRecording(b, benchRepeats)
 	c := natstest.StartCluster(b, 3)
