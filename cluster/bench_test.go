@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -26,16 +28,21 @@ const benchRepeats = 40
 // on one worker and on two, on a 3-node cluster with replicas 3, and
 // reports the particles per second from the start of the runs to the end
 // of the sink; ns/op counts the runs alone, not the start of the workers.
+// Each run's output must be the single-process run's. It also reports the
+// CPU time of the process per particle (the workers and the three NATS
+// servers) and the cores it kept busy: on a machine the workers share, a
+// second worker adds no cores, only what its units' waits leave idle.
 // Each op is one whole run: run it with -benchtime=1x. -count repeats
 // each sub-benchmark in a row; for runs of workers=1 and workers=2 that
 // alternate, which a shared machine needs for a fair comparison, run the
 // test binary with -test.count=1 in a loop.
 func BenchmarkWorkers(b *testing.B) {
 	file, particles := longRecording(b, benchRepeats)
+	want := sortedLines(singleProcess(b, file))
 	c := natstest.StartCluster(b, 3)
 	for _, n := range []int{1, 2} {
 		b.Run(fmt.Sprintf("workers=%d", n), func(b *testing.B) {
-			var elapsed time.Duration
+			var elapsed, cpu time.Duration
 			for i := range b.N {
 				b.StopTimer()
 				name := fmt.Sprintf("bench-%d-%d-%d", n, i, time.Now().UnixNano())
@@ -51,7 +58,7 @@ func BenchmarkWorkers(b *testing.B) {
 					time.Sleep(20 * time.Millisecond)
 				}
 				b.StartTimer()
-				start := time.Now()
+				start, cpu0 := time.Now(), cpuTime(b)
 				for _, w := range workers {
 					w.run()
 				}
@@ -63,20 +70,23 @@ func BenchmarkWorkers(b *testing.B) {
 					time.Sleep(5 * time.Millisecond)
 				}
 				elapsed += time.Since(start)
+				cpu += cpuTime(b) - cpu0
 				b.StopTimer()
-				out := 0
+				var out strings.Builder
 				for _, w := range workers {
 					w.stop()
 					if w.err != nil {
 						b.Fatalf("worker %s: %v", w.name, w.err)
 					}
-					out += strings.Count(w.out.String(), "\n")
+					out.WriteString(w.out.String())
 				}
-				if out == 0 {
-					b.Fatal("no output")
+				if got := sortedLines(out.String()); !slices.Equal(got, want) {
+					b.Fatalf("%d lines of output, not the %d of the single-process run", len(got), len(want))
 				}
 			}
 			b.ReportMetric(float64(particles*b.N)/elapsed.Seconds(), "particles/s")
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(particles*b.N), "cpu-ns/particle")
+			b.ReportMetric(cpu.Seconds()/elapsed.Seconds(), "cores")
 		})
 	}
 }
@@ -141,4 +151,13 @@ func longRecording(b *testing.B, repeats int) (pipelineFile string, lines int) {
 		b.Fatal(err)
 	}
 	return pipelineFile, len(rest) * repeats
+}
+
+// cpuTime returns the CPU time the process used so far.
+func cpuTime(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -65,7 +65,7 @@ func (b *lockedBuffer) String() string {
 
 // singleProcess runs the pipeline file in one process and returns its
 // output.
-func singleProcess(t *testing.T, file string) string {
+func singleProcess(t testing.TB, file string) string {
 	t.Helper()
 	p, err := pipeline.Load(file)
 	require.NoError(t, err)
