@@ -23,6 +23,7 @@ import (
 	"github.com/sensorstorm/sensorstorm/cluster"
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt/mosquittotest"
 	"github.com/sensorstorm/sensorstorm/jetstreamedge"
+	"github.com/sensorstorm/sensorstorm/natstest"
 )
 
 // livePipeline is an MQTT feed on two workers: the source's two
@@ -59,6 +60,67 @@ bolts:
 // seqField finds a reading's number in the sink's output.
 var seqField = regexp.MustCompile(`seq=(\d+)i`)
 
+// startLive starts a broker and a 3-node cluster, and writes livePipeline
+// for them, named after prefix, to a file. A session whose instance moves
+// queues its share of the feed until another worker takes it over: the
+// broker queues more than a stock one's 1000 messages.
+func startLive(t *testing.T, prefix string) (broker *mosquittotest.Broker, c *natstest.Cluster, name, file string) {
+	t.Helper()
+	broker = mosquittotest.Start(t, mosquittotest.Config{MaxQueued: 100000})
+	c = natstestCluster(t)
+	name = fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano())
+	file = filepath.Join(t.TempDir(), "live.yaml")
+	require.NoError(t, os.WriteFile(file, fmt.Appendf(nil, livePipeline, broker.URL(), name), 0o600))
+	return broker, c, name, file
+}
+
+// connectPublisher connects the client that publishes the readings.
+func connectPublisher(t *testing.T, broker, id string) paho.Client {
+	t.Helper()
+	pub := paho.NewClient(paho.NewClientOptions().AddBroker(broker).SetClientID(id))
+	tok := pub.Connect()
+	require.True(t, tok.WaitTimeout(10*time.Second))
+	require.NoError(t, tok.Error())
+	t.Cleanup(func() { pub.Disconnect(100) })
+	return pub
+}
+
+// publishReading publishes reading i, spreading the readings over eight
+// sensors, and reports whether the broker took it.
+func publishReading(t *testing.T, pub paho.Client, i int) bool {
+	line := fmt.Sprintf("reading,sensor=s%d seq=%di %d", i%8, i, time.Now().UnixNano())
+	tok := pub.Publish(fmt.Sprintf("sensors/s%d", i%8), 1, false, line)
+	if !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+		t.Errorf("publishing reading %d: %v", i, tok.Error())
+		return false
+	}
+	return true
+}
+
+// readings counts the readings in the sinks' outputs by number.
+func readings(outs ...*lockedBuffer) map[int]int {
+	counts := map[int]int{}
+	for _, out := range outs {
+		for _, m := range seqField.FindAllStringSubmatch(out.String(), -1) {
+			i, _ := strconv.Atoi(m[1])
+			counts[i]++
+		}
+	}
+	return counts
+}
+
+// requireReadings checks that counts has every reading of n, and no
+// other, and returns the copies beyond one of each.
+func requireReadings(t *testing.T, counts map[int]int, n int) (copies int) {
+	t.Helper()
+	for i := range n {
+		require.Positive(t, counts[i], "reading %d", i)
+		copies += counts[i] - 1
+	}
+	require.Len(t, counts, n, "nothing but the readings published")
+	return copies
+}
+
 // Live MQTT: an MQTT source whose two instances, leased by two workers,
 // share a subscription. Mid-feed, one worker loses its lease (the test
 // deletes it, as when a worker cannot renew it) and takes it again, as a
@@ -70,13 +132,7 @@ var seqField = regexp.MustCompile(`seq=(\d+)i`)
 // kill, and the output of a sink that moved, which writes again what the
 // dead worker wrote and had not acknowledged.
 func TestLiveFeedSurvivesAKilledWorker(t *testing.T) {
-	// The dead instance's session queues its share of the feed until the
-	// survivor takes it over: more than a stock broker's 1000.
-	broker := mosquittotest.Start(t, mosquittotest.Config{MaxQueued: 100000})
-	c := natstestCluster(t)
-	name := fmt.Sprintf("live-%d", time.Now().UnixNano())
-	file := filepath.Join(t.TempDir(), "live.yaml")
-	require.NoError(t, os.WriteFile(file, fmt.Appendf(nil, livePipeline, broker.URL(), name), 0o600))
+	broker, c, name, file := startLive(t, "live")
 	nc, err := nats.Connect(c.URL())
 	require.NoError(t, err)
 	defer nc.Close()
@@ -95,11 +151,7 @@ func TestLiveFeedSurvivesAKilledWorker(t *testing.T) {
 	}, 30*time.Second, 50*time.Millisecond, "each worker leases one instance of the source")
 
 	const n = 3000
-	pub := paho.NewClient(paho.NewClientOptions().AddBroker(broker.URL()).SetClientID(name + "-pub"))
-	tok := pub.Connect()
-	require.True(t, tok.WaitTimeout(10*time.Second))
-	require.NoError(t, tok.Error())
-	defer pub.Disconnect(100)
+	pub := connectPublisher(t, broker.URL(), name+"-pub")
 	published := make(chan int, n)
 	var (
 		sent       atomic.Int64
@@ -111,10 +163,7 @@ func TestLiveFeedSurvivesAKilledWorker(t *testing.T) {
 	publishing.Go(func() {
 		defer close(published)
 		for i := range n {
-			line := fmt.Sprintf("reading,sensor=s%d seq=%di %d", i%8, i, time.Now().UnixNano())
-			tok := pub.Publish(fmt.Sprintf("sensors/s%d", i%8), 1, false, line)
-			if !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
-				t.Errorf("publishing reading %d: %v", i, tok.Error())
+			if !publishReading(t, pub, i) {
 				return
 			}
 			sent.Add(1)
@@ -126,16 +175,7 @@ func TestLiveFeedSurvivesAKilledWorker(t *testing.T) {
 			}
 		}
 	})
-	seen := func() map[int]int {
-		counts := map[int]int{}
-		for _, p := range procs {
-			for _, m := range seqField.FindAllStringSubmatch(p.out.String(), -1) {
-				i, _ := strconv.Atoi(m[1])
-				counts[i]++
-			}
-		}
-		return counts
-	}
+	seen := func() map[int]int { return readings(&procs[0].out, &procs[1].out) }
 	for i := range published {
 		if i == n/5 {
 			break
@@ -200,13 +240,7 @@ func TestLiveFeedSurvivesAKilledWorker(t *testing.T) {
 	}
 	require.NoError(t, survivor.cmd.Process.Signal(syscall.SIGTERM))
 	<-survivor.done
-	counts := seen()
-	copies := 0
-	for i := range n {
-		require.Positive(t, counts[i], "reading %d", i)
-		copies += counts[i] - 1
-	}
-	require.Len(t, counts, n, "nothing but the readings published")
+	copies := requireReadings(t, seen(), n)
 	st := status(t, nc, name)
 	t.Logf("%d readings, %d copies (messages the broker sent again, batches a moved unit received again); leases now %v",
 		n, copies, st.Leases)
@@ -223,11 +257,7 @@ func TestLiveFeedSurvivesAKilledWorker(t *testing.T) {
 // unit, the other's none): this test is about leases, TestJoiningWorkerTakesItsShare
 // about units.
 func TestJoiningWorkerTakesAFeedInstance(t *testing.T) {
-	broker := mosquittotest.Start(t, mosquittotest.Config{MaxQueued: 100000})
-	c := natstestCluster(t)
-	name := fmt.Sprintf("livejoin-%d", time.Now().UnixNano())
-	file := filepath.Join(t.TempDir(), "live.yaml")
-	require.NoError(t, os.WriteFile(file, fmt.Appendf(nil, livePipeline, broker.URL(), name), 0o600))
+	broker, c, name, file := startLive(t, "livejoin")
 	config := func(worker string, owns bool) cluster.Config {
 		cfg := testConfig(name, worker)
 		cfg.Edges.Owns = func(string, bool) bool { return owns }
@@ -247,11 +277,7 @@ func TestJoiningWorkerTakesAFeedInstance(t *testing.T) {
 		return len(l) == 2 && l["source.sensors.0"] == "w1" && l["source.sensors.1"] == "w1"
 	}, 30*time.Second, 50*time.Millisecond, "the first worker, alone, leases both instances")
 
-	pub := paho.NewClient(paho.NewClientOptions().AddBroker(broker.URL()).SetClientID(name + "-pub"))
-	tok := pub.Connect()
-	require.True(t, tok.WaitTimeout(10*time.Second))
-	require.NoError(t, tok.Error())
-	defer pub.Disconnect(100)
+	pub := connectPublisher(t, broker.URL(), name+"-pub")
 	var (
 		sent       atomic.Int64
 		publishing sync.WaitGroup
@@ -264,10 +290,7 @@ func TestJoiningWorkerTakesAFeedInstance(t *testing.T) {
 				return
 			case <-time.After(time.Millisecond):
 			}
-			line := fmt.Sprintf("reading,sensor=s%d seq=%di %d", i%8, i, time.Now().UnixNano())
-			tok := pub.Publish(fmt.Sprintf("sensors/s%d", i%8), 1, false, line)
-			if !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
-				t.Errorf("publishing reading %d: %v", i, tok.Error())
+			if !publishReading(t, pub, i) {
 				return
 			}
 			sent.Add(1)
@@ -282,16 +305,8 @@ func TestJoiningWorkerTakesAFeedInstance(t *testing.T) {
 		}
 	}
 	defer stop()
-	seen := func() map[int]int {
-		counts := map[int]int{}
-		for _, w := range workers {
-			for _, m := range seqField.FindAllStringSubmatch(w.out.String(), -1) {
-				i, _ := strconv.Atoi(m[1])
-				counts[i]++
-			}
-		}
-		return counts
-	}
+	// The bolt instances, the sink among them, stay on the first worker.
+	seen := func() map[int]int { return readings(&first.out) }
 	require.Eventually(t, func() bool { return len(seen()) >= 300 }, 30*time.Second, 20*time.Millisecond, "readings come out")
 
 	joined := sent.Load()
@@ -347,12 +362,6 @@ func TestJoiningWorkerTakesAFeedInstance(t *testing.T) {
 	require.Equal(t, "2", st.Holdings[moved], "one hand-over: two holdings")
 	require.Positive(t, second.w.Transport().Stats().PublishedParticles.Load(), "the second worker's instance read the feed")
 
-	counts := seen()
-	copies := 0
-	for i := range n {
-		require.Positive(t, counts[i], "reading %d", i)
-		copies += counts[i] - 1
-	}
-	require.Len(t, counts, n, "nothing but the readings published")
+	copies := requireReadings(t, seen(), n)
 	t.Logf("%d readings, %d copies", n, copies)
 }
