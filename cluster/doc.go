@@ -104,7 +104,10 @@
 //
 // Not a scheduler: bolt instances and live source instances spread by
 // count, not by load, and every worker runs every bolt instance's copy,
-// idle where it does not own it. File sources are not balanced: the first
+// idle where it does not own it. Where they go is the hashing's choice,
+// not the least moves': a worker that joins can take an instance where
+// the counts were even already (one instance, two workers), a move that
+// loses nothing but holds the watermark back while it lasts. File sources are not balanced: the first
 // worker to ask replays a file source to its end, and a worker that joins
 // later replays none that started. A bolt instance handed
 // over is unavailable for the time its new owner takes to catch up (at
