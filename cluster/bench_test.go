@@ -35,7 +35,10 @@ const benchRepeats = 40
 // Each op is one whole run: run it with -benchtime=1x. -count repeats
 // each sub-benchmark in a row; for runs of workers=1 and workers=2 that
 // alternate, which a shared machine needs for a fair comparison, run the
-// test binary with -test.count=1 in a loop.
+// test binary in a loop, in the package's directory:
+//
+//	go test -c -o /tmp/cluster.test ./cluster && cd cluster
+//	for i in $(seq 8); do /tmp/cluster.test -test.run '^$' -test.bench Workers -test.benchtime 1x; done
 func BenchmarkWorkers(b *testing.B) {
 	file, particles := longRecording(b, benchRepeats)
 	want := sortedLines(singleProcess(b, file))
