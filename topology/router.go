@@ -158,11 +158,12 @@ func (r *router) addCopy(t *target, env *envelope, newEdge edgeFunc) uint64 {
 	}
 	copyEnv := *env
 	copyEnv.first.edge = newEdge()
-	if len(env.more) > 0 {
-		copyEnv.more = make([]anchor, len(env.more))
-		for i, a := range env.more {
-			copyEnv.more[i] = anchor{root: a.root, edge: copyEnv.first.edge}
+	if more := env.moreAnchors(); len(more) > 0 {
+		anchors := make([]anchor, len(more))
+		for i, a := range more {
+			anchors[i] = anchor{root: a.root, edge: copyEnv.first.edge}
 		}
+		copyEnv.more = &anchors
 	}
 	r.add(t, &copyEnv)
 	return copyEnv.first.edge
