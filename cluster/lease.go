@@ -99,17 +99,19 @@ func (l *leasedSource) runHeld(ctx context.Context, out topology.SourceEmitter, 
 	defer l.w.hold(l.key, false)
 	wg.Go(func() { l.w.renewLease(heldCtx, lose, l.key, rev, l.checkpoint) })
 
-	if _, err := l.w.done.Get(heldCtx, l.key); err == nil {
+	_, err := l.w.read(heldCtx, l.w.done, l.key)
+	if err == nil {
 		stopRenewing()
 		l.release(ctx)
 		return nil
-	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
-		return err
+	}
+	if !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return l.gaveUp(ctx, heldCtx, err)
 	}
 	if err := l.resume(heldCtx, out); err != nil {
-		return err
+		return l.gaveUp(ctx, heldCtx, err)
 	}
-	err := l.inner.Run(heldCtx, &trackingEmitter{SourceEmitter: out, l: l})
+	err = l.inner.Run(heldCtx, &trackingEmitter{SourceEmitter: out, l: l})
 	switch {
 	case errors.Is(context.Cause(heldCtx), errLeaseLost):
 		// Another worker replays the source now: this one must not end
@@ -135,8 +137,11 @@ func (l *leasedSource) runHeld(ctx context.Context, out topology.SourceEmitter, 
 			return nil
 		}
 	}
-	if _, err := l.w.done.Put(heldCtx, l.key, []byte(l.w.cfg.Worker)); err != nil {
+	if err := l.w.retry(heldCtx, l.key, func() error {
+		_, err := l.w.done.Put(heldCtx, l.key, []byte(l.w.cfg.Worker))
 		return err
+	}); err != nil {
+		return l.gaveUp(ctx, heldCtx, err)
 	}
 	stopRenewing()
 	l.release(ctx)
@@ -181,6 +186,51 @@ func (w *Worker) renewLease(ctx context.Context, lose context.CancelCauseFunc, k
 	}
 }
 
+// retry calls op on the bucket entry key until it succeeds, finds no
+// entry or ctx ends, trying again while the bucket does not answer (a
+// NATS node's election).
+func (w *Worker) retry(ctx context.Context, key string, op func() error) error {
+	for {
+		err := op()
+		if err == nil || errors.Is(err, jetstream.ErrKeyNotFound) || ctx.Err() != nil {
+			return err
+		}
+		w.cfg.Logger.Warn("a bucket did not answer: trying again", "worker", w.cfg.Worker, "key", key, "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(w.cfg.LeaseTTL / 6):
+		}
+	}
+}
+
+// read reads key from kv, trying again while the bucket does not answer.
+func (w *Worker) read(ctx context.Context, kv jetstream.KeyValue, key string) (jetstream.KeyValueEntry, error) {
+	var e jetstream.KeyValueEntry
+	err := w.retry(ctx, key, func() error {
+		var err error
+		e, err = kv.Get(ctx, key)
+		return err
+	})
+	return e, err
+}
+
+// gaveUp returns what runHeld returns when it could not start the
+// source (err): nothing once ctx ended, and, when the lease was lost
+// meanwhile (heldCtx's cause), nothing either, once ctx ends, since the
+// worker that took the lease ends the stream.
+func (l *leasedSource) gaveUp(ctx, heldCtx context.Context, err error) error {
+	switch {
+	case ctx.Err() != nil:
+		return nil
+	case errors.Is(context.Cause(heldCtx), errLeaseLost):
+		l.w.cfg.Logger.Warn("lease lost before the source started: leaving it to another worker", "lease", l.key)
+		<-ctx.Done()
+		return nil
+	}
+	return err
+}
+
 // resume reads the checkpoint a previous holder left: the particles up to
 // it were confirmed, and are skipped, keeping their numbers, when out can
 // skip.
@@ -189,7 +239,7 @@ func (l *leasedSource) resume(ctx context.Context, out topology.SourceEmitter) e
 	defer l.mu.Unlock()
 	l.next, l.skip, l.prefix, l.acked, l.pending = 0, 0, 0, map[uint64]struct{}{}, map[uint64]pendingParticle{}
 	l.skipper, _ = out.(topology.Skipper)
-	e, err := l.w.done.Get(ctx, checkpointKey(l.key))
+	e, err := l.w.read(ctx, l.w.done, checkpointKey(l.key))
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 		return nil
