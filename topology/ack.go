@@ -13,14 +13,59 @@ import (
 	"github.com/sensorstorm/sensorstorm/acker"
 )
 
-// ackOp is one update of a tree from a bolt instance: the XOR of the input's
-// edge and the edges of the children anchored to it, or a failure.
+// ackOp is one update of a tree from a bolt instance: the XOR of the
+// input's edge and the edges of the children anchored to it. It is 16
+// bytes: every input processed appends one.
 type ackOp struct {
+	root acker.RootID
+	xor  uint64
+}
+
+// failOp fails a tree. at is the number of updates that came before it, so
+// that failures and updates apply in the order they were made.
+type failOp struct {
+	at     int
 	root   acker.RootID
-	xor    uint64
-	fail   bool
 	reason acker.Reason
 	err    error
+}
+
+// ackOps is a batch of updates and failures that an instance gathers and
+// the ack service applies under one lock. Failures are rare and large,
+// updates many and small: they are kept apart.
+type ackOps struct {
+	updates []ackOp
+	fails   []failOp
+}
+
+// update adds an update of root by xor.
+func (o *ackOps) update(root acker.RootID, xor uint64) {
+	o.updates = append(o.updates, ackOp{root: root, xor: xor})
+}
+
+// fail adds the failure of root, after the updates so far.
+func (o *ackOps) fail(root acker.RootID, reason acker.Reason, err error) {
+	o.fails = append(o.fails, failOp{at: len(o.updates), root: root, reason: reason, err: err})
+}
+
+// append adds the updates and failures of p after those of o.
+func (o *ackOps) append(p *ackOps) {
+	for _, f := range p.fails {
+		f.at += len(o.updates)
+		o.fails = append(o.fails, f)
+	}
+	o.updates = append(o.updates, p.updates...)
+}
+
+func (o *ackOps) empty() bool { return len(o.updates) == 0 && len(o.fails) == 0 }
+
+// reset empties o, keeping its memory.
+func (o *ackOps) reset() {
+	o.updates = o.updates[:0]
+	if len(o.fails) > 0 {
+		clear(o.fails)
+		o.fails = o.fails[:0]
+	}
 }
 
 // tree is what the engine keeps per pending tree besides the acker's
@@ -130,37 +175,51 @@ func (a *ackService) startAll(ts []newTree, roots []acker.RootID, results []outc
 	return roots, results[:0]
 }
 
-// apply performs updates and failures and reports finished trees. results
-// is the caller's scratch space; apply returns it for reuse.
-func (a *ackService) apply(ops []ackOp, results []outcome) []outcome {
-	if len(ops) == 0 {
+// apply performs updates and failures, in the order they were added, and
+// reports finished trees. results is the caller's scratch space; apply
+// returns it for reuse.
+func (a *ackService) apply(ops *ackOps, results []outcome) []outcome {
+	if ops.empty() {
 		return results
 	}
 	results = results[:0]
 	now := a.workNow()
+	var stale uint64
 	a.mu.Lock()
-	for i := range ops {
-		op := &ops[i]
-		if op.fail {
-			if a.table.Fail(op.root) {
-				results = a.finishLocked(results, op.root, false, op.reason, op.err)
-			} else {
-				a.stale.Add(1)
-			}
-			continue
+	u := 0
+	for i := range ops.fails {
+		f := &ops.fails[i]
+		results, stale = a.updateLocked(results, stale, now, ops.updates[u:f.at])
+		u = f.at
+		if a.table.Fail(f.root) {
+			results = a.finishLocked(results, f.root, false, f.reason, f.err)
+		} else {
+			stale++
 		}
+	}
+	results, stale = a.updateLocked(results, stale, now, ops.updates[u:])
+	a.mu.Unlock()
+	if stale > 0 {
+		a.stale.Add(stale)
+	}
+	a.report(results)
+	clear(results)
+	return results[:0]
+}
+
+// updateLocked applies updates, appending the trees they complete to
+// results and counting the stale ones. a.mu is held.
+func (a *ackService) updateLocked(results []outcome, stale uint64, now int64, updates []ackOp) ([]outcome, uint64) {
+	for _, op := range updates {
 		done, ok := a.table.Update(now, op.root, op.xor)
 		switch {
 		case !ok:
-			a.stale.Add(1)
+			stale++
 		case done:
 			results = a.finishLocked(results, op.root, true, 0, nil)
 		}
 	}
-	a.mu.Unlock()
-	a.report(results)
-	clear(results)
-	return results[:0]
+	return results, stale
 }
 
 // expire fails trees that timed out. paused is the total time the topology

@@ -151,24 +151,26 @@ func (r *router) route(stream string, env *envelope, newEdge edgeFunc) uint64 {
 // addCopy appends a copy of env to t's batch and returns the copy's edge:
 // a tracked copy gets a fresh edge in each of env's trees, so that every
 // copy must be acked once; an untracked one goes as it is, under edge 0.
+// The edge is set on the copy in the batch: an envelope is large, and a
+// copy of it on the way costs as much as the rest of the acking.
 func (r *router) addCopy(t *target, env *envelope, newEdge edgeFunc) uint64 {
+	c := r.add(t, env)
 	if !env.tracked || newEdge == nil {
-		r.add(t, env)
 		return 0
 	}
-	copyEnv := *env
-	copyEnv.first.edge = newEdge()
+	c.first.edge = newEdge()
 	if len(env.more) > 0 {
-		copyEnv.more = make([]anchor, len(env.more))
+		c.more = make([]anchor, len(env.more))
 		for i, a := range env.more {
-			copyEnv.more[i] = anchor{root: a.root, edge: copyEnv.first.edge}
+			c.more[i] = anchor{root: a.root, edge: c.first.edge}
 		}
 	}
-	r.add(t, &copyEnv)
-	return copyEnv.first.edge
+	return c.first.edge
 }
 
-func (r *router) add(t *target, env *envelope) {
+// add appends env to t's batch and returns the copy there, valid until the
+// next add.
+func (r *router) add(t *target, env *envelope) *envelope {
 	if t.pending == nil {
 		t.pending = r.pool.get(t.input)
 	}
@@ -176,6 +178,7 @@ func (r *router) add(t *target, env *envelope) {
 	if len(t.pending.items) == r.pool.size {
 		r.full++
 	}
+	return &t.pending.items[len(t.pending.items)-1]
 }
 
 // resolve calls fn with every pending item added since the last resolve.
