@@ -21,11 +21,11 @@ func newPendingService(tb testing.TB, capacity, n int) *ackService {
 	require.NoError(tb, err)
 	batch := make([]newTree, 0, 1024)
 	var roots []acker.RootID
-	var results []outcome
+	var fin finished
 	for i := range n {
 		batch = append(batch, newTree{tree: tree{msgID: uint64(i), origin: 1, attempt: 1}, xor: uint64(i) | 1})
 		if len(batch) == cap(batch) || i == n-1 {
-			roots, results = a.startAll(batch, roots[:0], results)
+			roots = a.startAll(batch, roots[:0], &fin)
 			batch = batch[:0]
 		}
 	}
@@ -107,10 +107,10 @@ func TestApplyKeepsOrder(t *testing.T) {
 			a, err := newAckService(AckingConfig{MaxAttempts: 3}, []*sourceInstance{src}, nil, 4, func() int64 { return 0 })
 			require.NoError(t, err)
 			require.NoError(t, src.pending.take(t.Context(), func() error { return nil }))
-			roots, _ := a.startAll([]newTree{{tree: tree{msgID: 7, origin: 1, attempt: 1}, xor: edge}}, nil, nil)
+			roots := a.startAll([]newTree{{tree: tree{msgID: 7, origin: 1, attempt: 1}, xor: edge}}, nil, new(finished))
 			var ops ackOps
 			tt.ops(&ops, roots[0])
-			a.apply(&ops, nil)
+			a.apply(&ops, new(finished))
 			assert.Equal(t, tt.acked, src.stats.Acked.Load())
 			assert.Len(t, rec.acked, int(tt.acked))
 			assert.Len(t, src.retries.items, tt.retried)

@@ -108,7 +108,7 @@ type boltInstance struct {
 	router        router
 	edges         *acker.EdgeIDs
 	acks          ackOps
-	results       []outcome
+	finished      finished
 	seq           uint64
 	lastWM        int64
 	// nextTick is the stream time of the next engine tick.
@@ -694,7 +694,7 @@ func (b *boltInstance) flushAcks() {
 		return
 	}
 	if b.topo.acks != nil {
-		b.results = b.topo.acks.apply(&b.acks, b.results)
+		b.topo.acks.apply(&b.acks, &b.finished)
 	}
 	b.acks.reset()
 }

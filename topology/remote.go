@@ -152,7 +152,7 @@ func (ri *remoteInbox) completer(edges []anchor) func(error) {
 				ops.update(a.root, a.edge)
 			}
 		}
-		ri.run.acks.apply(&ops, nil)
+		ri.run.acks.apply(&ops, new(finished))
 	}
 }
 
@@ -221,7 +221,7 @@ func (f *feed) Deliver(ctx context.Context, rb *RemoteBatch, done func(error)) e
 	id := f.next
 	f.dones[id] = feedTree{done: done}
 	f.mu.Unlock()
-	roots, _ := r.acks.startAll([]newTree{{tree: tree{msgID: id, origin: f.origin}, xor: xor}}, nil, nil)
+	roots := r.acks.startAll([]newTree{{tree: tree{msgID: id, origin: f.origin}, xor: xor}}, nil, new(finished))
 	f.mu.Lock()
 	if t, ok := f.dones[id]; ok {
 		t.root = roots[0]
@@ -238,7 +238,7 @@ func (f *feed) Deliver(ctx context.Context, rb *RemoteBatch, done func(error)) e
 		r.pool.put(bt)
 		var ops ackOps
 		ops.fail(roots[0], acker.Failed, err)
-		r.acks.apply(&ops, nil)
+		r.acks.apply(&ops, new(finished))
 		return err
 	}
 	return nil
@@ -253,7 +253,7 @@ func (f *feed) failAll(err error) {
 		ops.fail(t.root, acker.Failed, err)
 	}
 	f.mu.Unlock()
-	f.b.topo.acks.apply(&ops, nil)
+	f.b.topo.acks.apply(&ops, new(finished))
 }
 
 // runRemote runs an instance fed by its Inlet until it ends, fails or ctx

@@ -133,7 +133,7 @@ type sourceInstance struct {
 	// lock, before any of their copies is delivered.
 	unstarted []newTree
 	roots     []acker.RootID // scratch for starting them
-	results   []outcome
+	finished  finished
 }
 
 var _ SourceEmitter = (*sourceInstance)(nil)
@@ -251,7 +251,7 @@ func (s *sourceInstance) startTrees() {
 	if len(s.unstarted) == 0 {
 		return
 	}
-	s.roots, s.results = s.topo.acks.startAll(s.unstarted, s.roots[:0], s.results)
+	s.roots = s.topo.acks.startAll(s.unstarted, s.roots[:0], &s.finished)
 	s.router.resolve(func(env *envelope) {
 		if env.tracked {
 			env.first.root = s.roots[env.first.root.Slot()]
