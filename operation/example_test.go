@@ -2,9 +2,11 @@ package operation_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/sensorstorm/sensorstorm/connectors/file"
@@ -195,6 +197,49 @@ func ExampleTyped() {
 	fmt.Print(string(line))
 	// Output:
 	// fahrenheit,node=a temp=70.7 1
+}
+
+// TypedBatch hands each window's decoded values to a Go function: here
+// the spread between the coldest and warmest reading per node and 10 s.
+func ExampleTypedBatch() {
+	decode := func(p particle.Particle) (float64, error) {
+		v, ok := p.Field("temp")
+		if !ok {
+			return 0, fmt.Errorf("no temp in %s", p.Measurement)
+		}
+		c, _ := v.Number()
+		return c, nil
+	}
+	type spread struct {
+		Node     string
+		Min, Max float64
+	}
+	encode := func(s spread) particle.Particle {
+		return particle.Particle{Measurement: "spread", Tags: []particle.Tag{{Key: "node", Value: s.Node}},
+			Fields: []particle.Field{{Key: "celsius", Value: particle.Float(s.Max - s.Min)}}}
+	}
+	op := operation.TypedBatch(operation.Tumbling(10*time.Second), operation.ByTags("node"), decode, encode,
+		func(_ context.Context, _ operation.Window, node string, temps []float64, emit func(spread)) error {
+			emit(spread{Node: node, Min: slices.Min(temps), Max: slices.Max(temps)})
+			return nil
+		})
+	out := &operation.Collector{}
+	ctx := context.Background()
+	for _, r := range []struct {
+		t int64
+		v float64
+	}{{1, 20}, {4, 23.5}, {9, 21}, {11, 19}} {
+		_ = op.Process(ctx, particle.Particle{Time: r.t * 1e9, Measurement: "room", Tags: []particle.Tag{{Key: "node", Value: "a"}},
+			Fields: []particle.Field{{Key: "temp", Value: particle.Float(r.v)}}}, out)
+	}
+	err := op.Process(ctx, particle.Particle{Time: 5e9, Measurement: "door", Tags: []particle.Tag{{Key: "node", Value: "a"}}}, out)
+	fmt.Println(errors.Is(err, operation.ErrDecode), err)
+	_ = op.OnWatermark(ctx, 10e9, out)
+	line, _ := particle.AppendLineProtocol(nil, &out.Emitted[0], particle.Second)
+	fmt.Print(string(line))
+	// Output:
+	// true operation: decode: no temp in door
+	// spread,node=a celsius=3.5 10
 }
 
 // Align merges several sensors' readings into one particle per time

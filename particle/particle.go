@@ -102,18 +102,6 @@ func (p *Particle) SortTags() {
 	}
 }
 
-// Less orders particles by event time, then origin, then sequence: the
-// deterministic order in which synchronization buffers release them.
-func Less(a, b *Particle) bool {
-	if a.Time != b.Time {
-		return a.Time < b.Time
-	}
-	if a.Origin != b.Origin {
-		return a.Origin < b.Origin
-	}
-	return a.Seq < b.Seq
-}
-
 // Clone returns a deep copy of p's tags and fields, so that the copy can be
 // modified without affecting particles that share p's slices.
 func (p Particle) Clone() Particle {

@@ -1,7 +1,6 @@
 package file
 
 import (
-	"bufio"
 	"compress/gzip"
 	"context"
 	"errors"
@@ -98,12 +97,6 @@ func (s *Source) readFile(ctx context.Context, path string, out topology.SourceE
 			return err
 		}
 	}
-}
-
-// Open opens a file for reading, through gzip when its name ends in ".gz",
-// and returns the reader and the function that closes it.
-func Open(path string) (io.Reader, func() error, error) {
-	return open(path, func(f *os.File) io.Reader { return bufio.NewReaderSize(f, 256<<10) })
 }
 
 // open opens the file at path and reads it through wrap, then through gzip
