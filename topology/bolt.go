@@ -462,7 +462,7 @@ func (b *boltInstance) handleMeta(ctx context.Context, env *envelope, forward bo
 	b.stats.Meta.Add(1)
 	var xor uint64
 	if forward {
-		xor = b.router.route("", env, b.edges.Next)
+		xor = b.router.route("", env, b.edges)
 	}
 	b.ackInput(env, xor)
 }
@@ -528,7 +528,7 @@ func (b *boltInstance) emit(stream string, p particle.Particle) {
 	if p.Meta == nil && b.cur != nil && b.cur.tracked && !b.curDone {
 		env.first, env.more, env.tracked, env.replay = b.cur.first, b.cur.more, true, b.cur.replay
 	}
-	x := b.router.route(stream, env, b.edges.Next)
+	x := b.router.route(stream, env, b.edges)
 	if b.curHeld != nil {
 		b.curHeld.add(x)
 	} else {
@@ -594,7 +594,7 @@ func (b *boltInstance) EmitAnchored(p particle.Particle, anchors ...operation.An
 			}
 		})
 	}
-	x := b.router.route("", env, b.edges.Next)
+	x := b.router.route("", env, b.edges)
 	for _, c := range b.claims {
 		c.h.xors[c.i] ^= x
 	}

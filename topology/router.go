@@ -3,6 +3,8 @@ package topology
 import (
 	"context"
 	"math"
+
+	"github.com/sensorstorm/sensorstorm/acker"
 )
 
 // inbox is the receiving end of one bolt instance. It is the one place a
@@ -118,13 +120,11 @@ func (r *router) high() int64 {
 	return h
 }
 
-// edgeFunc returns a fresh edge id for each copy of a tracked particle.
-type edgeFunc func() uint64
-
 // route appends env to the batches of the instances that receive it on
-// stream and returns the XOR of the edge ids given to its copies. A meta
-// particle goes to every instance of every output, whatever the stream.
-func (r *router) route(stream string, env *envelope, newEdge edgeFunc) uint64 {
+// stream and returns the XOR of the edge ids given to its copies, drawn
+// from edges (nil for untracked routing). A meta particle goes to every
+// instance of every output, whatever the stream.
+func (r *router) route(stream string, env *envelope, edges *acker.EdgeIDs) uint64 {
 	var xor uint64
 	meta := env.p.Meta != nil
 	for oi := range r.outputs {
@@ -134,7 +134,7 @@ func (r *router) route(stream string, env *envelope, newEdge edgeFunc) uint64 {
 		}
 		if meta {
 			for ti := range o.targets {
-				xor ^= r.addCopy(&o.targets[ti], env, newEdge)
+				xor ^= r.addCopy(&o.targets[ti], env, edges)
 			}
 			continue
 		}
@@ -142,7 +142,7 @@ func (r *router) route(stream string, env *envelope, newEdge edgeFunc) uint64 {
 		env.high = o.high
 		r.scratch = o.grouping.Route(&env.p, len(o.targets), r.scratch[:0])
 		for _, ti := range r.scratch {
-			xor ^= r.addCopy(&o.targets[ti], env, newEdge)
+			xor ^= r.addCopy(&o.targets[ti], env, edges)
 		}
 	}
 	return xor
@@ -153,12 +153,12 @@ func (r *router) route(stream string, env *envelope, newEdge edgeFunc) uint64 {
 // copy must be acked once; an untracked one goes as it is, under edge 0.
 // The edge is set on the copy in the batch: an envelope is large, and a
 // copy of it on the way costs as much as the rest of the acking.
-func (r *router) addCopy(t *target, env *envelope, newEdge edgeFunc) uint64 {
+func (r *router) addCopy(t *target, env *envelope, edges *acker.EdgeIDs) uint64 {
 	c := r.add(t, env)
-	if !env.tracked || newEdge == nil {
+	if !env.tracked || edges == nil {
 		return 0
 	}
-	c.first.edge = newEdge()
+	c.first.edge = edges.Next()
 	if len(env.more) > 0 {
 		c.more = make([]anchor, len(env.more))
 		for i, a := range env.more {

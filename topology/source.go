@@ -111,7 +111,7 @@ type sourceInstance struct {
 	stats   *ComponentStats
 	pending *tokens // one per tracked particle not yet finished; nil without acking
 	retries retryQueue
-	edgesFn edgeFunc
+	edges   *acker.EdgeIDs
 	// bound is the future bound in ns, negative when off; horizon the
 	// newest event time accepted, moved with the stream clock by the
 	// instance's housekeeping and before a rejection (a clock read per
@@ -267,7 +267,7 @@ func (s *sourceInstance) emitTracked(p particle.Particle, msgID uint64, attempt 
 	s.stamp(&p)
 	k := len(s.unstarted)
 	s.env = envelope{p: p, first: anchor{root: provisional(k)}, tracked: true, replay: attempt > 1}
-	xor := s.router.route("", &s.env, s.edgesFn)
+	xor := s.router.route("", &s.env, s.edges)
 	s.unstarted = append(s.unstarted, newTree{tree: tree{msgID: msgID, origin: s.origin, attempt: attempt}, xor: xor})
 }
 
