@@ -181,8 +181,11 @@ func (r *router) add(t *target, env *envelope) *envelope {
 	return &t.pending.items[len(t.pending.items)-1]
 }
 
-// resolve calls fn with every pending item added since the last resolve.
-func (r *router) resolve(fn func(env *envelope)) {
+// resolve gives the tracked pending items added since the last resolve
+// their trees' roots: an item's provisional root k (see provisional)
+// becomes roots[k]. It runs over every particle a source emits: no
+// callback per item.
+func (r *router) resolve(roots []acker.RootID) {
 	for oi := range r.outputs {
 		for ti := range r.outputs[oi].targets {
 			t := &r.outputs[oi].targets[ti]
@@ -190,7 +193,9 @@ func (r *router) resolve(fn func(env *envelope)) {
 				continue
 			}
 			for i := t.resolved; i < len(t.pending.items); i++ {
-				fn(&t.pending.items[i])
+				if env := &t.pending.items[i]; env.tracked {
+					env.first.root = roots[env.first.root.Slot()]
+				}
 			}
 			t.resolved = len(t.pending.items)
 		}

@@ -291,11 +291,7 @@ func (s *sourceInstance) startTrees() {
 		return
 	}
 	s.roots = s.topo.acks.startAll(s.unstarted, s.roots[:0], &s.finished)
-	s.router.resolve(func(env *envelope) {
-		if env.tracked {
-			env.first.root = s.roots[env.first.root.Slot()]
-		}
-	})
+	s.router.resolve(s.roots)
 	clear(s.unstarted)
 	s.unstarted = s.unstarted[:0]
 }
