@@ -14,18 +14,19 @@ import (
 // assign gives every unit an owner among workers, the same on every
 // worker that sees the same workers: each unit, in the order of their
 // names, goes to the worker ranked highest for it (rendezvous hashing)
-// among those that have fewer than their share, ceil(units/workers). So
-// the units spread evenly, and a worker that joins or leaves moves few of
-// the others' units. workers must not be empty.
+// among those below their share: units/workers, rounded down, and one
+// more for as many workers as the division leaves over. So the units
+// spread evenly, and a worker that joins or leaves moves few of the
+// others' units. workers must not be empty.
 func assign(units, workers []string) map[string]string {
 	units = slices.Sorted(slices.Values(units))
-	share := (len(units) + len(workers) - 1) / len(workers)
+	share, over := len(units)/len(workers), len(units)%len(workers)
 	load := make(map[string]int, len(workers))
 	owners := make(map[string]string, len(units))
 	for _, u := range units {
 		best, bestRank := "", uint64(0)
 		for _, w := range workers {
-			if load[w] >= share {
+			if load[w] > share || load[w] == share && over == 0 {
 				continue
 			}
 			r := rank(w, u)
@@ -34,7 +35,9 @@ func assign(units, workers []string) map[string]string {
 			}
 		}
 		owners[u] = best
-		load[best]++
+		if load[best]++; load[best] > share {
+			over--
+		}
 	}
 	return owners
 }

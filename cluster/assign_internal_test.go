@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Every unit has one owner among the workers, none has more than an even
-// share, and the answer does not depend on the order the units and
+// Every unit has one owner among the workers, each has an even share
+// (units/workers, rounded down or up), and the answer does not depend on the order the units and
 // workers are listed in: every worker computes the same.
 func TestAssignSpreadsEvenly(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -32,9 +32,10 @@ func TestAssignSpreadsEvenly(t *testing.T) {
 			require.Contains(t, workers, owners[u])
 			load[owners[u]]++
 		}
-		share := (len(units) + len(workers) - 1) / len(workers)
-		for w, n := range load {
-			require.LessOrEqual(t, n, share, "worker %s", w)
+		lo, hi := len(units)/len(workers), (len(units)+len(workers)-1)/len(workers)
+		for _, w := range workers {
+			require.GreaterOrEqual(t, load[w], lo, "worker %s", w)
+			require.LessOrEqual(t, load[w], hi, "worker %s", w)
 		}
 		rng.Shuffle(len(units), func(i, j int) { units[i], units[j] = units[j], units[i] })
 		rng.Shuffle(len(workers), func(i, j int) { workers[i], workers[j] = workers[j], workers[i] })

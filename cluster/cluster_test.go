@@ -65,7 +65,7 @@ func (b *lockedBuffer) String() string {
 
 // singleProcess runs the pipeline file in one process and returns its
 // output.
-func singleProcess(t *testing.T, file string) string {
+func singleProcess(t testing.TB, file string) string {
 	t.Helper()
 	p, err := pipeline.Load(file)
 	require.NoError(t, err)
@@ -91,6 +91,14 @@ type clusterWorker struct {
 
 func startWorker(t testing.TB, c *natstest.Cluster, file, pipelineName, name string) *clusterWorker {
 	t.Helper()
+	return startWorkerWith(t, c, file, testConfig(pipelineName, name))
+}
+
+// startWorkerWith starts a worker configured by cfg, which names the
+// pipeline and the worker.
+func startWorkerWith(t testing.TB, c *natstest.Cluster, file string, cfg cluster.Config) *clusterWorker {
+	t.Helper()
+	pipelineName, name := cfg.Pipeline, cfg.Worker
 	cw := &clusterWorker{name: name}
 	var err error
 	opts := []nats.Option{nats.Name(name)}
@@ -104,7 +112,6 @@ func startWorker(t testing.TB, c *natstest.Cluster, file, pipelineName, name str
 	t.Cleanup(cw.nc.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cfg := testConfig(pipelineName, name)
 	if os.Getenv("DEBUGLOG") != "" {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})).With("w", name)
 	}

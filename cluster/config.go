@@ -28,13 +28,13 @@ type Config struct {
 	// time a dead worker's sources take to move. The holder renews it
 	// every third of it. Defaults to DefaultLeaseTTL.
 	LeaseTTL time.Duration
-	// RebalanceDelay is how long a worker keeps running a unit after it
-	// was assigned to another worker, as workers joined or left: units
-	// move for balance only once the workers stayed the same that long,
-	// so that a worker that comes and goes does not move units back and
-	// forth. The units of a worker that died move at once, once its
-	// announcement expired (LeaseTTL). Defaults to
-	// DefaultRebalanceDelay.
+	// RebalanceDelay is how long a worker keeps running a unit, or a
+	// live source instance it leased, after it was assigned to another
+	// worker, as workers joined or left: they move for balance only once
+	// the workers stayed the same that long, so that a worker that comes
+	// and goes does not move them back and forth. The units and leases
+	// of a worker that died move at once, once its announcement or its
+	// leases expired (LeaseTTL). Defaults to DefaultRebalanceDelay.
 	RebalanceDelay time.Duration
 	// Edges configures the transport; its Pipeline, Logger and Owns are
 	// set from this Config. Its PinnedTTL is how long a unit waits for a

@@ -11,8 +11,8 @@
 // Each worker assigns the units (bolt instances) among the workers
 // announced, all the same way without talking to each other: each unit,
 // in the order of their names, goes to the worker that ranks highest for
-// it by rendezvous hashing among those below an even share, so that the
-// units spread evenly and a worker joining or leaving moves few others. A
+// it by rendezvous hashing among those below an even share (units/workers,
+// rounded down or up), so that the units spread evenly and a worker joining or leaving moves few others. A
 // worker pulls only for the units assigned to it, so that the server pins
 // each unit to its owner. When a worker joins, the workers that run units
 // now assigned to it keep them for Config.RebalanceDelay, then hand them
@@ -47,22 +47,50 @@
 // with the same client id and receives them. Mode tree acknowledges a
 // message once JetStream confirmed its particles, so nothing needs a
 // local spool (mode spool, whose spool another worker could not replay,
-// is refused; so are http sources). The instances go round the workers
-// announced, so that n instances on n workers give each one; a worker
-// takes an instance meant for another only once its lease stayed free for
-// a lease TTL, and takes none in its first lease TTL, so that workers
-// started together share. Each holding runs a source of its own and
-// numbers the instance's particles in a range of its own, counted in the
-// done bucket: receivers would drop a new holder's particles as copies of
-// the old one's. A message the
-// broker sends again is a new particle: copies of messages whose
-// particles reached JetStream before their acknowledgement reached the
-// broker are counted, not dropped (a dedup operation can drop them).
+// is refused; so are http sources). The instances of all live sources are
+// assigned among the workers announced as units are, so that n instances
+// on n workers give each one; a worker takes an instance assigned to
+// another only once its lease stayed free for a lease TTL, and takes none
+// in its first lease TTL, so that workers started together share without
+// moving any.
+//
+// When a worker joins, a worker holding an instance now assigned to it
+// keeps it for Config.RebalanceDelay, then hands it over at the one point
+// where nothing is lost or doubled: it stops taking messages from the
+// broker, waits (up to a lease TTL) until every particle it emitted
+// finished its tree, that is until JetStream confirmed it, which
+// acknowledges its message to the broker, disconnects cleanly, the session
+// staying, and frees the lease. The worker the instance is assigned to
+// takes the lease at once, connects with the same client id and receives
+// what the session kept: the messages queued meanwhile, and those sent and
+// not acknowledged, none of which had been emitted. A hand-over that ran
+// out of time disconnects all the same: the broker sends the messages not
+// acknowledged again, and their particles come out twice, as after a
+// kill.
+//
+// A file source is not handed over. Its lease is taken as it starts, so
+// there is no point before it started to hand it over at. Handing a replay
+// over while it runs could lose and double nothing (stop, wait until
+// JetStream confirmed what it emitted, record that as the checkpoint), but
+// its successor would read the file again from its start up to the
+// checkpoint, and the worker that handed it over could never take it back,
+// since a source runs once: a cluster left with that worker alone would
+// stall. A replay ends by itself; a live feed does not, which is why its
+// instances are the leases that spread.
+//
+// Each holding of a live instance runs a source of its own and numbers the
+// instance's particles in a range of its own, counted in the done bucket:
+// receivers would drop a new holder's particles as copies of the old
+// one's. A message the broker sends again is a new particle: copies of
+// messages whose particles reached JetStream before their acknowledgement
+// reached the broker are counted, not dropped (a dedup operation can drop
+// them).
 //
 // The watermark holds while an instance moves: its input stays silent,
 // and only the idle timeout (30 s by default) lets the others' data pass;
 // what comes after that is behind and follows the late policy. A live
-// instance moves within two lease TTLs (20 s by default), a bolt instance
+// instance moves within two lease TTLs (20 s by default) after a kill,
+// within a third of a lease TTL after the hand-over's wait, a bolt instance
 // within the lease TTL and the ack wait (40 s by default): where order
 // matters, give the buffers an idle timeout longer than that. A bolt instance's copy on a
 // worker that does not run it receives nothing and, once its inputs are
@@ -74,11 +102,14 @@
 //
 // # What it is not
 //
-// Not a scheduler: bolt instances spread by count, not by load, and every
-// worker runs every bolt instance's copy, idle where it does not own it.
-// Leases are not balanced: the first worker to ask replays a file source,
-// and a worker keeps the live instances it leased until it stops or dies,
-// so a worker that joins later runs none of them. A bolt instance handed
+// Not a scheduler: bolt instances and live source instances spread by
+// count, not by load, and every worker runs every bolt instance's copy,
+// idle where it does not own it. Where they go is the hashing's choice,
+// not the least moves': a worker that joins can take an instance where
+// the counts were even already (one instance, two workers), a move that
+// loses nothing but holds the watermark back while it lasts. File sources are not balanced: the first
+// worker to ask replays a file source to its end, and a worker that joins
+// later replays none that started. A bolt instance handed
 // over is unavailable for the time its new owner takes to catch up (at
 // most an ack wait), and the instance it leaves had derived particles that
 // its successor derives again: receivers drop those copies by identity,

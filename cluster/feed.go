@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -14,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sensorstorm/sensorstorm/acker"
-	"github.com/sensorstorm/sensorstorm/jetstreamedge"
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/topology"
 )
@@ -36,18 +33,19 @@ func epochKey(key string) string { return "epoch." + key }
 // worker holds the lease, and gives them to the worker that takes it
 // over. Nothing is checkpointed: what the instance acknowledged to the
 // broker JetStream already holds (mode tree), and the rest the broker
-// sends again.
+// sends again. A holder hands the instance over to a worker that joined
+// at the one point where that loses and doubles nothing: it stops taking
+// messages, waits until JetStream confirmed what it emitted, so that all
+// of it is acknowledged, and disconnects, leaving the rest in the session.
 //
 // Each holding runs a source of its own, since a source runs once. The
 // feed gives the engine numbers of its own for the tracked particles, so
 // that the acknowledgements of a holding's particles reach its source
 // even after the holding ended.
 type leasedFeed struct {
-	w        *Worker
-	name     string
-	instance int
-	key      string
-	open     func() (topology.Source, func() error)
+	w    *Worker
+	key  string
+	open func() (topology.Source, func() error)
 	// numbered is how many particle numbers the engine gave this
 	// instance, at least: the particles emitted and those skipped. A
 	// particle rejected as wild counts but takes none, a failed one the
@@ -59,11 +57,21 @@ type leasedFeed struct {
 	pending map[uint64]trackedParticle
 }
 
-// trackedParticle is a particle emitted tracked: the source of its holding
-// and its number there.
+// trackedParticle is a particle emitted tracked: the holding that
+// emitted it and its number in the holding's source.
 type trackedParticle struct {
-	ackr topology.Acknowledger
-	id   uint64
+	h  *holding
+	id uint64
+}
+
+// holding is one holding of an instance: its source, and the count of the
+// particles it emitted tracked that are not finished, which a hand-over
+// waits for.
+type holding struct {
+	ackr topology.Acknowledger // nil when the source is not one
+	// What follows is guarded by the leasedFeed's mu.
+	pending int
+	settled chan struct{} // when set, closed once pending is 0
 }
 
 var (
@@ -74,28 +82,43 @@ var (
 // LeaseFeed returns an instance of a live source such as MQTT, leased: of
 // all the workers, the one holding the lease of this instance runs it, and
 // when that worker dies another takes the lease and runs the instance in
-// its place. open makes the instance's source for a holding, with the
+// its place; when a worker joins, it takes its share of the instances from
+// the others. open makes the instance's source for a holding, with the
 // function that disconnects it from its broker, which the worker calls
 // before it lets the lease go. A worker that could not renew the lease
 // takes part again: it takes the lease once it is free, as the others do.
-// Give LeaseFeed to the pipeline's build (pipeline.Options.LeaseFeed). See
-// the package doc.
+// Give LeaseFeed to the pipeline's build (pipeline.Options.LeaseFeed),
+// which calls it for every instance before the pipeline runs. See the
+// package doc.
 func (w *Worker) LeaseFeed(name string, instance int, open func() (topology.Source, func() error)) topology.Source {
-	return &leasedFeed{w: w, name: name, instance: instance, key: sourceKey(name, instance), open: open,
-		pending: map[uint64]trackedParticle{}}
+	key := sourceKey(name, instance)
+	w.mu.Lock()
+	w.feeds = append(w.feeds, key)
+	w.mu.Unlock()
+	return &leasedFeed{w: w, key: key, open: open, pending: map[uint64]trackedParticle{}}
 }
 
+// How a holding ended.
+type holdingEnd int
+
+const (
+	stopped    holdingEnd = iota // the pipeline stops, or the source failed
+	lost                         // the lease could not be renewed
+	handedOver                   // the instance was assigned to another worker
+)
+
 // Run takes the lease and runs the instance until ctx ends, taking the
-// lease again whenever it was lost. It never ends the stream while the
-// pipeline runs on: another worker may run the instance.
+// lease again whenever it was lost or handed over and is free again. It
+// never ends the stream while the pipeline runs on: another worker may run
+// the instance.
 func (f *leasedFeed) Run(ctx context.Context, out topology.SourceEmitter) error {
 	log := f.w.cfg.Logger.With("worker", f.w.cfg.Worker, "lease", f.key)
 	skipper, ok := out.(topology.Skipper)
 	if !ok {
 		return fmt.Errorf("cluster: lease %s: the emitter cannot renumber the particles", f.key)
 	}
-	// Workers started together see each other before any takes a lease:
-	// a worker keeps a lease until it stops or dies.
+	// Workers started together see each other before any takes a lease,
+	// so that they share the instances without handing them over.
 	if !sleep(ctx, f.w.cfg.LeaseTTL) {
 		return nil
 	}
@@ -105,11 +128,15 @@ func (f *leasedFeed) Run(ctx context.Context, out topology.SourceEmitter) error 
 			return nil
 		}
 		log.Info("lease taken")
-		lost, err := f.runHolding(ctx, out, skipper, rev)
-		if !lost {
+		end, err := f.runHolding(ctx, out, skipper, rev)
+		switch end {
+		case stopped:
 			return err
+		case lost:
+			log.Warn("lease lost: leaving the source to another worker until the lease is free")
+		case handedOver:
+			log.Info("lease handed over to the worker the instance is assigned to")
 		}
-		log.Warn("lease lost: leaving the source to another worker until the lease is free")
 	}
 }
 
@@ -125,34 +152,114 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
+// errHandOver stops a holding's source for a hand-over.
+var errHandOver = errors.New("cluster: instance assigned to another worker")
+
 // runHolding runs a holding of the instance, which took the lease at rev,
-// until ctx ends or the lease is lost.
-func (f *leasedFeed) runHolding(ctx context.Context, out topology.SourceEmitter, skipper topology.Skipper, rev uint64) (lost bool, err error) {
+// until ctx ends, the lease is lost, or the instance was assigned to
+// another worker for the rebalance delay. It hands the instance over by
+// stopping its source, waiting (up to a lease TTL) until the particles it
+// emitted finished, which acknowledges their messages to the broker,
+// disconnecting, and freeing the lease.
+func (f *leasedFeed) runHolding(ctx context.Context, out topology.SourceEmitter, skipper topology.Skipper, rev uint64) (holdingEnd, error) {
 	f.w.hold(f.key, true)
 	defer f.w.hold(f.key, false)
 	heldCtx, lose := context.WithCancelCause(ctx)
+	srcCtx, handOver := context.WithCancelCause(heldCtx)
 	var wg sync.WaitGroup
 	wg.Go(func() { f.w.renewLease(heldCtx, lose, f.key, rev, nil) })
+	wg.Go(func() {
+		if f.w.awaitHandOver(srcCtx, f.key) {
+			handOver(errHandOver)
+		}
+	})
 	inner, disconnect := f.open()
-	err = f.runSource(heldCtx, out, skipper, inner)
-	lost = errors.Is(context.Cause(heldCtx), errLeaseLost)
+	h := &holding{}
+	h.ackr, _ = inner.(topology.Acknowledger)
+	err := f.runSource(srcCtx, out, skipper, inner, h)
+	end := stopped
+	if errors.Is(context.Cause(srcCtx), errHandOver) && heldCtx.Err() == nil {
+		end = handedOver
+		f.settle(heldCtx, h)
+	}
+	if errors.Is(context.Cause(heldCtx), errLeaseLost) {
+		end = lost
+	}
+	handOver(nil)
 	lose(nil)
 	wg.Wait()
 	// The session is left to the worker taking the instance over: the
-	// source disconnects before the lease is free.
+	// source acknowledges what finished and disconnects before the lease
+	// is free.
 	err = errors.Join(err, disconnect())
-	if lost {
+	if end == lost {
 		// Another worker may hold the lease and run the instance now.
-		return true, nil
+		return lost, nil
 	}
 	rel, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
 	_ = f.w.leases.Delete(rel, f.key)
-	return false, err
+	if end == handedOver && err != nil {
+		f.w.cfg.Logger.Warn("handing the instance over", "worker", f.w.cfg.Worker, "lease", f.key, "err", err)
+		err = nil
+	}
+	return end, err
 }
 
-// runSource runs inner, a holding's source.
-func (f *leasedFeed) runSource(ctx context.Context, out topology.SourceEmitter, skipper topology.Skipper, inner topology.Source) error {
+// settle waits until the particles holding h emitted tracked finished, for
+// a lease TTL at most: past it, the messages not acknowledged go to the
+// next holder again, and their particles come out twice.
+func (f *leasedFeed) settle(ctx context.Context, h *holding) {
+	f.mu.Lock()
+	if h.pending == 0 {
+		f.mu.Unlock()
+		return
+	}
+	settled := make(chan struct{})
+	h.settled = settled
+	f.mu.Unlock()
+	t := time.NewTimer(f.w.cfg.LeaseTTL)
+	defer t.Stop()
+	select {
+	case <-settled:
+	case <-ctx.Done():
+	case <-t.C:
+		f.mu.Lock()
+		n := h.pending
+		f.mu.Unlock()
+		f.w.cfg.Logger.Warn("handing the instance over before its particles finished: the broker sends their messages again",
+			"worker", f.w.cfg.Worker, "lease", f.key, "unfinished", n)
+	}
+}
+
+// awaitHandOver reports true once the instance key has been assigned to
+// another worker, among those announced, for the rebalance delay, or
+// false when ctx ends first.
+func (w *Worker) awaitHandOver(ctx context.Context, key string) bool {
+	ticker := time.NewTicker(w.refreshEvery())
+	defer ticker.Stop()
+	var since time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-ticker.C:
+		}
+		if w.feedOwner(key) == w.self {
+			since = time.Time{}
+			continue
+		}
+		if since.IsZero() {
+			since = time.Now()
+		}
+		if time.Since(since) >= w.cfg.RebalanceDelay {
+			return true
+		}
+	}
+}
+
+// runSource runs inner, holding h's source.
+func (f *leasedFeed) runSource(ctx context.Context, out topology.SourceEmitter, skipper topology.Skipper, inner topology.Source, h *holding) error {
 	epoch, err := f.w.nextEpoch(ctx, f.key)
 	if err != nil {
 		return fmt.Errorf("cluster: lease %s: counting the holdings: %w", f.key, err)
@@ -163,15 +270,14 @@ func (f *leasedFeed) runSource(ctx context.Context, out topology.SourceEmitter, 
 		skipper.Skip(from - n)
 		f.numbered.Store(from)
 	}
-	ackr, _ := inner.(topology.Acknowledger)
-	return inner.Run(ctx, &feedEmitter{SourceEmitter: out, f: f, ackr: ackr})
+	return inner.Run(ctx, &feedEmitter{SourceEmitter: out, f: f, h: h})
 }
 
 // feedEmitter is what a holding's source emits into.
 type feedEmitter struct {
 	topology.SourceEmitter
-	f    *leasedFeed
-	ackr topology.Acknowledger // the holding's source, nil when it is not one
+	f *leasedFeed
+	h *holding
 }
 
 // Emit implements topology.SourceEmitter.
@@ -185,24 +291,27 @@ func (e *feedEmitter) Emit(p particle.Particle) error {
 
 // EmitTracked implements topology.SourceEmitter.
 func (e *feedEmitter) EmitTracked(p particle.Particle, id uint64) error {
-	if e.ackr == nil {
+	if e.h.ackr == nil {
 		return fmt.Errorf("cluster: %w", topology.ErrNotAcknowledger)
 	}
 	f := e.f
 	f.mu.Lock()
 	f.next++
 	n := f.next
-	f.pending[n] = trackedParticle{ackr: e.ackr, id: id}
+	f.pending[n] = trackedParticle{h: e.h, id: id}
+	e.h.pending++
 	f.mu.Unlock()
 	if err := e.SourceEmitter.EmitTracked(p, n); err != nil {
 		f.take(n)
+		f.finish(e.h)
 		return err
 	}
 	f.numbered.Add(1)
 	return nil
 }
 
-// take removes the tracked particle n.
+// take removes the tracked particle n. Call finish once its holding's
+// source learnt its outcome.
 func (f *leasedFeed) take(n uint64) (trackedParticle, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -211,12 +320,22 @@ func (f *leasedFeed) take(n uint64) (trackedParticle, bool) {
 	return tp, ok
 }
 
-// acquire takes the lease: at once when this worker is the instance's
-// preferred one among those announced, otherwise once the lease was free
-// for a whole lease TTL, in which the preferred worker did not take it.
-// (Run first waits a lease TTL, so that workers started together see each
-// other before taking anything: a lease is held until its worker stops or
-// dies.) It returns false when ctx ends first.
+// finish counts a particle of holding h finished, once its source knows:
+// a hand-over waiting for it then disconnects with its message
+// acknowledged.
+func (f *leasedFeed) finish(h *holding) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if h.pending--; h.pending == 0 && h.settled != nil {
+		close(h.settled)
+		h.settled = nil
+	}
+}
+
+// acquire takes the lease: at once when the instance is assigned to this
+// worker among those announced, otherwise once the lease was free for a
+// whole lease TTL, in which the worker it is assigned to did not take it.
+// It returns false when ctx ends first.
 func (f *leasedFeed) acquire(ctx context.Context) (rev uint64, ok bool) {
 	log := f.w.cfg.Logger.With("worker", f.w.cfg.Worker, "lease", f.key)
 	ticker := time.NewTicker(f.w.cfg.LeaseTTL / 3)
@@ -243,7 +362,7 @@ func (f *leasedFeed) acquire(ctx context.Context) (rev uint64, ok bool) {
 		case freeSince.IsZero():
 			freeSince = time.Now()
 		}
-		if !f.w.prefersInstance(ctx, f.name, f.instance) && time.Since(freeSince) < f.w.cfg.LeaseTTL {
+		if f.w.feedOwner(f.key) != f.w.self && time.Since(freeSince) < f.w.cfg.LeaseTTL {
 			continue
 		}
 		rev, err := f.w.leases.Create(ctx, f.key, []byte(f.w.cfg.Worker))
@@ -258,28 +377,17 @@ func (f *leasedFeed) acquire(ctx context.Context) (rev uint64, ok bool) {
 	}
 }
 
-// prefersInstance tells whether this worker should run instance of source
-// name, among the workers announced.
-func (w *Worker) prefersInstance(ctx context.Context, name string, instance int) bool {
-	self := jetstreamedge.Token(w.cfg.Worker)
-	workers := []string{self}
-	lookup, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	if keys, err := w.workers.Keys(lookup); err == nil {
-		workers = append(workers, keys...)
+// feedOwner returns the worker (its key in the announcement bucket) that
+// should run the live source instance key among the workers announced:
+// the instances of every live source spread over them as units do (see
+// assign), so that n instances on n workers give each worker one.
+func (w *Worker) feedOwner(key string) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if owner, ok := assign(w.feeds, w.live)[key]; ok {
+		return owner
 	}
-	return preferredWorker(workers, name, instance) == self
-}
-
-// preferredWorker returns the worker that should run instance of source
-// name: the instances of a source go round the workers in the order of
-// their names, from a place that depends on the source, so that n
-// instances on n workers give each worker one.
-func preferredWorker(workers []string, name string, instance int) string {
-	workers = slices.Compact(slices.Sorted(slices.Values(workers)))
-	h := fnv.New32a()
-	h.Write([]byte(name))
-	return workers[(int(h.Sum32()%uint32(len(workers)))+instance)%len(workers)]
+	return w.self
 }
 
 // nextEpoch counts a new holding of the instance key and returns its
@@ -308,14 +416,16 @@ func (w *Worker) nextEpoch(ctx context.Context, key string) (uint64, error) {
 // Ack implements topology.Acknowledger.
 func (f *leasedFeed) Ack(n uint64) {
 	if tp, ok := f.take(n); ok {
-		tp.ackr.Ack(tp.id)
+		tp.h.ackr.Ack(tp.id)
+		f.finish(tp.h)
 	}
 }
 
 // Fail implements topology.Acknowledger.
 func (f *leasedFeed) Fail(n uint64, reason acker.Reason, err error) {
 	if tp, ok := f.take(n); ok {
-		tp.ackr.Fail(tp.id, reason, err)
+		tp.h.ackr.Fail(tp.id, reason, err)
+		f.finish(tp.h)
 	}
 }
 
@@ -327,5 +437,5 @@ func (f *leasedFeed) Redeliver(n uint64) (particle.Particle, error) {
 	if !ok {
 		return particle.Particle{}, fmt.Errorf("cluster: lease %s: no particle %d pending", f.key, n)
 	}
-	return tp.ackr.Redeliver(tp.id)
+	return tp.h.ackr.Redeliver(tp.id)
 }

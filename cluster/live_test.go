@@ -23,6 +23,7 @@ import (
 	"github.com/sensorstorm/sensorstorm/cluster"
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt/mosquittotest"
 	"github.com/sensorstorm/sensorstorm/jetstreamedge"
+	"github.com/sensorstorm/sensorstorm/natstest"
 )
 
 // livePipeline is an MQTT feed on two workers: the source's two
@@ -59,6 +60,67 @@ bolts:
 // seqField finds a reading's number in the sink's output.
 var seqField = regexp.MustCompile(`seq=(\d+)i`)
 
+// startLive starts a broker and a 3-node cluster, and writes livePipeline
+// for them, named after prefix, to a file. A session whose instance moves
+// queues its share of the feed until another worker takes it over: the
+// broker queues more than a stock one's 1000 messages.
+func startLive(t *testing.T, prefix string) (broker *mosquittotest.Broker, c *natstest.Cluster, name, file string) {
+	t.Helper()
+	broker = mosquittotest.Start(t, mosquittotest.Config{MaxQueued: 100000})
+	c = natstestCluster(t)
+	name = fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano())
+	file = filepath.Join(t.TempDir(), "live.yaml")
+	require.NoError(t, os.WriteFile(file, fmt.Appendf(nil, livePipeline, broker.URL(), name), 0o600))
+	return broker, c, name, file
+}
+
+// connectPublisher connects the client that publishes the readings.
+func connectPublisher(t *testing.T, broker, id string) paho.Client {
+	t.Helper()
+	pub := paho.NewClient(paho.NewClientOptions().AddBroker(broker).SetClientID(id))
+	tok := pub.Connect()
+	require.True(t, tok.WaitTimeout(10*time.Second))
+	require.NoError(t, tok.Error())
+	t.Cleanup(func() { pub.Disconnect(100) })
+	return pub
+}
+
+// publishReading publishes reading i, spreading the readings over eight
+// sensors, and reports whether the broker took it.
+func publishReading(t *testing.T, pub paho.Client, i int) bool {
+	line := fmt.Sprintf("reading,sensor=s%d seq=%di %d", i%8, i, time.Now().UnixNano())
+	tok := pub.Publish(fmt.Sprintf("sensors/s%d", i%8), 1, false, line)
+	if !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+		t.Errorf("publishing reading %d: %v", i, tok.Error())
+		return false
+	}
+	return true
+}
+
+// readings counts the readings in the sinks' outputs by number.
+func readings(outs ...*lockedBuffer) map[int]int {
+	counts := map[int]int{}
+	for _, out := range outs {
+		for _, m := range seqField.FindAllStringSubmatch(out.String(), -1) {
+			i, _ := strconv.Atoi(m[1])
+			counts[i]++
+		}
+	}
+	return counts
+}
+
+// requireReadings checks that counts has every reading of n, and no
+// other, and returns the copies beyond one of each.
+func requireReadings(t *testing.T, counts map[int]int, n int) (copies int) {
+	t.Helper()
+	for i := range n {
+		require.Positive(t, counts[i], "reading %d", i)
+		copies += counts[i] - 1
+	}
+	require.Len(t, counts, n, "nothing but the readings published")
+	return copies
+}
+
 // Live MQTT: an MQTT source whose two instances, leased by two workers,
 // share a subscription. Mid-feed, one worker loses its lease (the test
 // deletes it, as when a worker cannot renew it) and takes it again, as a
@@ -70,13 +132,7 @@ var seqField = regexp.MustCompile(`seq=(\d+)i`)
 // kill, and the output of a sink that moved, which writes again what the
 // dead worker wrote and had not acknowledged.
 func TestLiveFeedSurvivesAKilledWorker(t *testing.T) {
-	// The dead instance's session queues its share of the feed until the
-	// survivor takes it over: more than a stock broker's 1000.
-	broker := mosquittotest.Start(t, mosquittotest.Config{MaxQueued: 100000})
-	c := natstestCluster(t)
-	name := fmt.Sprintf("live-%d", time.Now().UnixNano())
-	file := filepath.Join(t.TempDir(), "live.yaml")
-	require.NoError(t, os.WriteFile(file, fmt.Appendf(nil, livePipeline, broker.URL(), name), 0o600))
+	broker, c, name, file := startLive(t, "live")
 	nc, err := nats.Connect(c.URL())
 	require.NoError(t, err)
 	defer nc.Close()
@@ -95,11 +151,7 @@ func TestLiveFeedSurvivesAKilledWorker(t *testing.T) {
 	}, 30*time.Second, 50*time.Millisecond, "each worker leases one instance of the source")
 
 	const n = 3000
-	pub := paho.NewClient(paho.NewClientOptions().AddBroker(broker.URL()).SetClientID(name + "-pub"))
-	tok := pub.Connect()
-	require.True(t, tok.WaitTimeout(10*time.Second))
-	require.NoError(t, tok.Error())
-	defer pub.Disconnect(100)
+	pub := connectPublisher(t, broker.URL(), name+"-pub")
 	published := make(chan int, n)
 	var (
 		sent       atomic.Int64
@@ -111,10 +163,7 @@ func TestLiveFeedSurvivesAKilledWorker(t *testing.T) {
 	publishing.Go(func() {
 		defer close(published)
 		for i := range n {
-			line := fmt.Sprintf("reading,sensor=s%d seq=%di %d", i%8, i, time.Now().UnixNano())
-			tok := pub.Publish(fmt.Sprintf("sensors/s%d", i%8), 1, false, line)
-			if !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
-				t.Errorf("publishing reading %d: %v", i, tok.Error())
+			if !publishReading(t, pub, i) {
 				return
 			}
 			sent.Add(1)
@@ -126,16 +175,7 @@ func TestLiveFeedSurvivesAKilledWorker(t *testing.T) {
 			}
 		}
 	})
-	seen := func() map[int]int {
-		counts := map[int]int{}
-		for _, p := range procs {
-			for _, m := range seqField.FindAllStringSubmatch(p.out.String(), -1) {
-				i, _ := strconv.Atoi(m[1])
-				counts[i]++
-			}
-		}
-		return counts
-	}
+	seen := func() map[int]int { return readings(&procs[0].out, &procs[1].out) }
 	for i := range published {
 		if i == n/5 {
 			break
@@ -200,14 +240,128 @@ func TestLiveFeedSurvivesAKilledWorker(t *testing.T) {
 	}
 	require.NoError(t, survivor.cmd.Process.Signal(syscall.SIGTERM))
 	<-survivor.done
-	counts := seen()
-	copies := 0
-	for i := range n {
-		require.Positive(t, counts[i], "reading %d", i)
-		copies += counts[i] - 1
-	}
-	require.Len(t, counts, n, "nothing but the readings published")
+	copies := requireReadings(t, seen(), n)
 	st := status(t, nc, name)
 	t.Logf("%d readings, %d copies (messages the broker sent again, batches a moved unit received again); leases now %v",
 		n, copies, st.Leases)
+}
+
+// A worker that joins a live feed takes its share of the source's
+// instances: the first worker, alone, leases both; once the second joined
+// and the rebalance delay passed, the first stops one instance, waits until
+// JetStream confirmed what it emitted, so that the broker has its
+// acknowledgements, disconnects and frees the lease, and the second
+// connects with the instance's client id and receives what the session
+// kept meanwhile. Every reading published comes out; copies are counted.
+// The bolt instances stay on the first worker (its transport owns every
+// unit, the other's none): this test is about leases, TestJoiningWorkerTakesItsShare
+// about units.
+func TestJoiningWorkerTakesAFeedInstance(t *testing.T) {
+	broker, c, name, file := startLive(t, "livejoin")
+	config := func(worker string, owns bool) cluster.Config {
+		cfg := testConfig(name, worker)
+		cfg.Edges.Owns = func(string, bool) bool { return owns }
+		return cfg
+	}
+	first := startWorkerWith(t, c, file, config("w1", true))
+	first.run()
+	workers := []*clusterWorker{first}
+	defer func() {
+		for _, w := range workers {
+			w.stop()
+		}
+	}()
+	leases := func() map[string]string { return status(t, first.nc, name).Leases }
+	require.Eventually(t, func() bool {
+		l := leases()
+		return len(l) == 2 && l["source.sensors.0"] == "w1" && l["source.sensors.1"] == "w1"
+	}, 30*time.Second, 50*time.Millisecond, "the first worker, alone, leases both instances")
+
+	pub := connectPublisher(t, broker.URL(), name+"-pub")
+	var (
+		sent       atomic.Int64
+		publishing sync.WaitGroup
+	)
+	stopPublishing := make(chan struct{})
+	publishing.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stopPublishing:
+				return
+			case <-time.After(time.Millisecond):
+			}
+			if !publishReading(t, pub, i) {
+				return
+			}
+			sent.Add(1)
+		}
+	})
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			close(stopPublishing)
+			publishing.Wait()
+		}
+	}
+	defer stop()
+	// The bolt instances, the sink among them, stay on the first worker.
+	seen := func() map[int]int { return readings(&first.out) }
+	require.Eventually(t, func() bool { return len(seen()) >= 300 }, 30*time.Second, 20*time.Millisecond, "readings come out")
+
+	joined := sent.Load()
+	second := startWorkerWith(t, c, file, config("w2", false))
+	second.run()
+	workers = append(workers, second)
+	var moved string
+	require.Eventually(t, func() bool {
+		for k, holder := range leases() {
+			if holder == "w2" {
+				moved = k
+			}
+		}
+		return moved != ""
+	}, 30*time.Second, 50*time.Millisecond, "the second worker takes an instance")
+	at := sent.Load()
+	// The feed goes on through both instances for a while.
+	require.Eventually(t, func() bool { return sent.Load() >= at+500 }, 30*time.Second, 20*time.Millisecond)
+	stop()
+	n := int(sent.Load())
+	t.Logf("w2 joined after %d readings published, took %s after %d; %d published in all", joined, moved, at, n)
+
+	deadline := time.Now().Add(60 * time.Second)
+	for len(seen()) < n {
+		require.True(t, time.Now().Before(deadline), "%d readings of %d came out", len(seen()), n)
+		time.Sleep(100 * time.Millisecond)
+	}
+	// The status tells who holds what: each worker announces the lease it
+	// holds (announcements are renewed every third of the lease TTL).
+	var st cluster.Status
+	require.Eventually(t, func() bool {
+		st = status(t, first.nc, name)
+		if len(st.Workers) != 2 {
+			return false
+		}
+		for _, a := range st.Workers {
+			var held []string
+			for k, holder := range st.Leases {
+				if holder == a.Worker {
+					held = append(held, k)
+				}
+			}
+			if len(held) != 1 || !slices.Equal(held, a.Leases) {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, 50*time.Millisecond, "each worker holds one lease and announces it")
+	var report strings.Builder
+	require.NoError(t, st.Write(&report))
+	t.Log("\n" + report.String())
+	require.Equal(t, "w2", st.Leases[moved], "the instance handed over stays with the second worker")
+	require.Equal(t, "2", st.Holdings[moved], "one hand-over: two holdings")
+	require.Positive(t, second.w.Transport().Stats().PublishedParticles.Load(), "the second worker's instance read the feed")
+
+	copies := requireReadings(t, seen(), n)
+	t.Logf("%d readings, %d copies", n, copies)
 }

@@ -38,18 +38,24 @@ const (
 	chunkMask  = chunkSize - 1
 )
 
-// chunk holds items by value.
-type chunk[T any] [chunkSize]T
-
-// bucket holds items in arrival order, in chunks so that growing never
-// moves an item, and their entries: entries[i] is the entry of the item
-// at place i.
-type bucket[T any] struct {
-	entries []entry
-	chunks  []*chunk[T]
+// chunk holds items by value, and what their entries hold beyond their
+// keys: marks[i] is the arrival counter and size of items[i], as in
+// entry.origin and entry.held. The keys are read from the items again
+// when their bucket is sorted, which costs less than the memory to keep
+// them.
+type chunk[T any] struct {
+	marks [chunkSize]uint64 // arrival<<32 | size
+	items [chunkSize]T
 }
 
-func (bk *bucket[T]) at(i uint32) *T { return &bk.chunks[i>>chunkShift][i&chunkMask] }
+// bucket holds items in arrival order, in chunks, so that growing never
+// moves or copies one.
+type bucket[T any] struct {
+	chunks []*chunk[T]
+	n      int // items held
+}
+
+func (bk *bucket[T]) at(i uint32) *T { return &bk.chunks[i>>chunkShift].items[i&chunkMask] }
 
 // buckets index the items out of order within the window by event time:
 // an item is appended to the bucket of its time span, unsorted, and a
@@ -65,15 +71,18 @@ func (bk *bucket[T]) at(i uint32) *T { return &bk.chunks[i>>chunkShift][i&chunkM
 // begins where ready's ends. An item older than that, or beyond the last
 // bucket, goes elsewhere.
 type buckets[T any] struct {
+	key   func(*T) Key
 	width int64 // 0 when the buffer has no window: no buckets then
 	lead  int64 // the window: how far behind an item others may arrive
 	first int64
 	ring  [bucketCount]bucket[T]
-	held  int // entries in ring
+	held  int // items in ring
 
-	// ready is the bucket sorted last, released from readyAt on; order
-	// holds the places of its entries in release order (see sortReady).
+	// ready is the bucket sorted last, released from readyAt on;
+	// entries holds the entries of its items by place, and order their
+	// places in release order (see sortReady).
 	ready   bucket[T]
+	entries []entry
 	order   []uint64
 	readyAt int
 	// spreadScratch is spreadSort's second buffer.
@@ -85,24 +94,26 @@ type buckets[T any] struct {
 	batchAt    int
 
 	// spareBuckets and spareChunks hold what drained buckets give back,
-	// for new buckets: their slices, emptied, and their chunks, cleared.
+	// for new buckets: their lists of chunks, emptied, and their chunks,
+	// cleared.
 	spareBuckets []bucket[T]
 	spareChunks  []*chunk[T]
-	spareCap     int // the spare buckets' capacity in entries
+	spareCap     int // the spare lists' capacity in items
 }
 
-func newBuckets[T any](window int64) buckets[T] {
+func newBuckets[T any](window int64, key func(*T) Key) buckets[T] {
 	if window <= 0 {
 		return buckets[T]{}
 	}
-	return buckets[T]{width: (window-1)/bucketsPerWindow + 1, lead: window}
+	return buckets[T]{key: key, width: (window-1)/bucketsPerWindow + 1, lead: window}
 }
 
 // len returns the number of items held.
-func (q *buckets[T]) len() int { return q.held + len(q.ready.entries) - q.readyAt }
+func (q *buckets[T]) len() int { return q.held + q.ready.n - q.readyAt }
 
 // push adds a copy of item with its entry e unless its time is outside the
-// buckets' spans or its bucket is full, and reports whether it did.
+// buckets' spans or its bucket is full, and reports whether it did. e must
+// be the entry of item's key.
 func (q *buckets[T]) push(e entry, item *T) bool {
 	if q.width == 0 {
 		return false
@@ -117,20 +128,22 @@ func (q *buckets[T]) push(e entry, item *T) bool {
 		return false
 	}
 	bk := &q.ring[uint64(n)%bucketCount]
-	i := len(bk.entries)
+	i := bk.n
 	if i >= maxBucket {
 		return false
 	}
-	if bk.entries == nil && len(q.spareBuckets) > 0 {
+	if bk.chunks == nil && len(q.spareBuckets) > 0 {
 		*bk = q.spareBuckets[len(q.spareBuckets)-1]
 		q.spareBuckets = q.spareBuckets[:len(q.spareBuckets)-1]
-		q.spareCap -= cap(bk.entries)
+		q.spareCap -= cap(bk.chunks) * chunkSize
 	}
 	if i&chunkMask == 0 {
 		bk.chunks = append(bk.chunks, q.newChunk())
 	}
-	bk.entries = append(bk.entries, e)
-	*bk.at(uint32(i)) = *item
+	c := bk.chunks[i>>chunkShift]
+	c.marks[i&chunkMask] = e.origin<<32 | e.held&math.MaxUint32
+	c.items[i&chunkMask] = *item
+	bk.n++
 	q.held++
 	return true
 }
@@ -149,12 +162,12 @@ func (q *buckets[T]) newChunk() *chunk[T] {
 // Entries above wm may be returned too, but no entry is returned while an
 // older one is held.
 func (q *buckets[T]) front(wm int64) (entry, bool) {
-	if q.readyAt == len(q.ready.entries) {
+	if q.readyAt == q.ready.n {
 		if q.held == 0 {
 			return entry{}, false
 		}
 		q.sortNext(floorDiv(wm, q.width))
-		if q.readyAt == len(q.ready.entries) {
+		if q.readyAt == q.ready.n {
 			return entry{}, false
 		}
 	}
@@ -182,13 +195,13 @@ func (q *buckets[T]) pop() *T {
 // each would be a wait on memory, where a batch lets the processor fetch
 // many at once.
 func (q *buckets[T]) gather() {
-	n := min(gatherBatch, len(q.ready.entries)-q.readyAt)
+	n := min(gatherBatch, q.ready.n-q.readyAt)
 	if q.batch == nil {
 		q.batch, q.batchItems = make([]entry, 0, gatherBatch), make([]T, 0, gatherBatch)
 	}
 	q.batch, q.batchItems = q.batch[:n], q.batchItems[:n]
 	for i, o := range q.order[q.readyAt : q.readyAt+n] {
-		q.batch[i] = q.ready.entries[o&placeMask]
+		q.batch[i] = q.entries[o&placeMask]
 		q.batchItems[i] = *q.ready.at(uint32(o & placeMask))
 	}
 	q.batchAt = q.readyAt
@@ -201,12 +214,12 @@ func (q *buckets[T]) sortNext(last int64) {
 		n := q.first
 		bk := &q.ring[uint64(n)%bucketCount]
 		q.first++
-		if len(bk.entries) == 0 {
+		if bk.n == 0 {
 			continue
 		}
 		q.recycle(q.ready)
 		q.ready, q.readyAt, *bk = *bk, 0, bucket[T]{}
-		q.held -= len(q.ready.entries)
+		q.held -= q.ready.n
 		q.sortReady(n)
 		clear(q.batchItems)
 		q.batch, q.batchItems, q.batchAt = q.batch[:0], q.batchItems[:0], 0
@@ -220,14 +233,19 @@ func (q *buckets[T]) sortNext(last int64) {
 // the low bits, below its time's offset in the bucket, and entries with
 // equal times are then put in key order.
 func (q *buckets[T]) sortReady(n int64) {
-	es := q.ready.entries
-	order := q.order[:0]
-	for i, e := range es {
-		// The offset is below width: computed with wrapping, it is right
-		// even where n*width overflows.
-		order = append(order, uint64(e.time-n*q.width)<<placeBits|uint64(i))
+	rd := &q.ready
+	es, order := reuse(q.entries, rd.n), reuse(q.order, rd.n)
+	for c, ch := range rd.chunks {
+		for j := range min(chunkSize, rd.n-c*chunkSize) {
+			k, mark := q.key(&ch.items[j]), ch.marks[j]
+			e := entry{time: k.Time, seq: k.Seq, origin: uint64(k.Origin)<<32 | mark>>32, held: mark & math.MaxUint32}
+			// The offset is below width: computed with wrapping, it is
+			// right even where n*width overflows.
+			order = append(order, uint64(e.time-n*q.width)<<placeBits|uint64(len(es)))
+			es = append(es, e)
+		}
 	}
-	q.order = order
+	q.entries, q.order = es, order
 	byEntry := func(a, b uint64) int { return cmpEntry(es[a&placeMask], es[b&placeMask]) }
 	if q.width > math.MaxUint64>>placeBits {
 		slices.SortFunc(order, byEntry)
@@ -236,7 +254,7 @@ func (q *buckets[T]) sortReady(n int64) {
 	if len(order) < spreadMin {
 		slices.Sort(order)
 	} else {
-		q.order, q.spreadScratch = spreadSort(order, q.spreadScratch, bits.Len64(uint64(q.width-1)))
+		q.order, q.spreadScratch = spreadSort(order, reuse(q.spreadScratch, rd.n), bits.Len64(uint64(q.width-1)))
 		order = q.order
 	}
 	for i := 0; i < len(order); {
@@ -289,7 +307,7 @@ func spreadSort(keys, scratch []uint64, width int) (sorted, spare []uint64) {
 	return dst, keys
 }
 
-// recycle keeps a drained bucket's chunks and entries for new buckets,
+// recycle keeps a drained bucket's chunks and list of them for new buckets,
 // as many as the buckets hold items, and gives back the rest: a burst's
 // memory is given back once it is released.
 func (q *buckets[T]) recycle(bk bucket[T]) {
@@ -298,13 +316,13 @@ func (q *buckets[T]) recycle(bk bucket[T]) {
 		if len(q.spareChunks)*chunkSize >= keep {
 			break
 		}
-		clear(c[:])
+		clear(c.items[:])
 		q.spareChunks = append(q.spareChunks, c)
 	}
-	if bk.entries != nil {
+	if bk.chunks != nil {
 		clear(bk.chunks)
-		q.spareBuckets = append(q.spareBuckets, bucket[T]{entries: bk.entries[:0], chunks: bk.chunks[:0]})
-		q.spareCap += cap(bk.entries)
+		q.spareBuckets = append(q.spareBuckets, bucket[T]{chunks: bk.chunks[:0]})
+		q.spareCap += cap(bk.chunks) * chunkSize
 	}
 	// What was kept while the buckets held more goes now.
 	for n := len(q.spareChunks); n*chunkSize > keep; n-- {
@@ -312,10 +330,20 @@ func (q *buckets[T]) recycle(bk bucket[T]) {
 		q.spareChunks = q.spareChunks[:n-1]
 	}
 	for n := len(q.spareBuckets); q.spareCap > keep; n-- {
-		q.spareCap -= cap(q.spareBuckets[n-1].entries)
+		q.spareCap -= cap(q.spareBuckets[n-1].chunks) * chunkSize
 		q.spareBuckets[n-1] = bucket[T]{}
 		q.spareBuckets = q.spareBuckets[:n-1]
 	}
+}
+
+// reuse returns s emptied for n elements, or nil if its capacity is more
+// than twice that and keepSlots: what a burst's buckets needed is given
+// back once they are small again.
+func reuse[E any](s []E, n int) []E {
+	if cap(s) > 2*max(n, keepSlots) {
+		return nil
+	}
+	return s[:0]
 }
 
 // cmpEntry is lessEntry as a three-way comparison, for sorting.

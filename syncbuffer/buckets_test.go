@@ -100,6 +100,37 @@ func TestBucketsGivenBackAfterABurst(t *testing.T) {
 	assert.Less(t, spare, burst/4)
 }
 
+// What sorting a big bucket took is given back once the buckets sorted
+// are small again.
+func TestBucketScratchGivenBack(t *testing.T) {
+	const width = 100
+	b := newTestBuffer(t, Config{Window: width * bucketsPerWindow, IdleTimeout: -1}, 2)
+	r := rand.New(rand.NewPCG(9, 10))
+	scratch := func() []int {
+		return []int{cap(b.buckets.entries), cap(b.buckets.order), cap(b.buckets.spreadScratch)}
+	}
+	// push pushes n items from two inputs, so that nearly all go to
+	// buckets, each in the span of bucket number at, and releases them.
+	push := func(at int64, n int) {
+		for i := range n {
+			require.Equal(t, Buffered, b.Push(i%2, data(at*width+r.Int64N(width), uint32(i%2), uint64(i)), 0))
+		}
+		for i := range 2 {
+			b.Advance(i, math.MinInt64, (at+1)*width, 0)
+		}
+		drainKeys(b, 0)
+		require.Zero(t, b.Len())
+	}
+	push(bucketsPerWindow, 8*keepSlots)
+	for _, c := range scratch() {
+		require.Greater(t, c, 2*keepSlots, "the big bucket's scratch")
+	}
+	push(bucketsPerWindow+1, 100)
+	for _, c := range scratch() {
+		assert.LessOrEqual(t, c, 2*keepSlots, "given back")
+	}
+}
+
 func TestSpreadSort(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	for _, n := range []int{spreadMin, 100, 1000, 10_000} {

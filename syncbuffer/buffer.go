@@ -132,8 +132,9 @@ func lessEntry(a, b entry) bool {
 // New returns an empty buffer with inputs upstream inputs, numbered 0 to
 // inputs-1. key returns an item's release key; isMeta reports whether an
 // item is a meta item, deduplicated by its (Origin, Seq). A nil isMeta means
-// no item is meta. The functions are called once per Push and must not keep
-// the pointer.
+// no item is meta. The functions are called once per Push, and key again on
+// the buffer's copy of an item it holds out of order; key must return the
+// same key for a copy, and neither function may keep the pointer.
 func New[T any](cfg Config, inputs int, key func(*T) Key, isMeta func(*T) bool) (*Buffer[T], error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -152,7 +153,7 @@ func New[T any](cfg Config, inputs int, key func(*T) Key, isMeta func(*T) bool) 
 		tree:    btree.NewWithFreeListG(degree, lessEntry, btree.NewFreeListG[entry](freeNodes)),
 		inputs:  make([]input, inputs),
 		meta:    newMetaSet(),
-		buckets: newBuckets[T](int64(cfg.Window)),
+		buckets: newBuckets(int64(cfg.Window), key),
 	}
 	for i := range b.inputs {
 		b.inputs[i].promise = math.MinInt64

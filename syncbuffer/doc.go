@@ -71,23 +71,27 @@
 // unsorted, and a bucket is sorted only once the watermark reaches it
 // (spread by time over small ranges in one pass, then each range
 // sorted). So a disordered stream costs an append per item and a sort per
-// bucket, not a search among every item held. A bucket's items lie together in chunks of 32, written in
-// sequence and copied out in release order a batch of 128 at a time, so
-// that a release seldom waits on memory. The rest (items older than the
-// bucket being released, more than three windows ahead, or beyond 65536
-// in one bucket) go to a github.com/google/btree B-tree of 32-byte,
-// pointer-free entries (key, arrival counter, slot).
+// bucket, not a search among every item held. A bucket's items lie
+// together in chunks of 32, written in sequence and copied out in release
+// order a batch of 128 at a time, so that a release seldom waits on
+// memory; a chunk keeps each item's arrival counter and size, and the key
+// is read from the item again when its bucket is sorted. The rest (items
+// older than the bucket being released, more than three windows ahead, or
+// beyond 65536 in one bucket) go to a github.com/google/btree B-tree of
+// 32-byte, pointer-free entries (key, arrival counter, slot).
 //
 // Items sit by value next to their index: in a bucket's chunks, or in
-// slots in pages of 1024 for the runs and the tree; neither moves an item
-// as it grows. Per item held, a buffer takes about 40 bytes beyond the
-// item itself. A new item in a slot takes the lowest free slot, so that
-// once a burst's items are released the last pages are empty and given
-// back (beyond twice the pages in use), also while the buffer goes on
-// holding a steady stream; a released bucket's chunks are kept for new
-// buckets only as long as the buckets hold as many items. In the steady
-// state a push and its release allocate nothing, and an in-order stream
-// passes through without sorting anything.
+// slots in pages of 1024 for the runs and the tree; a run's entries lie
+// in blocks of 256. None of them moves or copies an item or entry as it
+// grows. Per item held, a buffer takes 8 bytes beyond the item itself in
+// a bucket, and about 40 in a run or the tree. A new item in a slot takes
+// the lowest free slot, so that once a burst's items are released the
+// last pages are empty and given back (beyond twice the pages in use),
+// also while the buffer goes on holding a steady stream; a run keeps 16
+// drained blocks and gives back the rest, and a released bucket's chunks
+// are kept for new buckets only as long as the buckets hold as many
+// items. In the steady state a push and its release allocate nothing, and
+// an in-order stream passes through without sorting anything.
 //
 // # What it is not
 //

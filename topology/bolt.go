@@ -49,10 +49,10 @@ func (b *boltInstance) newHeld(env *envelope, xor uint64) *held {
 	}
 	h.env = *env
 	h.children = b.curChildren
-	if len(env.more) == 0 {
+	if len(env.moreAnchors()) == 0 {
 		h.xors = h.first[:]
 	} else {
-		h.xors = make([]uint64, 1+len(env.more))
+		h.xors = make([]uint64, 1+len(env.moreAnchors()))
 	}
 	h.add(xor)
 	return h
@@ -428,7 +428,7 @@ func (b *boltInstance) ackInput(env *envelope, xor uint64) {
 	// Not env.each: this runs for every input, and the closure cost more
 	// than the appends.
 	b.acks.update(env.first.root, env.first.edge^xor)
-	for _, a := range env.more {
+	for _, a := range env.moreAnchors() {
 		b.acks.update(a.root, a.edge^xor)
 	}
 }
@@ -590,7 +590,7 @@ func (b *boltInstance) EmitAnchored(p particle.Particle, anchors ...operation.An
 			if !env.tracked {
 				env.first, env.tracked, env.replay = anchor{root: an.root}, true, h.env.replay
 			} else {
-				env.more = append(env.more, anchor{root: an.root})
+				env.addMore(anchor{root: an.root})
 			}
 		})
 	}

@@ -23,9 +23,12 @@ type envelope struct {
 	// high is the sender's high-water mark on the stream when it sent the
 	// particle: lateness at the receiver is judged against it, so that it
 	// depends on the sender's stream alone, never on timing.
-	high    int64
-	first   anchor
-	more    []anchor // further trees, for particles anchored across roots
+	high  int64
+	first anchor
+	// more holds further trees, for particles anchored across roots:
+	// behind a pointer, since most particles have none and an envelope
+	// is held by value in sync buffers and batches.
+	more    *[]anchor
 	tracked bool
 	replay  bool // emitted again after a failure, or derived from such a particle
 }
@@ -36,9 +39,26 @@ func (e *envelope) each(fn func(a anchor)) {
 		return
 	}
 	fn(e.first)
-	for _, a := range e.more {
+	for _, a := range e.moreAnchors() {
 		fn(a)
 	}
+}
+
+// moreAnchors returns the further trees of the envelope.
+func (e *envelope) moreAnchors() []anchor {
+	if e.more == nil {
+		return nil
+	}
+	return *e.more
+}
+
+// addMore adds the tree of a to the further trees.
+func (e *envelope) addMore(a anchor) {
+	if e.more == nil {
+		e.more = &[]anchor{a}
+		return
+	}
+	*e.more = append(*e.more, a)
 }
 
 func envelopeKey(e *envelope) syncbuffer.Key {
@@ -53,7 +73,7 @@ func envelopeIsMeta(e *envelope) bool { return e.p.Meta != nil }
 // every tag and field twice per particle.
 func envelopeSize(e *envelope) int {
 	return int(unsafe.Sizeof(*e)) + len(e.p.Tags)*int(unsafe.Sizeof(particle.Tag{})) +
-		len(e.p.Fields)*int(unsafe.Sizeof(particle.Field{})) + len(e.more)*int(unsafe.Sizeof(anchor{}))
+		len(e.p.Fields)*int(unsafe.Sizeof(particle.Field{})) + len(e.moreAnchors())*int(unsafe.Sizeof(anchor{}))
 }
 
 // batch is the unit that travels between instances. high and promise are

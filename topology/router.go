@@ -159,11 +159,12 @@ func (r *router) addCopy(t *target, env *envelope, edges *acker.EdgeIDs) uint64 
 		return 0
 	}
 	c.first.edge = edges.Next()
-	if len(env.more) > 0 {
-		c.more = make([]anchor, len(env.more))
-		for i, a := range env.more {
-			c.more[i] = anchor{root: a.root, edge: c.first.edge}
+	if more := env.moreAnchors(); len(more) > 0 {
+		anchors := make([]anchor, len(more))
+		for i, a := range more {
+			anchors[i] = anchor{root: a.root, edge: c.first.edge}
 		}
+		c.more = &anchors
 	}
 	return c.first.edge
 }

@@ -31,7 +31,7 @@ func registerClusterFlags(fs *flag.FlagSet) *clusterFlags {
 	fs.StringVar(&f.worker, "worker", "", "the worker's `NAME` in the cluster (default: host name and process id)")
 	fs.StringVar(&f.name, "pipeline-name", "", "the pipeline's `NAME` in the cluster, the same on every worker (default: the file's base name)")
 	fs.IntVar(&f.replicas, "replicas", 1, "replicate the pipeline's stream and buckets on `N` servers (3 on a 3-node cluster)")
-	fs.DurationVar(&f.rebalanceDelay, "rebalance-delay", cluster.DefaultRebalanceDelay, "how long a worker keeps running a unit after the workers changed and the unit was assigned to another: units move for balance only once the workers stayed the same that long")
+	fs.DurationVar(&f.rebalanceDelay, "rebalance-delay", cluster.DefaultRebalanceDelay, "how long a worker keeps running a unit or an MQTT source instance after the workers changed and it was assigned to another: they move for balance only once the workers stayed the same that long")
 	return f
 }
 
