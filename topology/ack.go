@@ -13,14 +13,59 @@ import (
 	"github.com/sensorstorm/sensorstorm/acker"
 )
 
-// ackOp is one update of a tree from a bolt instance: the XOR of the input's
-// edge and the edges of the children anchored to it, or a failure.
+// ackOp is one update of a tree from a bolt instance: the XOR of the
+// input's edge and the edges of the children anchored to it. It is 16
+// bytes: every input processed appends one.
 type ackOp struct {
+	root acker.RootID
+	xor  uint64
+}
+
+// failOp fails a tree. at is the number of updates that came before it, so
+// that failures and updates apply in the order they were made.
+type failOp struct {
+	at     int
 	root   acker.RootID
-	xor    uint64
-	fail   bool
 	reason acker.Reason
 	err    error
+}
+
+// ackOps is a batch of updates and failures that an instance gathers and
+// the ack service applies under one lock. Failures are rare and large,
+// updates many and small: they are kept apart.
+type ackOps struct {
+	updates []ackOp
+	fails   []failOp
+}
+
+// update adds an update of root by xor.
+func (o *ackOps) update(root acker.RootID, xor uint64) {
+	o.updates = append(o.updates, ackOp{root: root, xor: xor})
+}
+
+// fail adds the failure of root, after the updates so far.
+func (o *ackOps) fail(root acker.RootID, reason acker.Reason, err error) {
+	o.fails = append(o.fails, failOp{at: len(o.updates), root: root, reason: reason, err: err})
+}
+
+// append adds the updates and failures of p after those of o.
+func (o *ackOps) append(p *ackOps) {
+	for _, f := range p.fails {
+		f.at += len(o.updates)
+		o.fails = append(o.fails, f)
+	}
+	o.updates = append(o.updates, p.updates...)
+}
+
+func (o *ackOps) empty() bool { return len(o.updates) == 0 && len(o.fails) == 0 }
+
+// reset empties o, keeping its memory.
+func (o *ackOps) reset() {
+	o.updates = o.updates[:0]
+	if len(o.fails) > 0 {
+		clear(o.fails)
+		o.fails = o.fails[:0]
+	}
 }
 
 // tree is what the engine keeps per pending tree besides the acker's
@@ -32,15 +77,30 @@ type tree struct {
 	attempt uint32
 }
 
-// outcome is a finished tree, reported outside the lock.
+// outcome is a failed tree, or a done one of a Feed, reported outside
+// the lock.
 type outcome struct {
-	src     *sourceInstance
-	feed    *feed // instead of src, for the tree of a batch from a Feed
-	msgID   uint64
-	attempt uint32
-	done    bool
-	reason  acker.Reason
-	err     error
+	tree
+	done   bool
+	reason acker.Reason
+	err    error
+}
+
+// finished is an instance's scratch space for the trees that a start or
+// an apply finished, reported outside the lock. The trees done, one per
+// particle in the common case, are kept apart in 16 bytes each: the lock
+// is held while they are gathered.
+type finished struct {
+	done   []tree
+	failed []outcome
+}
+
+func (f *finished) reset() {
+	f.done = f.done[:0]
+	if len(f.failed) > 0 {
+		clear(f.failed)
+		f.failed = f.failed[:0]
+	}
 }
 
 // ackService owns the acker table. Bolts apply their updates in batches
@@ -103,10 +163,9 @@ type newTree struct {
 
 // startAll opens the trees of ts under one lock and appends their roots to
 // roots, in order. A tree without copies is done at once and reported;
-// its root is zero. results is the caller's scratch space, returned for
-// reuse. The callers hold a pending token per tree.
-func (a *ackService) startAll(ts []newTree, roots []acker.RootID, results []outcome) ([]acker.RootID, []outcome) {
-	results = results[:0]
+// its root is zero. fin is the caller's scratch space. The callers hold a
+// pending token per tree.
+func (a *ackService) startAll(ts []newTree, roots []acker.RootID, fin *finished) []acker.RootID {
 	now := a.workNow()
 	a.mu.Lock()
 	for i := range ts {
@@ -118,49 +177,58 @@ func (a *ackService) startAll(ts []newTree, roots []acker.RootID, results []outc
 			// full table is a broken invariant, not a load condition.
 			panic("topology: acker table full despite pending tokens: " + err.Error())
 		case done:
-			results = append(results, a.outcome(&t.tree, true, 0, nil))
+			fin.done = append(fin.done, t.tree)
 		default:
 			*a.trees.at(root.Slot()) = t.tree
 		}
 		roots = append(roots, root)
 	}
 	a.mu.Unlock()
-	a.report(results)
-	clear(results)
-	return roots, results[:0]
+	a.report(fin)
+	return roots
 }
 
-// apply performs updates and failures and reports finished trees. results
-// is the caller's scratch space; apply returns it for reuse.
-func (a *ackService) apply(ops []ackOp, results []outcome) []outcome {
-	if len(ops) == 0 {
-		return results
+// apply performs updates and failures, in the order they were added, and
+// reports finished trees. fin is the caller's scratch space.
+func (a *ackService) apply(ops *ackOps, fin *finished) {
+	if ops.empty() {
+		return
 	}
-	results = results[:0]
 	now := a.workNow()
+	var stale uint64
 	a.mu.Lock()
-	for i := range ops {
-		op := &ops[i]
-		if op.fail {
-			if a.table.Fail(op.root) {
-				results = a.finishLocked(results, op.root, false, op.reason, op.err)
-			} else {
-				a.stale.Add(1)
-			}
-			continue
+	u := 0
+	for i := range ops.fails {
+		f := &ops.fails[i]
+		stale += a.updateLocked(fin, now, ops.updates[u:f.at])
+		u = f.at
+		if a.table.Fail(f.root) {
+			a.finishLocked(fin, f.root, false, f.reason, f.err)
+		} else {
+			stale++
 		}
+	}
+	stale += a.updateLocked(fin, now, ops.updates[u:])
+	a.mu.Unlock()
+	if stale > 0 {
+		a.stale.Add(stale)
+	}
+	a.report(fin)
+}
+
+// updateLocked applies updates, adding the trees they complete to fin,
+// and returns the number of stale ones. a.mu is held.
+func (a *ackService) updateLocked(fin *finished, now int64, updates []ackOp) (stale uint64) {
+	for _, op := range updates {
 		done, ok := a.table.Update(now, op.root, op.xor)
 		switch {
 		case !ok:
-			a.stale.Add(1)
+			stale++
 		case done:
-			results = a.finishLocked(results, op.root, true, 0, nil)
+			fin.done = append(fin.done, *a.trees.at(op.root.Slot()))
 		}
 	}
-	a.mu.Unlock()
-	a.report(results)
-	clear(results)
-	return results[:0]
+	return stale
 }
 
 // expire fails trees that timed out. paused is the total time the topology
@@ -170,61 +238,57 @@ func (a *ackService) expire(now int64, paused time.Duration) {
 	a.now.Store(now)
 	a.paused.Store(int64(paused))
 	work := now - int64(paused)
-	var results []outcome
+	var fin finished
 	a.mu.Lock()
 	a.table.Expire(work, work, func(root acker.RootID, r acker.Reason) {
-		results = a.finishLocked(results, root, false, r, nil)
+		a.finishLocked(&fin, root, false, r, nil)
 	})
 	a.mu.Unlock()
-	a.report(results)
+	a.report(&fin)
 }
 
-func (a *ackService) finishLocked(results []outcome, root acker.RootID, done bool, r acker.Reason, err error) []outcome {
+// finishLocked adds the tree of root, which the table finished, to fin.
+// a.mu is held. The side entry stays as it is until a tree starts in the
+// slot again.
+func (a *ackService) finishLocked(fin *finished, root acker.RootID, done bool, r acker.Reason, err error) {
 	t := a.trees.at(root.Slot())
-	o := a.outcome(t, done, r, err)
-	*t = tree{}
-	return append(results, o)
-}
-
-// outcome returns the outcome of t for its source or feed.
-func (a *ackService) outcome(t *tree, done bool, r acker.Reason, err error) outcome {
-	o := outcome{msgID: t.msgID, attempt: t.attempt, done: done, reason: r, err: err}
-	if i := int(t.origin) - 1; i < len(a.sources) {
-		o.src = a.sources[i]
-	} else {
-		o.feed = a.feeds[i-len(a.sources)]
+	if done {
+		fin.done = append(fin.done, *t)
+		return
 	}
-	return o
+	fin.failed = append(fin.failed, outcome{tree: *t, reason: r, err: err})
 }
 
-// report tells sources about finished trees, outside the lock: a source's
-// callbacks may take their time.
-func (a *ackService) report(results []outcome) {
+// report tells sources and feeds about finished trees, outside the lock
+// (a source's callbacks may take their time), and empties fin.
+func (a *ackService) report(fin *finished) {
 	// Trees that finished together mostly come from one source: its
 	// counter and tokens are updated once per run of them.
-	var acked *sourceInstance
-	n := 0
-	settle := func() {
-		if n > 0 {
-			acked.stats.Acked.Add(uint64(n))
-			acked.pending.give(n)
-		}
-		acked, n = nil, 0
-	}
-	defer settle()
-	for i := range results {
-		o := &results[i]
-		s := o.src
-		switch {
-		case o.feed != nil:
-			o.feed.finish(o)
-		case o.done:
-			if s != acked {
-				settle()
-				acked = s
-			}
-			s.ackr.Ack(o.msgID)
+	for done := fin.done; len(done) > 0; {
+		origin := done[0].origin
+		n := 1
+		for n < len(done) && done[n].origin == origin {
 			n++
+		}
+		if s, f := a.origin(origin); s != nil {
+			for _, t := range done[:n] {
+				s.ackr.Ack(t.msgID)
+			}
+			s.stats.Acked.Add(uint64(n))
+			s.pending.give(n)
+		} else {
+			for _, t := range done[:n] {
+				f.finish(&outcome{tree: t, done: true})
+			}
+		}
+		done = done[n:]
+	}
+	for i := range fin.failed {
+		o := &fin.failed[i]
+		s, f := a.origin(o.origin)
+		switch {
+		case f != nil:
+			f.finish(o)
 		case int(o.attempt) < a.cfg.MaxAttempts:
 			s.stats.Failed.Add(1)
 			s.stats.FailedBy[o.reason].Add(1)
@@ -235,6 +299,17 @@ func (a *ackService) report(results []outcome) {
 			a.giveUp(s, o.msgID, o.reason, o.err)
 		}
 	}
+	fin.reset()
+}
+
+// origin returns the source instance or the feed that trees of origin
+// come from.
+func (a *ackService) origin(origin uint32) (*sourceInstance, *feed) {
+	i := int(origin) - 1
+	if i < len(a.sources) {
+		return a.sources[i], nil
+	}
+	return nil, a.feeds[i-len(a.sources)]
 }
 
 // giveUp dead-letters the particle of a tree that failed for good, as its

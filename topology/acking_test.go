@@ -308,3 +308,57 @@ func TestAckingFailedOperationDeadLettersAfterAttempts(t *testing.T) {
 	require.Len(t, dead.All(), 1)
 	assert.ErrorIs(t, dead.All()[0].Err, boom)
 }
+
+// concurrentSource emits the particles of a trackedSource from several
+// goroutines at once.
+type concurrentSource struct {
+	*trackedSource
+	emitters int
+}
+
+func (s concurrentSource) Run(ctx context.Context, out topology.SourceEmitter) error {
+	errs := make(chan error, s.emitters)
+	var wg sync.WaitGroup
+	for e := range s.emitters {
+		wg.Go(func() {
+			for i := uint64(1 + e); i <= uint64(s.n); i += uint64(s.emitters) {
+				if err := out.EmitTracked(s.reading(i), i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// Several goroutines emit into one source instance, which takes pending
+// tokens ahead and blocks at the limit: every tree ends once, never more
+// than max pending are pending, and a blocked emitter flushes what it
+// routed, so none waits for the linger.
+func TestAckingConcurrentEmittersAtMaxPending(t *testing.T) {
+	for _, maxPending := range []int{2, 8, 100} {
+		t.Run(fmt.Sprintf("max pending %d", maxPending), func(t *testing.T) {
+			src := concurrentSource{trackedSource: newTrackedSource(2000), emitters: 3}
+			cfg := ackingConfig(streamclock.System{}, nil)
+			cfg.Acking.MaxPending = maxPending
+			topo := newTopology(t, cfg)
+			var peak atomic.Int64
+			topo.AddSource("src", topology.Single(src), topology.SourceConfig{})
+			topo.AddBolt("work", operation.Stateless(operation.Func(func(context.Context, particle.Particle, operation.Emitter) error {
+				if p := int64(topo.AckStats().Pending); p > peak.Load() {
+					peak.Store(p)
+				}
+				return nil
+			})), topology.BoltConfig{}).Input("src", topology.Global())
+			require.NoError(t, topo.Run(context.Background()))
+
+			src.assertEachEndedOnce(t)
+			assert.Empty(t, src.failed)
+			assert.Equal(t, uint64(2000), topo.Stats("src").Acked.Load())
+			assert.LessOrEqual(t, peak.Load(), int64(maxPending))
+		})
+	}
+}

@@ -98,7 +98,7 @@ type boltInstance struct {
 	feed      *feed
 	abandon   chan struct{}
 	stopInlet func()
-	eosAcks   []ackOp
+	eosAcks   ackOps
 	// drainedInputs marks the inputs that sent no new data since drained
 	// or ended; once all have, the instance drains its own outputs.
 	drainedInputs []bool
@@ -107,8 +107,8 @@ type boltInstance struct {
 	stats         *ComponentStats
 	router        router
 	edges         *acker.EdgeIDs
-	acks          []ackOp
-	results       []outcome
+	acks          ackOps
+	finished      finished
 	seq           uint64
 	lastWM        int64
 	// nextTick is the stream time of the next engine tick.
@@ -193,7 +193,7 @@ func (b *boltInstance) run(ctx context.Context) error {
 	if err := b.router.endOfStream(ctx); err != nil {
 		return err
 	}
-	b.acks = append(b.acks, b.eosAcks...)
+	b.acks.append(&b.eosAcks)
 	b.flushAcks()
 	b.stats.Ended.Add(1)
 	return nil
@@ -257,11 +257,10 @@ func (b *boltInstance) receive(ctx context.Context, bt *batch) {
 	if self.root != 0 {
 		// A remote batch is done once its progress and marks were handed
 		// on; its end of stream, once this instance ended its own.
-		op := ackOp{root: self.root, xor: self.edge}
 		if eos {
-			b.eosAcks = append(b.eosAcks, op)
+			b.eosAcks.update(self.root, self.edge)
 		} else {
-			b.acks = append(b.acks, op)
+			b.acks.update(self.root, self.edge)
 			b.flushAcks()
 		}
 	}
@@ -306,7 +305,7 @@ func (b *boltInstance) housekeep(ctx context.Context) {
 	}
 	for _, h := range b.heldInputs {
 		// An input held by a live operation makes progress by being held.
-		h.env.each(func(a anchor) { b.acks = append(b.acks, ackOp{root: a.root}) })
+		h.env.each(func(a anchor) { b.acks.update(a.root, 0) })
 	}
 	b.settle(ctx)
 }
@@ -428,9 +427,9 @@ func (b *boltInstance) ackInput(env *envelope, xor uint64) {
 	}
 	// Not env.each: this runs for every input, and the closure cost more
 	// than the appends.
-	b.acks = append(b.acks, ackOp{root: env.first.root, xor: env.first.edge ^ xor})
+	b.acks.update(env.first.root, env.first.edge^xor)
 	for _, a := range env.moreAnchors() {
-		b.acks = append(b.acks, ackOp{root: a.root, xor: a.edge ^ xor})
+		b.acks.update(a.root, a.edge^xor)
 	}
 }
 
@@ -446,7 +445,7 @@ func (b *boltInstance) failInput(ctx context.Context, env *envelope, err error) 
 		b.topo.deadLetter(DeadLetter{Component: b.name, Instance: b.index, Reason: reason.String(), Err: err, Particle: &p})
 		return
 	}
-	env.each(func(a anchor) { b.acks = append(b.acks, ackOp{root: a.root, fail: true, reason: reason, err: err}) })
+	env.each(func(a anchor) { b.acks.fail(a.root, reason, err) })
 }
 
 // handleMeta hands a meta particle to the operation, then forwards it to
@@ -463,7 +462,7 @@ func (b *boltInstance) handleMeta(ctx context.Context, env *envelope, forward bo
 	b.stats.Meta.Add(1)
 	var xor uint64
 	if forward {
-		xor = b.router.route("", env, b.edges.Next)
+		xor = b.router.route("", env, b.edges)
 	}
 	b.ackInput(env, xor)
 }
@@ -529,7 +528,7 @@ func (b *boltInstance) emit(stream string, p particle.Particle) {
 	if p.Meta == nil && b.cur != nil && b.cur.tracked && !b.curDone {
 		env.first, env.more, env.tracked, env.replay = b.cur.first, b.cur.more, true, b.cur.replay
 	}
-	x := b.router.route(stream, env, b.edges.Next)
+	x := b.router.route(stream, env, b.edges)
 	if b.curHeld != nil {
 		b.curHeld.add(x)
 	} else {
@@ -595,7 +594,7 @@ func (b *boltInstance) EmitAnchored(p particle.Particle, anchors ...operation.An
 			}
 		})
 	}
-	x := b.router.route("", env, b.edges.Next)
+	x := b.router.route("", env, b.edges)
 	for _, c := range b.claims {
 		c.h.xors[c.i] ^= x
 	}
@@ -652,7 +651,7 @@ func (b *boltInstance) Ack(a operation.Anchor) {
 func (b *boltInstance) ackHeld(h *held) {
 	i := 0
 	h.env.each(func(an anchor) {
-		b.acks = append(b.acks, ackOp{root: an.root, xor: an.edge ^ h.xors[i]})
+		b.acks.update(an.root, an.edge^h.xors[i])
 		i++
 	})
 }
@@ -691,14 +690,13 @@ func (b *boltInstance) failHeld(err error) {
 }
 
 func (b *boltInstance) flushAcks() {
-	if len(b.acks) == 0 {
+	if b.acks.empty() {
 		return
 	}
 	if b.topo.acks != nil {
-		b.results = b.topo.acks.apply(b.acks, b.results)
+		b.topo.acks.apply(&b.acks, &b.finished)
 	}
-	clear(b.acks)
-	b.acks = b.acks[:0]
+	b.acks.reset()
 }
 
 // derive returns the sequence number of the next particle derived from

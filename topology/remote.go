@@ -144,14 +144,15 @@ func (ri *remoteInbox) completer(edges []anchor) func(error) {
 		if ri.run.acks == nil || len(edges) == 0 {
 			return
 		}
-		ops := make([]ackOp, len(edges))
-		for i, a := range edges {
-			ops[i] = ackOp{root: a.root, xor: a.edge}
+		var ops ackOps
+		for _, a := range edges {
 			if err != nil {
-				ops[i] = ackOp{root: a.root, fail: true, reason: acker.Failed, err: err}
+				ops.fail(a.root, acker.Failed, err)
+			} else {
+				ops.update(a.root, a.edge)
 			}
 		}
-		ri.run.acks.apply(ops, nil)
+		ri.run.acks.apply(&ops, new(finished))
 	}
 }
 
@@ -220,7 +221,7 @@ func (f *feed) Deliver(ctx context.Context, rb *RemoteBatch, done func(error)) e
 	id := f.next
 	f.dones[id] = feedTree{done: done}
 	f.mu.Unlock()
-	roots, _ := r.acks.startAll([]newTree{{tree: tree{msgID: id, origin: f.origin}, xor: xor}}, nil, nil)
+	roots := r.acks.startAll([]newTree{{tree: tree{msgID: id, origin: f.origin}, xor: xor}}, nil, new(finished))
 	f.mu.Lock()
 	if t, ok := f.dones[id]; ok {
 		t.root = roots[0]
@@ -235,7 +236,9 @@ func (f *feed) Deliver(ctx context.Context, rb *RemoteBatch, done func(error)) e
 	ib := chanInbox{ch: f.b.inbox, backlog: &f.b.backlog, wall: r.wallNanos}
 	if err := ib.deliver(ctx, bt); err != nil {
 		r.pool.put(bt)
-		r.acks.apply([]ackOp{{root: roots[0], fail: true, reason: acker.Failed, err: err}}, nil)
+		var ops ackOps
+		ops.fail(roots[0], acker.Failed, err)
+		r.acks.apply(&ops, new(finished))
 		return err
 	}
 	return nil
@@ -245,12 +248,12 @@ func (f *feed) Deliver(ctx context.Context, rb *RemoteBatch, done func(error)) e
 // Inlet must have returned: nothing is delivered meanwhile.
 func (f *feed) failAll(err error) {
 	f.mu.Lock()
-	ops := make([]ackOp, 0, len(f.dones))
+	var ops ackOps
 	for _, t := range f.dones {
-		ops = append(ops, ackOp{root: t.root, fail: true, reason: acker.Failed, err: err})
+		ops.fail(t.root, acker.Failed, err)
 	}
 	f.mu.Unlock()
-	f.b.topo.acks.apply(ops, nil)
+	f.b.topo.acks.apply(&ops, new(finished))
 }
 
 // runRemote runs an instance fed by its Inlet until it ends, fails or ctx
@@ -312,8 +315,9 @@ func (b *boltInstance) restart() {
 	}
 	buf.MeasureWith(envelopeSize)
 	b.buf, b.op = buf, b.factory()
-	b.ended, b.eosAcks, b.drainedInputs, b.drained = 0, nil, make([]bool, b.inputs), 0
-	b.acks, b.full, b.sentDrain, b.buffered, b.bytes = b.acks[:0], false, false, 0, 0
+	b.ended, b.eosAcks, b.drainedInputs, b.drained = 0, ackOps{}, make([]bool, b.inputs), 0
+	b.acks.reset()
+	b.full, b.sentDrain, b.buffered, b.bytes = false, false, 0, 0
 	b.cur, b.curXor, b.curHeld, b.curDone, b.curChildren = nil, 0, nil, false, 0
 	b.heldInputs, b.curAnchor = map[operation.Anchor]*held{}, 0
 	clear(b.claimed)

@@ -3,6 +3,8 @@ package topology
 import (
 	"context"
 	"math"
+
+	"github.com/sensorstorm/sensorstorm/acker"
 )
 
 // inbox is the receiving end of one bolt instance. It is the one place a
@@ -118,13 +120,11 @@ func (r *router) high() int64 {
 	return h
 }
 
-// edgeFunc returns a fresh edge id for each copy of a tracked particle.
-type edgeFunc func() uint64
-
 // route appends env to the batches of the instances that receive it on
-// stream and returns the XOR of the edge ids given to its copies. A meta
-// particle goes to every instance of every output, whatever the stream.
-func (r *router) route(stream string, env *envelope, newEdge edgeFunc) uint64 {
+// stream and returns the XOR of the edge ids given to its copies, drawn
+// from edges (nil for untracked routing). A meta particle goes to every
+// instance of every output, whatever the stream.
+func (r *router) route(stream string, env *envelope, edges *acker.EdgeIDs) uint64 {
 	var xor uint64
 	meta := env.p.Meta != nil
 	for oi := range r.outputs {
@@ -134,7 +134,7 @@ func (r *router) route(stream string, env *envelope, newEdge edgeFunc) uint64 {
 		}
 		if meta {
 			for ti := range o.targets {
-				xor ^= r.addCopy(&o.targets[ti], env, newEdge)
+				xor ^= r.addCopy(&o.targets[ti], env, edges)
 			}
 			continue
 		}
@@ -142,7 +142,7 @@ func (r *router) route(stream string, env *envelope, newEdge edgeFunc) uint64 {
 		env.high = o.high
 		r.scratch = o.grouping.Route(&env.p, len(o.targets), r.scratch[:0])
 		for _, ti := range r.scratch {
-			xor ^= r.addCopy(&o.targets[ti], env, newEdge)
+			xor ^= r.addCopy(&o.targets[ti], env, edges)
 		}
 	}
 	return xor
@@ -151,25 +151,27 @@ func (r *router) route(stream string, env *envelope, newEdge edgeFunc) uint64 {
 // addCopy appends a copy of env to t's batch and returns the copy's edge:
 // a tracked copy gets a fresh edge in each of env's trees, so that every
 // copy must be acked once; an untracked one goes as it is, under edge 0.
-func (r *router) addCopy(t *target, env *envelope, newEdge edgeFunc) uint64 {
-	if !env.tracked || newEdge == nil {
-		r.add(t, env)
+// The edge is set on the copy in the batch: an envelope is large, and a
+// copy of it on the way costs as much as the rest of the acking.
+func (r *router) addCopy(t *target, env *envelope, edges *acker.EdgeIDs) uint64 {
+	c := r.add(t, env)
+	if !env.tracked || edges == nil {
 		return 0
 	}
-	copyEnv := *env
-	copyEnv.first.edge = newEdge()
+	c.first.edge = edges.Next()
 	if more := env.moreAnchors(); len(more) > 0 {
 		anchors := make([]anchor, len(more))
 		for i, a := range more {
-			anchors[i] = anchor{root: a.root, edge: copyEnv.first.edge}
+			anchors[i] = anchor{root: a.root, edge: c.first.edge}
 		}
-		copyEnv.more = &anchors
+		c.more = &anchors
 	}
-	r.add(t, &copyEnv)
-	return copyEnv.first.edge
+	return c.first.edge
 }
 
-func (r *router) add(t *target, env *envelope) {
+// add appends env to t's batch and returns the copy there, valid until the
+// next add.
+func (r *router) add(t *target, env *envelope) *envelope {
 	if t.pending == nil {
 		t.pending = r.pool.get(t.input)
 	}
@@ -177,10 +179,14 @@ func (r *router) add(t *target, env *envelope) {
 	if len(t.pending.items) == r.pool.size {
 		r.full++
 	}
+	return &t.pending.items[len(t.pending.items)-1]
 }
 
-// resolve calls fn with every pending item added since the last resolve.
-func (r *router) resolve(fn func(env *envelope)) {
+// resolve gives the tracked pending items added since the last resolve
+// their trees' roots: an item's provisional root k (see provisional)
+// becomes roots[k]. It runs over every particle a source emits: no
+// callback per item.
+func (r *router) resolve(roots []acker.RootID) {
 	for oi := range r.outputs {
 		for ti := range r.outputs[oi].targets {
 			t := &r.outputs[oi].targets[ti]
@@ -188,7 +194,9 @@ func (r *router) resolve(fn func(env *envelope)) {
 				continue
 			}
 			for i := t.resolved; i < len(t.pending.items); i++ {
-				fn(&t.pending.items[i])
+				if env := &t.pending.items[i]; env.tracked {
+					env.first.root = roots[env.first.root.Slot()]
+				}
 			}
 			t.resolved = len(t.pending.items)
 		}

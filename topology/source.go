@@ -111,7 +111,7 @@ type sourceInstance struct {
 	stats   *ComponentStats
 	pending *tokens // one per tracked particle not yet finished; nil without acking
 	retries retryQueue
-	edgesFn edgeFunc
+	edges   *acker.EdgeIDs
 	// bound is the future bound in ns, negative when off; horizon the
 	// newest event time accepted, moved with the stream clock by the
 	// instance's housekeeping and before a rejection (a clock read per
@@ -127,13 +127,16 @@ type sourceInstance struct {
 	metaSeq uint64
 	router  router
 	env     envelope // the one being routed; a field so that routing does not allocate
+	// credit is the pending tokens taken ahead (see takeToken), given
+	// back when the source's Run has returned.
+	credit int
 
 	// unstarted are the trees whose copies wait in undelivered batches
 	// under provisional roots (see provisional); they start, under one
 	// lock, before any of their copies is delivered.
 	unstarted []newTree
 	roots     []acker.RootID // scratch for starting them
-	results   []outcome
+	finished  finished
 }
 
 var _ SourceEmitter = (*sourceInstance)(nil)
@@ -175,16 +178,16 @@ func (s *sourceInstance) emit(p particle.Particle, msgID uint64, track bool) err
 		}
 	}
 	tracked := track && s.pending != nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if tracked {
-		if err := s.acquire(); err != nil {
+		if err := s.takeToken(); err != nil {
 			return err
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if err := s.router.flushFull(s.ctx); err != nil {
 		if tracked {
-			s.pending.give(1)
+			s.credit++
 		}
 		return err
 	}
@@ -203,10 +206,46 @@ func (s *sourceInstance) emit(p particle.Particle, msgID uint64, track bool) err
 	return nil
 }
 
-// acquire takes a pending token, flushing what this source holds before it
-// blocks: those particles may be the ones whose completion frees a token.
-func (s *sourceInstance) acquire() error {
-	return s.pending.take(s.ctx, s.Flush)
+// tokenCredit is how many pending tokens a source instance takes at once
+// when they are free. Tokens are shared with the goroutines that give them
+// back: one atomic operation per particle on their cache line cost as much
+// as the rest of starting a tree.
+const tokenCredit = 64
+
+// takeToken takes a pending token for a tracked particle from the
+// instance's credit, refilling it with the tokens free, up to tokenCredit.
+// When none is free it waits, with s.mu released meanwhile, flushing what
+// this source holds before it blocks, and again before it waits if others
+// emitted meanwhile: those particles may be the ones whose completion
+// frees a token. s.mu is held.
+func (s *sourceInstance) takeToken() error {
+	if s.credit == 0 {
+		s.credit = s.pending.tryTakeUpTo(tokenCredit)
+	}
+	if s.credit == 0 {
+		if err := s.router.flush(s.ctx, false); err != nil {
+			return err
+		}
+		s.mu.Unlock()
+		err := s.pending.take(s.ctx, s.Flush)
+		s.mu.Lock()
+		if err != nil {
+			return err
+		}
+		s.credit++
+	}
+	s.credit--
+	return nil
+}
+
+// returnCredit gives back the tokens taken ahead and not used.
+func (s *sourceInstance) returnCredit() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.credit > 0 {
+		s.pending.give(s.credit)
+		s.credit = 0
+	}
 }
 
 // stamp gives p this instance's identity. s.mu is held.
@@ -228,7 +267,7 @@ func (s *sourceInstance) emitTracked(p particle.Particle, msgID uint64, attempt 
 	s.stamp(&p)
 	k := len(s.unstarted)
 	s.env = envelope{p: p, first: anchor{root: provisional(k)}, tracked: true, replay: attempt > 1}
-	xor := s.router.route("", &s.env, s.edgesFn)
+	xor := s.router.route("", &s.env, s.edges)
 	s.unstarted = append(s.unstarted, newTree{tree: tree{msgID: msgID, origin: s.origin, attempt: attempt}, xor: xor})
 }
 
@@ -251,12 +290,8 @@ func (s *sourceInstance) startTrees() {
 	if len(s.unstarted) == 0 {
 		return
 	}
-	s.roots, s.results = s.topo.acks.startAll(s.unstarted, s.roots[:0], s.results)
-	s.router.resolve(func(env *envelope) {
-		if env.tracked {
-			env.first.root = s.roots[env.first.root.Slot()]
-		}
-	})
+	s.roots = s.topo.acks.startAll(s.unstarted, s.roots[:0], &s.finished)
+	s.router.resolve(s.roots)
 	clear(s.unstarted)
 	s.unstarted = s.unstarted[:0]
 }
@@ -341,6 +376,7 @@ func (s *sourceInstance) finish(ctx context.Context) error {
 		return err
 	}
 	if s.pending != nil {
+		s.returnCredit()
 		// Downstream buffers flush on drained, so the last trees can
 		// complete; failed ones are replayed meanwhile.
 		s.mu.Lock()

@@ -7,8 +7,9 @@ import (
 )
 
 // tokens counts a source instance's pending trees against its max
-// pending. Taking and giving back a token is one atomic add, as cheap as
-// the acking it bounds; only a source at its limit waits, on wake.
+// pending. Taking and giving back tokens is one atomic add, as cheap as
+// the acking it bounds, and a source takes them ahead in batches
+// (tryTakeUpTo); only a source at its limit waits, on wake.
 type tokens struct {
 	taken   atomic.Int64
 	max     int64
@@ -21,8 +22,32 @@ func newTokens(max int) *tokens {
 	return &tokens{max: int64(max), wake: make(chan struct{}, 1)}
 }
 
-// tryTake takes a token if one is free.
+// tryTakeUpTo takes up to n tokens, as many as are free, and returns how
+// many it took.
+func (t *tokens) tryTakeUpTo(n int) int {
+	after := t.taken.Add(int64(n))
+	if after <= t.max {
+		return n
+	}
+	over := int(min(after-t.max, int64(n)))
+	t.give(over)
+	return n - over
+}
+
+// tryTake takes a token if one is free, for a taker that is not the
+// waiter. A failed attempt held a token for a moment, which the waiter
+// may have missed: it is given back like any other, waking the waiter.
 func (t *tokens) tryTake() bool {
+	if t.taken.Add(1) <= t.max {
+		return true
+	}
+	t.give(1)
+	return false
+}
+
+// grab takes a token if one is free, for the one taker that may wait: it
+// gives back a failed attempt without waking itself.
+func (t *tokens) grab() bool {
 	if t.taken.Add(1) <= t.max {
 		return true
 	}
@@ -39,7 +64,7 @@ func (t *tokens) take(ctx context.Context, blocked func() error) error {
 	}
 	t.takeMu.Lock()
 	defer t.takeMu.Unlock()
-	if t.tryTake() {
+	if t.grab() {
 		return nil
 	}
 	if err := blocked(); err != nil {
@@ -50,7 +75,7 @@ func (t *tokens) take(ctx context.Context, blocked func() error) error {
 		// waiting and wakes us; one that returned it before, the check
 		// sees.
 		t.waiting.Store(true)
-		if t.tryTake() {
+		if t.grab() {
 			t.waiting.Store(false)
 			return nil
 		}

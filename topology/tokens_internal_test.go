@@ -51,3 +51,28 @@ func TestTokensTakeEndsWithContext(t *testing.T) {
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.True(t, blocked, "the caller is told before the wait")
 }
+
+// tryTakeUpTo takes what is free, never more than the limit, and leaves
+// the rest to a waiting taker.
+func TestTokensTryTakeUpTo(t *testing.T) {
+	tests := []struct {
+		name         string
+		limit, taken int
+		n, want      int
+	}{
+		{"all free", 10, 0, 4, 4},
+		{"some free", 10, 8, 4, 2},
+		{"exactly free", 10, 6, 4, 4},
+		{"none free", 10, 10, 4, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tk := newTokens(tt.limit)
+			for range tt.taken {
+				require.True(t, tk.tryTake())
+			}
+			assert.Equal(t, tt.want, tk.tryTakeUpTo(tt.n))
+			assert.Equal(t, tt.taken+tt.want, tk.outstanding())
+		})
+	}
+}

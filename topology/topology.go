@@ -502,7 +502,7 @@ func (t *Topology) build(drainCtx context.Context) (*run, error) {
 		r.acks = acks
 	}
 	for _, s := range r.sources {
-		s.edgesFn = acker.NewEdgeIDs().Next
+		s.edges = acker.NewEdgeIDs()
 		s.router.beforeDeliver = s.beforeDeliver
 		s.moveHorizon()
 	}
