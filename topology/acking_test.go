@@ -334,6 +334,30 @@ func (s concurrentSource) Run(ctx context.Context, out topology.SourceEmitter) e
 	return <-errs
 }
 
+// At max pending 1 the one tree pending is a particle that the bolt's sync
+// buffer holds until a later one comes: the source, waiting for its token,
+// tells the buffer the time of the particle it holds back, which releases
+// the one before, so every tree completes in turn rather than time out.
+func TestAckingMaxPendingOne(t *testing.T) {
+	src := newTrackedSource(200)
+	cfg := ackingConfig(streamclock.System{}, nil)
+	cfg.Acking.MaxPending = 1
+	topo := newTopology(t, cfg)
+	topo.AddSource("src", topology.Single(src), topology.SourceConfig{})
+	topo.AddBolt("work", operation.Stateless(operation.Func(func(context.Context, particle.Particle, operation.Emitter) error {
+		return nil
+	})), topology.BoltConfig{}).Input("src", topology.Global())
+	// Waiting for the trees' timeouts instead would take minutes.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, topo.Run(ctx))
+
+	src.assertEachEndedOnce(t)
+	assert.Empty(t, src.failed)
+	assert.Equal(t, uint64(200), topo.Stats("src").Acked.Load())
+	assert.Zero(t, topo.Stats("src").Replayed.Load())
+}
+
 // Several goroutines emit into one source instance, which takes pending
 // tokens ahead and blocks at the limit: every tree ends once, never more
 // than max pending are pending, and a blocked emitter flushes what it

@@ -120,6 +120,17 @@ func (r *router) high() int64 {
 	return h
 }
 
+// expect raises the high-water mark of the outputs of stream to t, the
+// event time of a particle about to be routed there, as routing it will:
+// receivers judge lateness and release by it before the particle comes.
+func (r *router) expect(stream string, t int64) {
+	for oi := range r.outputs {
+		if o := &r.outputs[oi]; o.stream == stream {
+			o.high = max(o.high, t)
+		}
+	}
+}
+
 // route appends env to the batches of the instances that receive it on
 // stream and returns the XOR of the edge ids given to its copies, drawn
 // from edges (nil for untracked routing). A meta particle goes to every

@@ -181,7 +181,7 @@ func (s *sourceInstance) emit(p particle.Particle, msgID uint64, track bool) err
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if tracked {
-		if err := s.takeToken(); err != nil {
+		if err := s.takeToken(p.Time); err != nil {
 			return err
 		}
 	}
@@ -212,17 +212,21 @@ func (s *sourceInstance) emit(p particle.Particle, msgID uint64, track bool) err
 // as the rest of starting a tree.
 const tokenCredit = 64
 
-// takeToken takes a pending token for a tracked particle from the
-// instance's credit, refilling it with the tokens free, up to tokenCredit.
-// When none is free it waits, with s.mu released meanwhile, flushing what
-// this source holds before it blocks, and again before it waits if others
-// emitted meanwhile: those particles may be the ones whose completion
-// frees a token. s.mu is held.
-func (s *sourceInstance) takeToken() error {
+// takeToken takes a pending token for a tracked particle of event time t
+// from the instance's credit, refilling it with the tokens free, up to
+// tokenCredit. When none is free it waits, with s.mu released meanwhile,
+// flushing what this source holds before it blocks, and again before it
+// waits if others emitted meanwhile: those particles may be the ones whose
+// completion frees a token. The flush already carries t as the high-water
+// mark: a sync buffer holds the particles at its input's newest time until
+// a later one comes, so a source at its limit would otherwise wait for the
+// very trees that the particle it holds back would release. s.mu is held.
+func (s *sourceInstance) takeToken(t int64) error {
 	if s.credit == 0 {
 		s.credit = s.pending.tryTakeUpTo(tokenCredit)
 	}
 	if s.credit == 0 {
+		s.router.expect("", t)
 		if err := s.router.flush(s.ctx, false); err != nil {
 			return err
 		}
