@@ -104,25 +104,24 @@
 //
 // Not a scheduler: bolt instances and live source instances spread by
 // count, not by load, and every worker runs every bolt instance's copy,
-// idle where it does not own it. Where they go is the hashing's choice,
-// not the least moves': a worker that joins can take an instance where
-// the counts were even already (one instance, two workers), a move that
-// loses nothing but holds the watermark back while it lasts. File sources are not balanced: the first
-// worker to ask replays a file source to its end, and a worker that joins
-// later replays none that started. A bolt instance handed
-// over is unavailable for the time its new owner takes to catch up (at
-// most an ack wait), and the instance it leaves had derived particles that
-// its successor derives again: receivers drop those copies by identity,
-// but a message that carries such a copy among newer particles stays
-// unacknowledged, and if its receiving unit moves too, by a kill or a
-// later handover, the receiver there, whose filter starts empty, takes
-// the copy again: a window that fired already can fire again with it
-// alone. Workers that see different workers announced for a moment may
-// both pull for a unit: the server still pins one. A worker that could not
-// renew a file source's lease (NATS out of reach for two renewals in a
-// row, two thirds of the lease TTL) leaves that source to the other
-// workers until it is restarted; a live instance it takes again once the
-// lease is free, as a new holding with a source of its own.
+// idle where it does not own it. Where they go is the hashing's choice, not
+// the least moves': a worker that joins can take an instance where the
+// counts were even already (one instance, two workers), a move that loses
+// nothing but holds the watermark back while it lasts. File sources are not
+// balanced: the first worker to ask replays a file source to its end, and a
+// worker that joins later replays none that started. A bolt instance handed
+// over is unavailable for the time its new owner takes to catch up (at most
+// an ack wait); it fires again, with the inputs its predecessor had not
+// acknowledged, windows that predecessor fired, and the results have the
+// identities they had, so that its receivers drop them (package
+// jetstreamedge, the frontier); a sink writing outside JetStream on a
+// worker that died writes again what it had not acknowledged. Workers that
+// see different workers announced for a moment may both pull for a unit:
+// the server still pins one. A worker that could not renew a file source's
+// lease (NATS out of reach for two renewals in a row, two thirds of the
+// lease TTL) leaves that source to the other workers until it is restarted;
+// a live instance it takes again once the lease is free, as a new holding
+// with a source of its own.
 //
 // See DESIGN.md, "Beyond one machine".
 package cluster

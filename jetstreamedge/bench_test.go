@@ -20,6 +20,7 @@ import (
 // from Send, by its first particle's sequence number, and gives the
 // sender a credit back for it, if it counts them.
 type timingFeed struct {
+	releases
 	mu        sync.Mutex
 	sent      map[uint64]time.Time
 	latencies []time.Duration
@@ -45,6 +46,7 @@ func (f *timingFeed) Deliver(_ context.Context, b *topology.RemoteBatch, done fu
 	if f.credits != nil {
 		<-f.credits
 	}
+	f.finished(b.Items)
 	done(nil)
 	return nil
 }

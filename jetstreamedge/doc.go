@@ -57,6 +57,21 @@
 // receiving instance drops copies of data particles it received already,
 // by identity (origin, sequence), within Config.DedupWindow.
 //
+// The filter of a unit that moved starts empty, so each unit also records
+// its frontier in a key-value bucket (FrontierBucket): a position in
+// release order before which every data particle it received finished its
+// tree, and before which one it did not receive would have been late or
+// behind (topology.Feed.Released, and the first particle of each message
+// in progress). A message is acknowledged only once the frontier recorded
+// is past its particles, one write per round of acknowledgements; a unit
+// drops, as copies, the particles before the frontier it started from. So
+// a unit that moved takes again, of what its predecessors received,
+// exactly the particles of the messages they had not acknowledged: of a
+// window that fired already, its newest inputs. It fires the window again
+// with them, and the result has the identity it had, since a result is
+// derived from its newest input (package topology): its receivers drop it
+// as the copy it is.
+//
 // When a consumer is pinned to a worker after another (a worker died),
 // the messages the other took and did not acknowledge come again once
 // their ack wait expires, while newer ones would flow at once and make
@@ -71,20 +86,24 @@
 // # What it is not
 //
 // Not a cluster manager: which worker runs a source is decided elsewhere
-// (package cluster leases it). Not exactly once: delivery is at least
-// once, and the identity filter removes the copies it can recognise: a
-// derived particle's identity is a function of its parent's (package
-// topology), so that a unit that moved re-derives copies under the same
-// identities, but the filter of a receiving instance that moved starts
-// empty. A worker that lost its pin while alive, other than by handing
-// the unit over, keeps its messages in progress: the worker pinned next
-// waits for them only until its catch-up bound, and does not get them;
-// pinned again later, it waits for the messages the other acknowledged
-// as for a gap, and skips them only after that wait. A publish stored
-// only after its receiver started the sender's count (tried again while
-// the unit moved, or while the receiver started) is handed on when it
-// comes, late. Only the built-in meta particles of package metaparticle
-// cross workers (UnknownMetaError).
+// (package cluster leases it). Not exactly once: delivery is at least once,
+// and receivers drop the copies they recognise, by identity within
+// Config.DedupWindow and by the frontier; a sink that writes outside
+// JetStream writes again what it wrote and had not acknowledged when its
+// worker died. A window whose result time depends on its first input (a
+// session) that fires again after a move comes out at another time under
+// the same identity: a receiver that forgot the first result drops the
+// second only if its frontier is past it. A late particle that comes to a
+// unit that moved, before the frontier it started from, is counted as a
+// copy, not handed to the late policy. A worker that lost its pin while
+// alive, other than by handing the unit over, keeps its messages in
+// progress: the worker pinned next waits for them only until its catch-up
+// bound, and does not get them; pinned again later, it waits for the
+// messages the other acknowledged as for a gap, and skips them only after
+// that wait. A publish stored only after its receiver started the sender's
+// count (tried again while the unit moved, or while the receiver started)
+// is handed on when it comes, late. Only the built-in meta particles of
+// package metaparticle cross workers (UnknownMetaError).
 //
 // See DESIGN.md, "Beyond one machine".
 package jetstreamedge

@@ -9,26 +9,63 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/sensorstorm/sensorstorm/syncbuffer"
 	"github.com/sensorstorm/sensorstorm/topology"
 )
 
+// settleSpacing is the least time between two rounds of acknowledgements
+// of a receiver: each may record its unit's frontier first.
+const settleSpacing = 5 * time.Millisecond
+
+// stopSettling bounds the last round of a receiver that stops: what it
+// does not acknowledge, the unit's next holder takes again.
+const stopSettling = time.Second
+
 // receiver hands one consumer's messages to a Feed: it drops copies of
-// particles already received, acknowledges a message once the engine
-// reports it done, and keeps the messages in progress alive.
+// particles already received, by identity and, in a unit that moved, by
+// the frontier its predecessor recorded; it acknowledges a message once
+// the engine reports it done and the frontier recorded is past its
+// particles (see frontiers), and keeps the messages in progress alive.
 type receiver struct {
 	in   *inlet
 	feed topology.Feed
 	c    *catchUp
 	b    topology.RemoteBatch
+	// settled is signalled when a message is done.
+	settled chan struct{}
+	// loaded tells that from holds what the predecessors recorded.
+	loaded bool
 
 	mu   sync.Mutex // guards what follows: done callbacks come from the engine
 	seen *identitySet
-	// pending maps the messages in progress to their stream sequence.
-	pending map[jetstream.Msg]uint64
+	// pending holds the messages taken and not yet acknowledged.
+	pending map[jetstream.Msg]*inFlight
+	// failed holds the first particle of each message that failed, by
+	// stream sequence, until it comes again: the frontier stays before
+	// it.
+	failed map[uint64]syncbuffer.Key
+	// from is the frontier the unit started from; saved the one recorded
+	// last. The particles before from are copies.
+	from, saved       syncbuffer.Key
+	hasFrom, hasSaved bool
+	// stopped tells that no round settles messages any more: those done
+	// afterwards are acknowledged if the frontier saved is past them, and
+	// given back otherwise.
+	stopped bool
+}
+
+// inFlight is a message taken and not yet acknowledged.
+type inFlight struct {
+	seq  uint64 // its stream sequence
+	data span   // where its data particles handed on lie
+	done bool   // the engine finished it
 }
 
 func newReceiver(in *inlet, feed topology.Feed, c *catchUp) *receiver {
-	return &receiver{in: in, feed: feed, c: c, seen: newIdentitySet(in.t.cfg.DedupWindow), pending: map[jetstream.Msg]uint64{}}
+	return &receiver{
+		in: in, feed: feed, c: c, settled: make(chan struct{}, 1),
+		seen: newIdentitySet(in.t.cfg.DedupWindow), pending: map[jetstream.Msg]*inFlight{}, failed: map[uint64]syncbuffer.Key{},
+	}
 }
 
 // receive delivers m. It returns an error only when the feed refused it.
@@ -45,30 +82,75 @@ func (r *receiver) receive(ctx context.Context, m jetstream.Msg) error {
 		r.forget(m)
 		return m.TermWithReason(err.Error())
 	}
-	ids := r.dropCopies()
-	r.keep(m)
-	err := r.feed.Deliver(ctx, &r.b, func(err error) {
-		r.mu.Lock()
-		delete(r.pending, m)
-		r.c.settled.Add(1)
-		if err != nil {
-			// The particles come again, and must not be dropped then.
-			r.seen.remove(ids)
-		}
-		r.mu.Unlock()
-		if err != nil {
-			t.cfg.Logger.Warn("message failed: delivered again", "subject", m.Subject(), "err", err)
-			_ = m.Nak()
-			return
-		}
-		_ = m.Ack()
-	})
+	ids := r.dropCopies(m)
+	err := r.feed.Deliver(ctx, &r.b, func(err error) { r.finished(m, ids, err) })
 	clear(r.b.Items)
 	return err
 }
 
-// receiveAll delivers msgs in order.
+// finished takes the engine's outcome of m.
+func (r *receiver) finished(m jetstream.Msg, ids []identity, err error) {
+	r.mu.Lock()
+	f := r.pending[m]
+	if f == nil {
+		// Given back when the receiver stopped.
+		r.mu.Unlock()
+		return
+	}
+	if err == nil && !r.stopped {
+		f.done = true
+		r.mu.Unlock()
+		select {
+		case r.settled <- struct{}{}:
+		default:
+		}
+		return
+	}
+	ack := err == nil && (!f.data.ok || r.hasSaved && f.data.last.Less(r.saved))
+	if err != nil {
+		// The particles come again, and must be taken then.
+		r.seen.remove(ids)
+		if f.data.ok {
+			r.failed[f.seq] = f.data.first
+		}
+	}
+	delete(r.pending, m)
+	r.mu.Unlock()
+	r.c.settled.Add(1)
+	if err != nil {
+		r.in.t.cfg.Logger.Warn("message failed: delivered again", "subject", m.Subject(), "err", err)
+	}
+	if ack {
+		_ = m.Ack()
+	} else {
+		_ = m.Nak()
+	}
+}
+
+// receiveAll delivers msgs in order. The first time, it reads the
+// frontier the unit's predecessors recorded: the catch-up before the
+// first messages lets a predecessor that handed the unit over record its
+// last.
 func (r *receiver) receiveAll(ctx context.Context, msgs []jetstream.Msg) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	if !r.loaded {
+		t := r.in.t
+		var from syncbuffer.Key
+		var ok bool
+		err := retry(ctx, t.cfg.Logger, "reading the frontier of "+r.in.consumer, func() (err error) {
+			from, ok, err = t.frontiers.load(ctx, r.in.consumer)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		r.mu.Lock()
+		r.from, r.hasFrom, r.saved, r.hasSaved = from, ok, from, ok
+		r.mu.Unlock()
+		r.loaded = true
+	}
 	for _, m := range msgs {
 		if err := r.receive(ctx, m); err != nil {
 			return err
@@ -84,7 +166,7 @@ func (r *receiver) keep(m jetstream.Msg) {
 		seq = md.Sequence.Stream
 	}
 	r.mu.Lock()
-	r.pending[m] = seq
+	r.pending[m] = &inFlight{seq: seq}
 	r.mu.Unlock()
 }
 
@@ -96,28 +178,151 @@ func (r *receiver) forget(m jetstream.Msg) {
 	r.c.settled.Add(1)
 }
 
-// dropCopies removes the data particles already received from r.b and
-// returns the identities it added. Meta particles stay: the engine handles
-// each identity once itself.
-func (r *receiver) dropCopies() []identity {
+// dropCopies removes from r.b the data particles already received and,
+// in a unit that moved, those before the frontier it started from; it
+// notes where the others lie, and returns the identities it added. Meta
+// particles stay: the engine handles each identity once itself.
+func (r *receiver) dropCopies(m jetstream.Msg) []identity {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	f := r.pending[m]
+	if f == nil {
+		f = &inFlight{}
+		r.pending[m] = f
+	}
+	delete(r.failed, f.seq)
 	var added []identity
 	kept := r.b.Items[:0]
 	for _, it := range r.b.Items {
-		if it.Particle.Meta == nil {
-			id := identity{origin: it.Particle.Origin, seq: it.Particle.Seq}
-			if !r.seen.add(id) {
+		if p := &it.Particle; p.Meta == nil {
+			k := syncbuffer.Key{Time: p.Time, Origin: p.Origin, Seq: p.Seq}
+			id := identity{origin: p.Origin, seq: p.Seq}
+			if r.hasFrom && k.Less(r.from) || !r.seen.add(id) {
 				r.in.t.stats.Duplicates.Add(1)
 				continue
 			}
 			added = append(added, id)
+			f.data.add(k)
 		}
 		kept = append(kept, it)
 	}
 	clear(r.b.Items[len(kept):])
 	r.b.Items = kept
 	return added
+}
+
+// settleAll acknowledges the messages the engine finished until ctx ends,
+// a round at a time, at most one per settleSpacing; then it gives back
+// those it could not acknowledge.
+func (r *receiver) settleAll(ctx context.Context) {
+	ticker := time.NewTicker(settleSpacing)
+	defer ticker.Stop()
+	for waiting := false; ; {
+		var tick <-chan time.Time
+		if waiting {
+			// The frontier moves on with the instance's releases.
+			tick = ticker.C
+		}
+		select {
+		case <-ctx.Done():
+			r.stop(ctx)
+			return
+		case <-r.settled:
+		case <-tick:
+		}
+		waiting = r.settle(ctx)
+		select {
+		case <-ctx.Done():
+		case <-ticker.C:
+		}
+	}
+}
+
+// stop settles what it can a last time, then gives back the messages
+// done that the frontier saved is not past, for the unit's next holder to
+// take again.
+func (r *receiver) stop(ctx context.Context) {
+	last, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopSettling)
+	defer cancel()
+	r.settle(last)
+	r.mu.Lock()
+	r.stopped = true
+	var back []jetstream.Msg
+	for m, f := range r.pending {
+		if f.done {
+			back = append(back, m)
+			delete(r.pending, m)
+		}
+	}
+	r.mu.Unlock()
+	for _, m := range back {
+		r.c.settled.Add(1)
+		_ = m.Nak()
+	}
+}
+
+// settle acknowledges the messages done that the frontier is past,
+// recording the frontier first if it moved past the one saved, and
+// reports whether messages done still wait for it.
+func (r *receiver) settle(ctx context.Context) (waiting bool) {
+	released, ok := r.feed.Released()
+	r.mu.Lock()
+	frontier, known := r.saved, r.hasSaved
+	if ok {
+		// Before the instance's next position, and before every particle
+		// of a message not done.
+		bound := after(released)
+		for _, f := range r.pending {
+			if !f.done && f.data.ok && f.data.first.Less(bound) {
+				bound = f.data.first
+			}
+		}
+		for _, k := range r.failed {
+			if k.Less(bound) {
+				bound = k
+			}
+		}
+		if !known || frontier.Less(bound) {
+			frontier, known = bound, true
+		}
+	}
+	var ready []jetstream.Msg
+	save := false
+	for m, f := range r.pending {
+		switch {
+		case !f.done:
+		case !f.data.ok:
+			ready = append(ready, m)
+		case known && f.data.last.Less(frontier):
+			ready = append(ready, m)
+			save = save || !r.hasSaved || !f.data.last.Less(r.saved)
+		default:
+			waiting = true
+		}
+	}
+	r.mu.Unlock()
+	if save {
+		saveCtx, cancel := context.WithTimeout(ctx, r.in.t.cfg.PublishTimeout)
+		err := r.in.t.frontiers.save(saveCtx, r.in.consumer, frontier)
+		cancel()
+		if err != nil {
+			r.in.t.cfg.Logger.Debug("recording the frontier failed", "consumer", r.in.consumer, "err", err)
+			return true
+		}
+	}
+	r.mu.Lock()
+	if save {
+		r.saved, r.hasSaved = frontier, true
+	}
+	for _, m := range ready {
+		delete(r.pending, m)
+	}
+	r.mu.Unlock()
+	for _, m := range ready {
+		r.c.settled.Add(1)
+		_ = m.Ack()
+	}
+	return waiting
 }
 
 // keepAlive tells the server every interval that the messages still in
@@ -141,8 +346,8 @@ func (r *receiver) keepAlive(ctx context.Context, interval time.Duration) {
 		}
 		r.mu.Lock()
 		msgs = msgs[:0]
-		for m, seq := range r.pending {
-			msgs = append(msgs, inProgress{m: m, seq: seq})
+		for m, f := range r.pending {
+			msgs = append(msgs, inProgress{m: m, seq: f.seq})
 		}
 		r.mu.Unlock()
 		slices.SortFunc(msgs, func(a, b inProgress) int { return cmp.Compare(a.seq, b.seq) })

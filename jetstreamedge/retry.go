@@ -3,6 +3,7 @@ package jetstreamedge
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -46,4 +47,20 @@ func transient(err error) bool {
 		return apiErr.Code < 400 || apiErr.Code >= 500 || apiErr.Code == 408
 	}
 	return true
+}
+
+// retry calls fn until it succeeds, fails with an error that is not
+// transient, or ctx ends, logging each failure it tries again after.
+func retry(ctx context.Context, log *slog.Logger, what string, fn func() error) error {
+	b := backoff{min: retryMin, max: retryMax}
+	for {
+		err := fn()
+		if err == nil || !transient(err) || ctx.Err() != nil {
+			return err
+		}
+		log.Warn(what+" failed: trying again", "err", err)
+		if b.wait(ctx) != nil {
+			return err
+		}
+	}
 }

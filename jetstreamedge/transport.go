@@ -62,13 +62,14 @@ type Stats struct {
 // per subject with a priority group of policy pinned_client, so that of
 // all the workers pulling, the server delivers to one at a time.
 type Transport struct {
-	cfg      Config
-	js       jetstream.JetStream
-	stream   jetstream.Stream
-	inflight chan struct{}
-	dones    sync.Map // *nats.Msg -> func(error)
-	encoders sync.Pool
-	stats    Stats
+	cfg       Config
+	js        jetstream.JetStream
+	stream    jetstream.Stream
+	frontiers frontiers
+	inflight  chan struct{}
+	dones     sync.Map // *nats.Msg -> func(error)
+	encoders  sync.Pool
+	stats     Stats
 
 	mu     sync.Mutex // guards inlets and reassigned
 	inlets []*inlet
@@ -131,20 +132,27 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Transport, error) {
 		Storage:   jetstream.FileStorage,
 		Replicas:  cfg.Replicas,
 	}
-	b := backoff{min: retryMin, max: retryMax}
-	for {
+	err = retry(ctx, cfg.Logger, "making the stream "+sc.Name, func() (err error) {
 		t.stream, err = js.CreateOrUpdateStream(ctx, sc)
-		if err == nil {
-			return t, nil
-		}
-		if !transient(err) || ctx.Err() != nil {
-			return nil, fmt.Errorf("jetstreamedge: stream %s: %w", sc.Name, err)
-		}
-		cfg.Logger.Warn("making the stream failed: trying again", "stream", sc.Name, "err", err)
-		if err := b.wait(ctx); err != nil {
-			return nil, fmt.Errorf("jetstreamedge: stream %s: %w", sc.Name, err)
-		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("jetstreamedge: stream %s: %w", sc.Name, err)
 	}
+	kc := jetstream.KeyValueConfig{
+		Bucket:      FrontierBucket(cfg.Pipeline),
+		Description: "frontiers of the units of sensorstorm pipeline " + cfg.Pipeline,
+		Storage:     jetstream.FileStorage,
+		Replicas:    cfg.Replicas,
+	}
+	err = retry(ctx, cfg.Logger, "making the bucket "+kc.Bucket, func() (err error) {
+		t.frontiers.kv, err = js.CreateOrUpdateKeyValue(ctx, kc)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("jetstreamedge: bucket %s: %w", kc.Bucket, err)
+	}
+	return t, nil
 }
 
 // Stats returns the transport's counters.
@@ -221,6 +229,7 @@ func (in *inlet) Run(ctx context.Context, feed topology.Feed) error {
 		wg.Wait()
 	}()
 	wg.Go(func() { r.keepAlive(inner, t.cfg.AckWait/3) })
+	wg.Go(func() { r.settleAll(inner) })
 	// The puller pulls all the time, so that this worker stays pinned
 	// while the instance is busy; what it receives waits in q, which
 	// MaxAckPending bounds.
@@ -302,20 +311,15 @@ func (in *inlet) consumerOf(ctx context.Context) (jetstream.Consumer, error) {
 		PriorityGroups: []string{PriorityGroup},
 		PinnedTTL:      t.cfg.PinnedTTL,
 	}
-	b := backoff{min: retryMin, max: retryMax}
-	for {
-		cons, err := t.js.CreateOrUpdateConsumer(ctx, StreamName(t.cfg.Pipeline), cfg)
-		if err == nil {
-			return cons, nil
-		}
-		if !transient(err) {
-			return nil, fmt.Errorf("jetstreamedge: consumer %s: %w", in.consumer, err)
-		}
-		t.cfg.Logger.Warn("making the consumer failed: trying again", "consumer", in.consumer, "err", err)
-		if err := b.wait(ctx); err != nil {
-			return nil, err
-		}
+	var cons jetstream.Consumer
+	err := retry(ctx, t.cfg.Logger, "making the consumer "+in.consumer, func() (err error) {
+		cons, err = t.js.CreateOrUpdateConsumer(ctx, StreamName(t.cfg.Pipeline), cfg)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("jetstreamedge: consumer %s: %w", in.consumer, err)
 	}
+	return cons, nil
 }
 
 // puller pulls a consumer's messages into a queue, one pull request at a

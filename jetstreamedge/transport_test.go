@@ -17,6 +17,7 @@ import (
 	"github.com/sensorstorm/sensorstorm/jetstreamedge"
 	"github.com/sensorstorm/sensorstorm/natstest"
 	"github.com/sensorstorm/sensorstorm/particle"
+	"github.com/sensorstorm/sensorstorm/syncbuffer"
 	"github.com/sensorstorm/sensorstorm/topology"
 )
 
@@ -41,23 +42,65 @@ func newWorker(t *testing.T, c *natstest.Cluster, cfg jetstreamedge.Config) *wor
 	return &worker{nc: nc, t: tr}
 }
 
+// twoWorkers starts a cluster of three nodes and two workers on it.
+func twoWorkers(t *testing.T, cfg jetstreamedge.Config) (first, second *worker) {
+	t.Helper()
+	c := natstest.StartCluster(t, 3)
+	return newWorker(t, c, cfg), newWorker(t, c, cfg)
+}
+
 // delivery is a batch a feed received, and its done callback.
 type delivery struct {
 	b    topology.RemoteBatch
 	done func(error)
 }
 
+// releases is what a test feed tells of its instance's releases: it
+// released every particle it finished, in order.
+type releases struct {
+	mu     sync.Mutex
+	newest syncbuffer.Key
+	ok     bool
+}
+
+// finished notes that the particles of items were released.
+func (r *releases) finished(items []topology.RemoteItem) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, it := range items {
+		k := syncbuffer.Key{Time: it.Particle.Time, Origin: it.Particle.Origin, Seq: it.Particle.Seq}
+		if !r.ok || r.newest.Less(k) {
+			r.newest, r.ok = k, true
+		}
+	}
+}
+
+func (r *releases) Released() (syncbuffer.Key, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.newest, r.ok
+}
+
 // heldFeed hands every delivery to the test, which completes it.
-type heldFeed struct{ got chan delivery }
+type heldFeed struct {
+	releases
+	got chan delivery
+}
 
 func (f *heldFeed) Deliver(ctx context.Context, b *topology.RemoteBatch, done func(error)) error {
 	c := *b
 	c.Items = slices.Clone(b.Items)
+	finish := func(err error) {
+		if err == nil {
+			f.finished(c.Items)
+		}
+		done(err)
+	}
 	select {
-	case f.got <- delivery{b: c, done: done}:
+	case f.got <- delivery{b: c, done: finish}:
 		return nil
 	case <-ctx.Done():
-		done(ctx.Err())
+		finish(ctx.Err())
 		return ctx.Err()
 	}
 }
@@ -146,9 +189,7 @@ func TestAckOnlyAfterLocalCompletionAndDedup(t *testing.T) {
 // A message a worker took and never finished is delivered to another
 // worker once the first stopped pulling: its units move.
 func TestRedeliveryAfterAWorkerDies(t *testing.T) {
-	c := natstest.StartCluster(t, 3)
-	cfg := jetstreamedge.Config{Pipeline: "moves", Replicas: 3, AckWait: time.Second, PinnedTTL: time.Second}
-	first, second := newWorker(t, c, cfg), newWorker(t, c, cfg)
+	first, second := twoWorkers(t, jetstreamedge.Config{Pipeline: "moves", Replicas: 3, AckWait: time.Second, PinnedTTL: time.Second})
 	feed1 := &heldFeed{got: make(chan delivery)}
 	stop1 := runInlet(first, "count", 1, feed1)
 	send(t, first, "count", 1, data(3, 10, 11, 12))
@@ -171,9 +212,7 @@ func TestRedeliveryAfterAWorkerDies(t *testing.T) {
 // taken before any newer one, although the newer one is there first and
 // the older ones only come again once their ack wait expired.
 func TestMovedUnitReceivesOlderMessagesFirst(t *testing.T) {
-	c := natstest.StartCluster(t, 3)
-	cfg := jetstreamedge.Config{Pipeline: "order", Replicas: 3, AckWait: 3 * time.Second, PinnedTTL: time.Second}
-	first, second := newWorker(t, c, cfg), newWorker(t, c, cfg)
+	first, second := twoWorkers(t, jetstreamedge.Config{Pipeline: "order", Replicas: 3, AckWait: 3 * time.Second, PinnedTTL: time.Second})
 	feed1 := &heldFeed{got: make(chan delivery)}
 	stop1 := runInlet(first, "count", 0, feed1)
 	send(t, first, "count", 0, data(3, 1))
@@ -195,6 +234,40 @@ func TestMovedUnitReceivesOlderMessagesFirst(t *testing.T) {
 	}
 }
 
+// A unit that moves drops the copies of the particles its predecessor
+// finished, although their messages were acknowledged and its identity
+// filter starts empty: it starts from the frontier the predecessor
+// recorded before acknowledging them. Here the copy comes in a message
+// with a newer particle, which the predecessor had not finished; without
+// the frontier, the copy would reach the instance again, and a window it
+// fired already would fire again with it alone.
+func TestMovedUnitDropsWhatItsPredecessorFinished(t *testing.T) {
+	first, second := twoWorkers(t, jetstreamedge.Config{Pipeline: "frontier", Replicas: 3, AckWait: time.Second, PinnedTTL: time.Second})
+	feed1 := &heldFeed{got: make(chan delivery)}
+	stop1 := runInlet(first, "window", 0, feed1)
+	send(t, first, "window", 0, data(3, 1, 2))
+	receive(t, feed1).done(nil)
+	require.Eventually(t, func() bool { return ackPending(t, first, "frontier", "window", 0) == 0 }, 10*time.Second, 20*time.Millisecond)
+
+	// The sender moved too, and derived (3, 2) again.
+	send(t, first, "window", 0, data(3, 2, 5))
+	d := receive(t, feed1)
+	require.Len(t, d.b.Items, 1, "the copy of (3, 2) is dropped by identity")
+
+	feed2 := &heldFeed{got: make(chan delivery)}
+	stop2 := runInlet(second, "window", 0, feed2)
+	defer stop2()
+	// The first worker dies with (3, 5) in progress.
+	stop1()
+	first.nc.Close()
+	d = receive(t, feed2)
+	require.Len(t, d.b.Items, 1, "the copy of (3, 2) is dropped by the frontier")
+	require.Equal(t, uint64(5), d.b.Items[0].Particle.Seq)
+	require.Equal(t, uint64(1), second.t.Stats().Duplicates.Load())
+	d.done(nil)
+	require.Eventually(t, func() bool { return ackPending(t, second, "frontier", "window", 0) == 0 }, 10*time.Second, 20*time.Millisecond)
+}
+
 // A message whose particles failed is delivered again, whole.
 func TestFailedMessageIsDeliveredAgain(t *testing.T) {
 	c := natstest.StartCluster(t, 1)
@@ -213,6 +286,7 @@ func TestFailedMessageIsDeliveredAgain(t *testing.T) {
 // orderFeed records the sequence numbers of the particles it receives, in
 // order, and completes every batch at once.
 type orderFeed struct {
+	releases
 	mu   sync.Mutex
 	seqs []uint64
 }
@@ -223,6 +297,7 @@ func (f *orderFeed) Deliver(_ context.Context, b *topology.RemoteBatch, done fun
 		f.seqs = append(f.seqs, it.Particle.Seq)
 	}
 	f.mu.Unlock()
+	f.finished(b.Items)
 	done(nil)
 	return nil
 }

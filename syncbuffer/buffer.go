@@ -332,6 +332,11 @@ func (b *Buffer[T]) insert(in *input, e entry, item *T) {
 	}
 }
 
+// Released returns the key of the newest item released, and false before
+// the first: a data item that arrives with a key before it is Late or
+// Behind, never released in order.
+func (b *Buffer[T]) Released() (Key, bool) { return b.released, b.hasReleased }
+
 // Release removes the items at or below the watermark at stream-clock time
 // now, in Key order, and calls fn with each. If fn returns false, Release
 // stops; the item just passed counts as released and the rest stay. fn must

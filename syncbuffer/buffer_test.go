@@ -165,6 +165,36 @@ func TestNoOutOfOrderReleaseAfterLate(t *testing.T) {
 	assert.Equal(t, uint64(2), b.Stats().Late, "5 and 8; a late item does not lower the bound")
 }
 
+// Released is the key of the newest item released; an item that comes
+// with a key before it is never released in order.
+func TestReleasedKey(t *testing.T) {
+	b := newTestBuffer(t, Config{Window: 5}, 2)
+	_, ok := b.Released()
+	require.False(t, ok, "nothing released yet")
+	b.Push(0, data(10, 1, 5), 10)
+	b.Push(0, data(16, 1, 6), 16)
+	b.Push(1, data(10, 2, 1), 16)
+	b.Advance(1, math.MinInt64, 10, 16)
+	require.Equal(t, []int64{10, 10}, drain(b, 16), "input 1 promised nothing more at 10")
+	k, ok := b.Released()
+	require.True(t, ok)
+	assert.Equal(t, Key{Time: 10, Origin: 2, Seq: 1}, k)
+	for _, tc := range []struct {
+		name  string
+		input int
+		item  item
+		want  Status
+	}{
+		{"same time, before in order (a promise broken)", 1, data(10, 1, 9), Behind},
+		{"same time, after in order", 1, data(10, 3, 0), Buffered},
+		{"newer", 1, data(12, 0, 0), Buffered},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, b.Push(tc.input, tc.item, 12))
+		})
+	}
+}
+
 func TestTieOrderNotByHash(t *testing.T) {
 	// Same time: order is (Origin, Seq), whatever the items' contents.
 	b := newTestBuffer(t, Config{}, 1)

@@ -346,6 +346,9 @@ func (b *boltInstance) release(ctx context.Context, now int64) {
 		}
 		return true
 	})
+	if b.feed != nil {
+		b.feed.setReleased(b.buf.Released())
+	}
 	if wm, ok := b.buf.Watermark(now); ok {
 		b.watermark(ctx, wm)
 	}
@@ -559,10 +562,19 @@ func (b *boltInstance) Hold() operation.Anchor {
 // same anchor twice, could complete before the child was processed.)
 func (b *boltInstance) EmitAnchored(p particle.Particle, anchors ...operation.Anchor) {
 	p.Origin, p.Seq = b.origin, 0
-	for _, a := range anchors {
-		if h := b.heldInputs[a]; h != nil && p.Meta == nil {
-			p.Seq = derive(&h.env.p, &h.children)
-			break
+	if p.Meta == nil {
+		// Derived from the newest input, so that an instance that moved
+		// and fires a window again with the inputs its predecessor had
+		// not finished, the newest ones, gives the result the identity
+		// it had (see package jetstreamedge).
+		var newest *held
+		for _, a := range anchors {
+			if h := b.heldInputs[a]; h != nil && (newest == nil || envelopeKey(&newest.env).Less(envelopeKey(&h.env))) {
+				newest = h
+			}
+		}
+		if newest != nil {
+			p.Seq = derive(&newest.env.p, &newest.children)
 		}
 	}
 	if p.Seq == 0 {
@@ -705,8 +717,10 @@ func (b *boltInstance) flushAcks() {
 // not of when or where it was made: an instance that derives it again, in
 // this process after a replay or in another after the unit moved there,
 // gives it the same identity, and receivers that drop copies by identity
-// drop it. Particles made without a parent (on a timer or a watermark,
-// with no anchor held) are numbered in turn from Config.Incarnation<<32.
+// drop it. A particle emitted anchored to several inputs (a window's
+// result) is derived from the newest of them. Particles made without a
+// parent (on a timer or a watermark, with no anchor held) are numbered in
+// turn from Config.Incarnation<<32.
 func derive(parent *particle.Particle, k *uint32) uint64 {
 	x := mix64(mix64(uint64(parent.Origin)<<32|uint64(*k)) ^ parent.Seq)
 	*k++

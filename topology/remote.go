@@ -71,6 +71,13 @@ type Feed interface {
 	// Deliver returns when it could not deliver b. The engine keeps b's
 	// particles; b itself is the caller's again once Deliver returns.
 	Deliver(ctx context.Context, b *RemoteBatch, done func(error)) error
+	// Released returns the position in release order of the newest
+	// particle the instance released from its sync buffer since it
+	// started, and false before the first. Every data particle delivered
+	// with a key before it was processed or handled as late, unless its
+	// batch is still in progress; one delivered from now on with a key
+	// before it is late or behind, never processed in order.
+	Released() (syncbuffer.Key, bool)
 }
 
 // RemoteBatch is a batch between instances in transit across processes:
@@ -166,6 +173,10 @@ type feed struct {
 	mu    sync.Mutex // guards what follows
 	next  uint64
 	dones map[uint64]feedTree // by tree msgID
+	// released is what Released returns, set by the instance after each
+	// release.
+	released    syncbuffer.Key
+	hasReleased bool
 }
 
 // feedTree is the tree of a batch delivered and not yet finished.
@@ -192,6 +203,20 @@ func (f *feed) finish(o *outcome) {
 }
 
 var _ Feed = (*feed)(nil)
+
+// Released implements Feed.
+func (f *feed) Released() (syncbuffer.Key, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.released, f.hasReleased
+}
+
+// setReleased records what the instance's buffer released last.
+func (f *feed) setReleased(k syncbuffer.Key, ok bool) {
+	f.mu.Lock()
+	f.released, f.hasReleased = k, ok
+	f.mu.Unlock()
+}
 
 func (f *feed) Deliver(ctx context.Context, rb *RemoteBatch, done func(error)) error {
 	if rb.Input < 0 || rb.Input >= f.b.inputs {
@@ -315,6 +340,7 @@ func (b *boltInstance) restart() {
 	}
 	buf.MeasureWith(envelopeSize)
 	b.buf, b.op = buf, b.factory()
+	b.feed.setReleased(buf.Released())
 	b.ended, b.eosAcks, b.drainedInputs, b.drained = 0, ackOps{}, make([]bool, b.inputs), 0
 	b.acks.reset()
 	b.full, b.sentDrain, b.buffered, b.bytes = false, false, 0, 0

@@ -203,6 +203,42 @@ func TestDerivedIdentities(t *testing.T) {
 	assert.Equal(t, []uint64{4<<32 + 1}, four["orphan"])
 }
 
+// A window's result is derived from its newest input, so that an instance
+// that moved, which fires the window again with only the inputs its
+// predecessor had not finished, the newest ones, gives the result the
+// identity it had: receivers drop it as a copy.
+func TestWindowResultIdentityFromNewestInput(t *testing.T) {
+	run := func(skip uint64) uint64 {
+		topo, err := topology.New(topology.Config{})
+		require.NoError(t, err)
+		var got gatherSeqs
+		topo.AddSource("src", topology.Single(topology.SourceFunc(func(_ context.Context, out topology.SourceEmitter) error {
+			out.(topology.Skipper).Skip(skip)
+			for t := 1 + int64(skip); t <= 5; t++ {
+				if err := out.Emit(particle.Particle{Time: t, Measurement: "m"}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})), topology.SourceConfig{})
+		count := func() operation.Operation {
+			return operation.Batch(operation.Tumbling(10), nil, func(_ context.Context, w operation.Window, _ string, batch []particle.Particle, out operation.Emitter) error {
+				out.Emit(particle.Particle{Time: w.Start, Measurement: "count", Fields: []particle.Field{{Key: "n", Value: particle.Int(int64(len(batch)))}}})
+				return nil
+			})
+		}
+		topo.AddBolt("window", count, topology.BoltConfig{}).Input("src", topology.Global())
+		topo.AddBolt("sink", operation.Stateless(operation.Func(func(_ context.Context, in particle.Particle, _ operation.Emitter) error {
+			got.add(in.Measurement, in.Seq)
+			return nil
+		})), topology.BoltConfig{}).Input("window", topology.Global())
+		require.NoError(t, topo.Run(context.Background()))
+		require.Len(t, got.seqs["count"], 1)
+		return got.seqs["count"][0]
+	}
+	assert.Equal(t, run(0), run(3), "the window over its last two inputs has the identity of the whole window")
+}
+
 type gatherSeqs struct {
 	mu   sync.Mutex
 	seqs map[string][]uint64

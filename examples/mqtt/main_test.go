@@ -81,7 +81,7 @@ func TestMeansPublishedPerSensor(t *testing.T) {
 	for _, r := range []struct {
 		sensor, mean string
 		end          int64
-	}{{"s2", "9", 10}, {"s1", "4.5", 10}, {"s2", "29", 20}, {"s1", "14.5", 20}, {"s1", "25", 30}, {"s2", "50", 30}, {"s1", "35", 40}} {
+	}{{"s1", "4.5", 10}, {"s2", "9", 10}, {"s2", "29", 20}, {"s1", "14.5", 20}, {"s1", "25", 30}, {"s2", "50", 30}, {"s1", "35", 40}} {
 		line, end := "room,sensor="+r.sensor+" temperature_mean="+r.mean, base+r.end*1e9
 		published["results/"+r.sensor] = append(published["results/"+r.sensor], fmt.Sprintf("%s %d", line, end))
 		fmt.Fprintf(&printed, "%s %d\n", line, end/1e6)

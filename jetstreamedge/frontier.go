@@ -1,0 +1,95 @@
+package jetstreamedge
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sensorstorm/sensorstorm/syncbuffer"
+)
+
+// FrontierBucket returns the key-value bucket in which the units of
+// pipeline record their frontiers.
+func FrontierBucket(pipeline string) string { return StreamName(pipeline) + "_FRONTIERS" }
+
+// frontiers records, per unit (its consumer's name), the unit's frontier:
+// a position in release order before which every data particle the unit
+// ever received completed its tree, and before which a particle it did
+// not receive would have been late or behind (topology.Feed.Released). A
+// unit acknowledges a message only once the frontier recorded is past
+// every particle it handed on from it, so that a unit that moves, whose
+// identity filter starts empty, still drops the copies of the particles
+// in the messages its predecessors acknowledged: the frontier it starts
+// from is past them all.
+type frontiers struct {
+	kv jetstream.KeyValue
+}
+
+// frontierLen is the length of a recorded frontier: time, origin and
+// sequence, big-endian.
+const frontierLen = 8 + 4 + 8
+
+// load returns the frontier recorded for consumer, and false if there is
+// none.
+func (f *frontiers) load(ctx context.Context, consumer string) (syncbuffer.Key, bool, error) {
+	e, err := f.kv.Get(ctx, consumer)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return syncbuffer.Key{}, false, nil
+	case err != nil:
+		return syncbuffer.Key{}, false, err
+	}
+	v := e.Value()
+	if len(v) != frontierLen {
+		return syncbuffer.Key{}, false, fmt.Errorf("jetstreamedge: frontier of %s: %d bytes, want %d", consumer, len(v), frontierLen)
+	}
+	return syncbuffer.Key{
+		Time:   int64(binary.BigEndian.Uint64(v)),
+		Origin: binary.BigEndian.Uint32(v[8:]),
+		Seq:    binary.BigEndian.Uint64(v[12:]),
+	}, true, nil
+}
+
+// save records k as the frontier of consumer.
+func (f *frontiers) save(ctx context.Context, consumer string, k syncbuffer.Key) error {
+	var v [frontierLen]byte
+	binary.BigEndian.PutUint64(v[:], uint64(k.Time))
+	binary.BigEndian.PutUint32(v[8:], k.Origin)
+	binary.BigEndian.PutUint64(v[12:], k.Seq)
+	_, err := f.kv.Put(ctx, consumer, v[:])
+	return err
+}
+
+// after returns the position right after k in release order.
+func after(k syncbuffer.Key) syncbuffer.Key {
+	switch {
+	case k.Seq < math.MaxUint64:
+		k.Seq++
+	case k.Origin < math.MaxUint32:
+		k.Origin, k.Seq = k.Origin+1, 0
+	case k.Time < math.MaxInt64:
+		k.Time, k.Origin, k.Seq = k.Time+1, 0, 0
+	}
+	return k
+}
+
+// span is where the data particles of a message lie in release order.
+type span struct {
+	first, last syncbuffer.Key
+	ok          bool // there is a data particle
+}
+
+func (s *span) add(k syncbuffer.Key) {
+	switch {
+	case !s.ok:
+		s.first, s.last, s.ok = k, k, true
+	case k.Less(s.first):
+		s.first = k
+	case s.last.Less(k):
+		s.last = k
+	}
+}
