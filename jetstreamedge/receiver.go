@@ -15,7 +15,7 @@ import (
 
 // settleSpacing is the least time between two rounds of acknowledgements
 // of a receiver: each may record its unit's frontier first.
-const settleSpacing = 5 * time.Millisecond
+const settleSpacing = 20 * time.Millisecond
 
 // stopSettling bounds the last round of a receiver that stops: what it
 // does not acknowledge, the unit's next holder takes again.
