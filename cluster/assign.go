@@ -54,7 +54,7 @@ func rank(worker, unit string) uint64 {
 // on a worker. A unit assigned elsewhere
 // stays with it, while it pulls, for RebalanceDelay after it lost it, so
 // that units do not move back and forth as workers come and go. A worker
-// that leaves owns none (but with no other worker left).
+// that leaves owns none, unless no other worker is left.
 func (w *Worker) owns(consumer string, pulling bool) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
