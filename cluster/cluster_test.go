@@ -202,6 +202,9 @@ func TestTwoWorkersGiveTheSingleProcessOutput(t *testing.T) {
 	require.NoError(t, st.Write(&report))
 	t.Log("\n" + report.String())
 	require.Equal(t, []string{"source.wsn.0"}, st.Done)
+	for _, u := range st.Units {
+		require.False(t, u.Finished.IsZero(), "unit %s recorded how far it finished", u.Consumer)
+	}
 	var got strings.Builder
 	for _, w := range workers {
 		require.Positive(t, w.w.Transport().Stats().Received.Load(), "worker %s ran units", w.name)

@@ -180,7 +180,12 @@ func TestKilledWorkersUnitsMove(t *testing.T) {
 		}
 		return n >= len(want)/4
 	}, 60*time.Second, 10*time.Millisecond, "the replay makes progress")
-	holder := status(t, nc, name).Leases["source.wsn.0"]
+	// Reading the status can time out on a loaded machine: read again.
+	var holder string
+	require.Eventually(t, func() bool {
+		holder = status(t, nc, name).Leases["source.wsn.0"]
+		return holder != ""
+	}, 30*time.Second, 10*time.Millisecond, "the lease holder is known")
 	var killed, survivor *process
 	for _, p := range procs {
 		if p.name == holder {

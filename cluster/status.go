@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -50,6 +51,9 @@ type Unit struct {
 	// the workers that announced they received data for it.
 	Pinned  bool
 	Workers []string
+	// Finished is the unit's frontier: the event time before which it
+	// finished every particle it received; zero before it recorded one.
+	Finished time.Time
 }
 
 // ReadStatus returns the status of every pipeline with a stream on nc's
@@ -115,10 +119,14 @@ func readStatus(ctx context.Context, js jetstream.JetStream, stream, tok string)
 	if err != nil {
 		return st, fmt.Errorf("cluster: stream %s: %w", stream, err)
 	}
+	finished, err := jetstreamedge.ReadFrontiers(ctx, js, stream)
+	if err != nil {
+		return st, err
+	}
 	consumers := s.ListConsumers(ctx)
 	for info := range consumers.Info() {
 		u := Unit{Consumer: info.Name, Pending: info.NumPending, AckPending: info.NumAckPending,
-			Redeliver: info.NumRedelivered, Workers: units[info.Name]}
+			Redeliver: info.NumRedelivered, Workers: units[info.Name], Finished: finished[info.Name]}
 		for _, g := range info.PriorityGroups {
 			u.Pinned = u.Pinned || g.PinnedClientID != ""
 		}
@@ -156,7 +164,8 @@ func eachEntry(ctx context.Context, js jetstream.JetStream, bucket string, fn fu
 }
 
 // Write writes s for people: workers with the units assigned to them and
-// those they received data for, sources, then units with their lag.
+// those they received data for, sources, then units with their lag and
+// how far in event time they finished.
 func (s *Status) Write(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "pipeline %s: %d workers, %d units\n", s.Pipeline, len(s.Workers), len(s.Units))
@@ -180,9 +189,13 @@ func (s *Status) Write(w io.Writer) error {
 	for _, k := range s.Done {
 		fmt.Fprintf(tw, "%s\tdone\n", k)
 	}
-	fmt.Fprintln(tw, "UNIT\tPINNED\tLAG\tACK PENDING\tREDELIVERED\tWORKERS")
+	fmt.Fprintln(tw, "UNIT\tPINNED\tLAG\tACK PENDING\tREDELIVERED\tFINISHED TO\tWORKERS")
 	for _, u := range s.Units {
-		fmt.Fprintf(tw, "%s\t%t\t%d\t%d\t%d\t%s\n", u.Consumer, u.Pinned, u.Pending, u.AckPending, u.Redeliver, list(u.Workers))
+		finished := "-"
+		if !u.Finished.IsZero() {
+			finished = u.Finished.Format(time.RFC3339Nano)
+		}
+		fmt.Fprintf(tw, "%s\t%t\t%d\t%d\t%d\t%s\t%s\n", u.Consumer, u.Pinned, u.Pending, u.AckPending, u.Redeliver, finished, list(u.Workers))
 	}
 	return tw.Flush()
 }

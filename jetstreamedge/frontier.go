@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -14,7 +15,39 @@ import (
 
 // FrontierBucket returns the key-value bucket in which the units of
 // pipeline record their frontiers.
-func FrontierBucket(pipeline string) string { return StreamName(pipeline) + "_FRONTIERS" }
+func FrontierBucket(pipeline string) string { return frontierBucketOf(StreamName(pipeline)) }
+
+func frontierBucketOf(stream string) string { return stream + "_FRONTIERS" }
+
+// ReadFrontiers returns the frontiers the units of the pipeline whose
+// stream is stream (StreamName) recorded, by consumer: the event time
+// before which each unit finished every particle it received. A unit
+// that recorded none is missing.
+func ReadFrontiers(ctx context.Context, js jetstream.JetStream, stream string) (map[string]time.Time, error) {
+	kv, err := js.KeyValue(ctx, frontierBucketOf(stream))
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("jetstreamedge: frontiers of %s: %w", stream, err)
+	}
+	keys, err := kv.ListKeys(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("jetstreamedge: frontiers of %s: %w", stream, err)
+	}
+	f := frontiers{kv: kv}
+	out := map[string]time.Time{}
+	for consumer := range keys.Keys() {
+		k, ok, err := f.load(ctx, consumer)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out[consumer] = time.Unix(0, k.Time).UTC()
+		}
+	}
+	return out, nil
+}
 
 // frontiers records, per unit (its consumer's name), the unit's frontier:
 // a position in release order before which every data particle the unit

@@ -49,7 +49,8 @@ type Stats struct {
 	Published, PublishedBytes, PublishedParticles, PublishFailed atomic.Uint64
 	// Received counts messages taken from consumers, Redelivered those
 	// delivered more than once, Duplicates the particles dropped as
-	// copies already received.
+	// copies: received already, or before the frontier a unit that moved
+	// started from.
 	Received, Redelivered, Duplicates atomic.Uint64
 	// HeldBack counts messages that came ahead of an earlier one of their
 	// sender and waited for it; GapsSkipped the times a receiver stopped

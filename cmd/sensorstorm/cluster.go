@@ -134,8 +134,9 @@ Prints the state of every pipeline that runs on the NATS JetStream cluster
 at URL: its workers with their source leases, the units (bolt instances)
 assigned to them and those they received data for, the sources replayed
 or read (MQTT) now or done, and per unit whether a worker is pinned to it,
-its lag (messages not yet delivered), the messages in progress and those
-delivered again.
+its lag (messages not yet delivered), the messages in progress, those
+delivered again, and the event time before which it finished every
+particle it received.
 `
 
 // clusterCommand runs "cluster status".

@@ -59,7 +59,7 @@ func TestRunOnACluster(t *testing.T) {
 	assert.Contains(t, status.String(), "pipeline library1-mean:")
 	assert.Regexp(t, `source\.wsn\.0\s+done`, status.String())
 	for _, unit := range []string{"dedup_0", "dedup_1", "stats10m_0", "stats10m_1", "out_0"} {
-		assert.Contains(t, status.String(), unit)
+		assert.Regexp(t, unit+`\s+\w+(\s+\d+){3}\s+\d{4}-\d\d-\d\dT`, status.String(), "the unit and how far it finished")
 	}
 }
 
