@@ -53,7 +53,8 @@ func rank(worker, unit string) uint64 {
 // assigned to it among the workers announced, and every unit that ended
 // on a worker. A unit assigned elsewhere
 // stays with it, while it pulls, for RebalanceDelay after it lost it, so
-// that units do not move back and forth as workers come and go.
+// that units do not move back and forth as workers come and go. A worker
+// that leaves owns none, unless no other worker is left.
 func (w *Worker) owns(consumer string, pulling bool) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -62,6 +63,9 @@ func (w *Worker) owns(consumer string, pulling bool) bool {
 		// Built after the last refresh.
 		w.owners = assign(w.edges.Units(), w.live)
 		owner = w.owners[consumer]
+	}
+	if w.leaving {
+		return owner == w.self
 	}
 	if w.ended[consumer] {
 		// Every copy takes the end of stream sent again, and ends.
@@ -132,8 +136,8 @@ func (w *Worker) refreshEvery() time.Duration {
 	return max(d, 50*time.Millisecond)
 }
 
-// refresh reads the workers announced, this one always among them, and
-// assigns the units among them.
+// refresh reads the workers announced, this one among them unless it
+// leaves, and assigns the units among them.
 func (w *Worker) refresh(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
@@ -150,15 +154,24 @@ func (w *Worker) refresh(ctx context.Context) error {
 			}
 		}
 	}
-	live := append(keys, w.self)
-	slices.Sort(live)
-	live = slices.Compact(live)
-	owners := assign(w.edges.Units(), live)
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	live := w.members(keys)
 	if !slices.Equal(live, w.live) {
 		w.cfg.Logger.Info("workers changed", "worker", w.cfg.Worker, "workers", live)
 	}
-	w.live, w.owners, w.ended = live, owners, ended
+	w.live, w.owners, w.ended = live, assign(w.edges.Units(), live), ended
 	return nil
+}
+
+// members returns, sorted, the workers to assign among from the keys
+// announced: this worker among them, unless it leaves and another is
+// announced. The caller holds w.mu.
+func (w *Worker) members(keys []string) []string {
+	live := slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return k == w.self })
+	if !w.leaving || len(live) == 0 {
+		live = append(live, w.self)
+	}
+	slices.Sort(live)
+	return live
 }

@@ -34,7 +34,8 @@ type Config struct {
 	// the workers stayed the same that long, so that a worker that comes
 	// and goes does not move them back and forth. The units and leases
 	// of a worker that died move at once, once its announcement or its
-	// leases expired (LeaseTTL). Defaults to DefaultRebalanceDelay.
+	// leases expired (LeaseTTL); those of a worker that leaves
+	// (Worker.Leave) at once. Defaults to DefaultRebalanceDelay.
 	RebalanceDelay time.Duration
 	// Edges configures the transport; its Pipeline, Logger and Owns are
 	// set from this Config. Its PinnedTTL is how long a unit waits for a

@@ -19,7 +19,8 @@
 // over: stop pulling, give back what they took and had not finished (the
 // instance starts afresh, topology.ErrReleased), and unpin the consumer;
 // the server pins the newcomer, which rebuilds the unit's windows from the
-// messages given back. When a worker dies, its announcement expires
+// messages given back. A worker that leaves (Worker.Leave) hands all of its
+// units over that way at once. When a worker dies, its announcement expires
 // (LeaseTTL) and its units' new owners pull at once; the server pins them
 // once the dead worker's pin expired (PinnedTTL). What consumers cannot
 // express, which worker replays a file source, a lease in a key-value
@@ -68,7 +69,24 @@
 // acknowledged again, and their particles come out twice, as after a
 // kill.
 //
-// A file source is not handed over. Its lease is taken as it starts, so
+// # Leaving
+//
+// A worker about to stop (sensorstorm run --cluster at its first SIGINT
+// or SIGTERM) calls Worker.Leave: it withdraws its announcement and stops
+// announcing, so that every worker, itself among them, assigns the units
+// and live instances among the others; it hands over every live instance
+// it holds at once, without the rebalance delay, by the hand-over above,
+// and every unit it runs, as to a worker that joined; the workers they are
+// assigned to take them at once, and it takes nothing back. Nothing is
+// lost or doubled but what a hand-over that ran out of time, or a sink
+// moved (see below), doubles. With no other worker announced, there is
+// nobody to hand anything over to: Leave returns ErrAlone, and the worker
+// stops as after a kill. A file source's replay is not handed over (see
+// below): it goes on until the worker stops, and another worker resumes
+// it once the lease expired.
+//
+// A file source is not handed over, by a worker that leaves either. Its
+// lease is taken as it starts, so
 // there is no point before it started to hand it over at. Handing a replay
 // over while it runs could lose and double nothing (stop, wait until
 // JetStream confirmed what it emitted, record that as the checkpoint), but
@@ -115,7 +133,11 @@
 // acknowledged, windows that predecessor fired, and the results have the
 // identities they had, so that its receivers drop them (package
 // jetstreamedge, the frontier); a sink writing outside JetStream on a
-// worker that died writes again what it had not acknowledged. Workers that
+// worker that died, or that handed it over, writes again what it had not
+// acknowledged (a message it had written part of). A worker that leaves
+// hands over neither a file source's replay nor, when it is the last, what
+// it runs; it takes nothing back, and what it did not hand over within
+// Leave's context moves once it expired, as after a kill. Workers that
 // see different workers announced for a moment may both pull for a unit:
 // the server still pins one. A worker that could not renew a file source's
 // lease (NATS out of reach for two renewals in a row, two thirds of the

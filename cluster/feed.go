@@ -156,13 +156,13 @@ func sleep(ctx context.Context, d time.Duration) bool {
 var errHandOver = errors.New("cluster: instance assigned to another worker")
 
 // runHolding runs a holding of the instance, which took the lease at rev,
-// until ctx ends, the lease is lost, or the instance was assigned to
-// another worker for the rebalance delay. It hands the instance over by
-// stopping its source, waiting (up to a lease TTL) until the particles it
-// emitted finished, which acknowledges their messages to the broker,
-// disconnecting, and freeing the lease.
+// until ctx ends, the lease is lost, the instance was assigned to another
+// worker for the rebalance delay, or the worker leaves. It hands the
+// instance over by stopping its source, waiting (up to a lease TTL) until
+// the particles it emitted finished, which acknowledges their messages to
+// the broker, disconnecting, and freeing the lease.
 func (f *leasedFeed) runHolding(ctx context.Context, out topology.SourceEmitter, skipper topology.Skipper, rev uint64) (holdingEnd, error) {
-	f.w.hold(f.key, true)
+	// acquire recorded the lease held.
 	defer f.w.hold(f.key, false)
 	heldCtx, lose := context.WithCancelCause(ctx)
 	srcCtx, handOver := context.WithCancelCause(heldCtx)
@@ -196,9 +196,7 @@ func (f *leasedFeed) runHolding(ctx context.Context, out topology.SourceEmitter,
 		// Another worker may hold the lease and run the instance now.
 		return lost, nil
 	}
-	rel, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-	defer cancel()
-	_ = f.w.leases.Delete(rel, f.key)
+	f.w.release(ctx, f.key)
 	if end == handedOver && err != nil {
 		f.w.cfg.Logger.Warn("handing the instance over", "worker", f.w.cfg.Worker, "lease", f.key, "err", err)
 		err = nil
@@ -233,8 +231,8 @@ func (f *leasedFeed) settle(ctx context.Context, h *holding) {
 }
 
 // awaitHandOver reports true once the instance key has been assigned to
-// another worker, among those announced, for the rebalance delay, or
-// false when ctx ends first.
+// another worker, among those announced, for the rebalance delay, or at
+// once when the worker leaves; false when ctx ends first.
 func (w *Worker) awaitHandOver(ctx context.Context, key string) bool {
 	ticker := time.NewTicker(w.refreshEvery())
 	defer ticker.Stop()
@@ -243,6 +241,8 @@ func (w *Worker) awaitHandOver(ctx context.Context, key string) bool {
 		select {
 		case <-ctx.Done():
 			return false
+		case <-w.left:
+			return true
 		case <-ticker.C:
 		}
 		if w.feedOwner(key) == w.self {
@@ -332,10 +332,11 @@ func (f *leasedFeed) finish(h *holding) {
 	}
 }
 
-// acquire takes the lease: at once when the instance is assigned to this
-// worker among those announced, otherwise once the lease was free for a
-// whole lease TTL, in which the worker it is assigned to did not take it.
-// It returns false when ctx ends first.
+// acquire takes the lease, and records it held: at once when the
+// instance is assigned to this worker among those announced, otherwise
+// once the lease was free for a whole lease TTL, in which the worker it is
+// assigned to did not take it; never once the worker leaves. It returns
+// false when ctx ends first.
 func (f *leasedFeed) acquire(ctx context.Context) (rev uint64, ok bool) {
 	log := f.w.cfg.Logger.With("worker", f.w.cfg.Worker, "lease", f.key)
 	ticker := time.NewTicker(f.w.cfg.LeaseTTL / 3)
@@ -362,13 +363,16 @@ func (f *leasedFeed) acquire(ctx context.Context) (rev uint64, ok bool) {
 		case freeSince.IsZero():
 			freeSince = time.Now()
 		}
-		if f.w.feedOwner(f.key) != f.w.self && time.Since(freeSince) < f.w.cfg.LeaseTTL {
+		if f.w.leaves() || f.w.feedOwner(f.key) != f.w.self && time.Since(freeSince) < f.w.cfg.LeaseTTL {
 			continue
 		}
 		rev, err := f.w.leases.Create(ctx, f.key, []byte(f.w.cfg.Worker))
 		switch {
-		case err == nil:
+		case err == nil && f.w.claim(f.key):
 			return rev, true
+		case err == nil:
+			// The worker began leaving as it took the lease.
+			f.w.release(ctx, f.key)
 		case ctx.Err() != nil:
 			return 0, false
 		case !errors.Is(err, jetstream.ErrKeyExists):

@@ -3,11 +3,13 @@ package cluster_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,19 +23,28 @@ import (
 )
 
 // workerEnv makes the test binary a worker process: TestMain runs
-// workerProcess with the settings in the variable, "URL|FILE|PIPELINE|NAME".
+// workerProcess with the settings in the variable,
+// "URL|FILE|PIPELINE|NAME|REBALANCE_DELAY".
 const workerEnv = "SENSORSTORM_TEST_WORKER"
 
-// workerProcess runs a pipeline file as a worker until SIGTERM, or until
-// every unit it has ended, writing the sink's output to stdout.
+// workerProcess runs a pipeline file as a worker until every unit it has
+// ended, or until SIGTERM: then it hands its share over to the other
+// workers (Worker.Leave), writes "worker: handed over" to stderr when it
+// did, and stops. It writes the sink's output to stdout, and its logs to
+// stderr.
 func workerProcess(settings string) int {
 	parts := strings.Split(settings, "|")
-	if len(parts) != 4 {
+	if len(parts) != 5 {
 		fmt.Fprintln(os.Stderr, "worker: bad settings", settings)
 		return 2
 	}
 	url, file, name, worker := parts[0], parts[1], parts[2], parts[3]
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	delay, err := time.ParseDuration(parts[4])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		return 2
+	}
+	term, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	nc, err := nats.Connect(url)
 	if err != nil {
@@ -42,10 +53,9 @@ func workerProcess(settings string) int {
 	}
 	defer nc.Close()
 	cfg := testConfig(name, worker)
-	// The units stay with the first worker until it is killed: this test
-	// is about a kill, TestJoiningWorkerTakesItsShare about a handover.
-	cfg.RebalanceDelay = time.Hour
-	w, err := cluster.Join(ctx, nc, cfg)
+	cfg.RebalanceDelay = delay
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	w, err := cluster.Join(term, nc, cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		return 1
@@ -55,15 +65,29 @@ func workerProcess(settings string) int {
 		var built *pipeline.Built
 		built, err = p.Build(pipeline.Options{Stdout: os.Stdout, Transport: w.Transport(), Lease: w.LeaseSource, LeaseFeed: w.LeaseFeed, Incarnation: w.Incarnation(), Cluster: name, Worker: worker})
 		if err == nil {
-			runCtx, stopRun := context.WithCancel(ctx)
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				_ = w.Run(runCtx)
-			}()
-			err = built.Run(ctx)
+			runCtx, stopRun := context.WithCancel(context.Background())
+			announceCtx, stopAnnouncing := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			wg.Go(func() { _ = w.Run(announceCtx) })
+			wg.Go(func() {
+				defer stopRun()
+				select {
+				case <-term.Done():
+				case <-runCtx.Done():
+					return
+				}
+				leaveCtx, cancel := context.WithTimeout(runCtx, 2*cfg.LeaseTTL)
+				defer cancel()
+				if err := w.Leave(leaveCtx); err != nil {
+					fmt.Fprintln(os.Stderr, "worker: leaving:", err)
+					return
+				}
+				fmt.Fprintln(os.Stderr, "worker: handed over")
+			})
+			err = built.Run(runCtx)
 			stopRun()
-			<-done
+			stopAnnouncing()
+			wg.Wait()
 		}
 	}
 	if err != nil {
@@ -92,11 +116,21 @@ type process struct {
 	err  error
 }
 
+// startProcess starts a worker process whose units stay with the first
+// worker that pulls for them until it is killed: the tests of kills are
+// not about hand-overs.
 func startProcess(t *testing.T, url, file, pipelineName, name string) *process {
+	t.Helper()
+	return startProcessWith(t, url, file, pipelineName, name, time.Hour)
+}
+
+// startProcessWith starts a worker process with the rebalance delay
+// given.
+func startProcessWith(t *testing.T, url, file, pipelineName, name string, rebalanceDelay time.Duration) *process {
 	t.Helper()
 	p := &process{name: name, done: make(chan struct{})}
 	p.cmd = exec.Command(os.Args[0], "-test.run=^$")
-	p.cmd.Env = append(os.Environ(), workerEnv+"="+strings.Join([]string{url, file, pipelineName, name}, "|"))
+	p.cmd.Env = append(os.Environ(), workerEnv+"="+strings.Join([]string{url, file, pipelineName, name, rebalanceDelay.String()}, "|"))
 	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.errs
 	require.NoError(t, p.cmd.Start())
 	go func() {

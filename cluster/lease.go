@@ -102,7 +102,7 @@ func (l *leasedSource) runHeld(ctx context.Context, out topology.SourceEmitter, 
 	_, err := l.w.read(heldCtx, l.w.done, l.key)
 	if err == nil {
 		stopRenewing()
-		l.release(ctx)
+		l.w.release(ctx, l.key)
 		return nil
 	}
 	if !errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -144,7 +144,7 @@ func (l *leasedSource) runHeld(ctx context.Context, out topology.SourceEmitter, 
 		return l.gaveUp(ctx, heldCtx, err)
 	}
 	stopRenewing()
-	l.release(ctx)
+	l.w.release(ctx, l.key)
 	return nil
 }
 
@@ -290,10 +290,11 @@ func (l *leasedSource) confirm(n uint64) {
 	}
 }
 
-func (l *leasedSource) release(ctx context.Context) {
+// release frees the lease key, also once ctx ended.
+func (w *Worker) release(ctx context.Context, key string) {
 	rel, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
-	_ = l.w.leases.Delete(rel, l.key)
+	_ = w.leases.Delete(rel, key)
 }
 
 // Ack implements topology.Acknowledger.

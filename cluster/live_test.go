@@ -121,6 +121,76 @@ func requireReadings(t *testing.T, counts map[int]int, n int) (copies int) {
 	return copies
 }
 
+// startSharing starts two worker processes, w1 and w2, with the rebalance
+// delay given, once the stream and buckets were made, so that they start
+// together, and waits until each leases one instance of the source. It
+// returns a connection to read the status with.
+func startSharing(t *testing.T, c *natstest.Cluster, name, file string, rebalanceDelay time.Duration) (*nats.Conn, []*process) {
+	t.Helper()
+	nc, err := nats.Connect(c.URL())
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = cluster.Join(ctx, nc, testConfig(name, "setup"))
+	require.NoError(t, err)
+	procs := []*process{startProcessWith(t, c.URL(), file, name, "w1", rebalanceDelay), startProcessWith(t, c.URL(), file, name, "w2", rebalanceDelay)}
+	require.Eventually(t, func() bool {
+		st := status(t, nc, name)
+		return len(st.Leases) == 2 && st.Leases["source.sensors.0"] != st.Leases["source.sensors.1"]
+	}, 30*time.Second, 50*time.Millisecond, "each worker leases one instance of the source")
+	return nc, procs
+}
+
+// feedPublisher publishes readings in the background.
+type feedPublisher struct {
+	// published tells the number of each reading the broker took, and is
+	// closed after the last.
+	published <-chan int
+	sent      atomic.Int64
+}
+
+// publishFeed publishes readings 0 to n-1, one a millisecond, under the
+// client id id, until the test ends.
+func publishFeed(t *testing.T, broker, id string, n int) *feedPublisher {
+	t.Helper()
+	pub := connectPublisher(t, broker, id)
+	published := make(chan int, n)
+	f := &feedPublisher{published: published}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		close(stop)
+		wg.Wait()
+	})
+	wg.Go(func() {
+		defer close(published)
+		for i := range n {
+			if !publishReading(t, pub, i) {
+				return
+			}
+			f.sent.Add(1)
+			published <- i
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	})
+	return f
+}
+
+// awaitPublished returns once reading i was published, or publishing
+// ended.
+func (f *feedPublisher) awaitPublished(i int) {
+	for j := range f.published {
+		if j == i {
+			return
+		}
+	}
+}
+
 // Live MQTT: an MQTT source whose two instances, leased by two workers,
 // share a subscription. Mid-feed, one worker loses its lease (the test
 // deletes it, as when a worker cannot renew it) and takes it again, as a
@@ -133,54 +203,12 @@ func requireReadings(t *testing.T, counts map[int]int, n int) (copies int) {
 // dead worker wrote and had not acknowledged.
 func TestLiveFeedSurvivesAKilledWorker(t *testing.T) {
 	broker, c, name, file := startLive(t, "live")
-	nc, err := nats.Connect(c.URL())
-	require.NoError(t, err)
-	defer nc.Close()
-
-	// The stream and buckets are made first, so that the workers start
-	// together and share the instances.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	_, err = cluster.Join(ctx, nc, testConfig(name, "setup"))
-	require.NoError(t, err)
-	procs := []*process{startProcess(t, c.URL(), file, name, "w1"), startProcess(t, c.URL(), file, name, "w2")}
 	// Each worker holds one instance, so the feed is spread.
-	require.Eventually(t, func() bool {
-		st := status(t, nc, name)
-		return len(st.Leases) == 2 && st.Leases["source.sensors.0"] != st.Leases["source.sensors.1"]
-	}, 30*time.Second, 50*time.Millisecond, "each worker leases one instance of the source")
-
+	nc, procs := startSharing(t, c, name, file, time.Hour)
 	const n = 3000
-	pub := connectPublisher(t, broker.URL(), name+"-pub")
-	published := make(chan int, n)
-	var (
-		sent       atomic.Int64
-		publishing sync.WaitGroup
-	)
-	stopPublishing := make(chan struct{})
-	defer publishing.Wait()
-	defer close(stopPublishing)
-	publishing.Go(func() {
-		defer close(published)
-		for i := range n {
-			if !publishReading(t, pub, i) {
-				return
-			}
-			sent.Add(1)
-			published <- i
-			select {
-			case <-stopPublishing:
-				return
-			case <-time.After(time.Millisecond):
-			}
-		}
-	})
+	feed := publishFeed(t, broker.URL(), name+"-pub", n)
 	seen := func() map[int]int { return readings(&procs[0].out, &procs[1].out) }
-	for i := range published {
-		if i == n/5 {
-			break
-		}
-	}
+	feed.awaitPublished(n / 5)
 	require.Eventually(t, func() bool { return len(seen()) >= n/10 }, 30*time.Second, 20*time.Millisecond, "readings come out")
 	// The worker running the sink loses its lease (deleted here, as if
 	// it could not renew it), then takes it again, and is killed: its
@@ -215,25 +243,22 @@ func TestLiveFeedSurvivesAKilledWorker(t *testing.T) {
 			return regexp.MustCompile(regexp.QuoteMeta(lease) + `\s+read by ` + holder + `, holding ` + strconv.Itoa(n) + `\n`).MatchString(report.String())
 		}
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	leases, err := jetstream.New(nc)
 	require.NoError(t, err)
 	kv, err := leases.KeyValue(ctx, "sensorstorm_"+jetstreamedge.Token(name)+"_leases")
 	require.NoError(t, err)
 	require.NoError(t, kv.Delete(ctx, lease))
 	require.Eventually(t, holding(killed.name, 2), 30*time.Second, 50*time.Millisecond, "the worker that lost the lease takes it again")
-	for i := range published {
-		if i == n/2 {
-			break
-		}
-	}
-	at := sent.Load()
+	feed.awaitPublished(n / 2)
+	at := feed.sent.Load()
 	require.NoError(t, killed.cmd.Process.Signal(syscall.SIGKILL))
 	<-killed.done
 	t.Logf("killed %s, running the sink and holding %s, after %d readings published", killed.name, lease, at)
 	require.Less(t, at, int64(n), "killed mid-feed")
 	require.Eventually(t, holding(survivor.name, 3), 30*time.Second, 50*time.Millisecond, "the survivor takes the dead worker's instance over")
-	for range published {
-	}
+	feed.awaitPublished(n - 1)
 
 	for deadline := time.Now().Add(60 * time.Second); len(seen()) < n; time.Sleep(100 * time.Millisecond) {
 		require.True(t, time.Now().Before(deadline), "%d readings of %d came out", len(seen()), n)
@@ -364,4 +389,92 @@ func TestJoiningWorkerTakesAFeedInstance(t *testing.T) {
 
 	copies := requireReadings(t, seen(), n)
 	t.Logf("%d readings, %d copies", n, copies)
+}
+
+// A worker stopped with SIGTERM hands its share over before it exits:
+// two worker processes share an MQTT source's two instances and the bolt
+// instances; mid-feed, the one not running the sink is stopped. It hands
+// its instance over as to a worker that joined (it stops taking messages,
+// waits until JetStream confirmed what it emitted, disconnects keeping the
+// session, frees the lease) and its units (gives back what it had not
+// finished, unpins), and exits 0; the other takes them at once. Every
+// reading published comes out, and none twice: the broker has the
+// acknowledgements of everything the stopped worker emitted, and the
+// filter instances that moved derive the identities their predecessor
+// gave, which the sink's receiver drops.
+func TestStoppedWorkerHandsItsShareOver(t *testing.T) {
+	broker, c, name, file := startLive(t, "liveleave")
+	// A short rebalance delay: the units spread before the feed starts.
+	nc, procs := startSharing(t, c, name, file, time.Second)
+	sink := jetstreamedge.ConsumerName("out", 0)
+	var stopped, survivor *process
+	require.Eventually(t, func() bool {
+		st := status(t, nc, name)
+		if len(st.Workers) != 2 {
+			return false
+		}
+		stopped, survivor = nil, nil
+		for _, a := range st.Workers {
+			if len(a.Assigned) == 0 {
+				return false
+			}
+			for _, p := range procs {
+				switch {
+				case p.name != a.Worker:
+				case slices.Contains(a.Assigned, sink):
+					survivor = p
+				default:
+					stopped = p
+				}
+			}
+		}
+		return stopped != nil && survivor != nil
+	}, 30*time.Second, 50*time.Millisecond, "each worker is assigned units, one of them the sink")
+	var lease string
+	for k, holder := range status(t, nc, name).Leases {
+		if holder == stopped.name {
+			lease = k
+		}
+	}
+
+	const n = 3000
+	feed := publishFeed(t, broker.URL(), name+"-pub", n)
+	seen := func() map[int]int { return readings(&procs[0].out, &procs[1].out) }
+	feed.awaitPublished(n / 5)
+	require.Eventually(t, func() bool { return len(seen()) >= n/10 }, 30*time.Second, 20*time.Millisecond, "readings come out")
+	require.Eventually(t, func() bool {
+		for _, a := range status(t, nc, name).Workers {
+			if a.Worker == stopped.name {
+				return len(a.Units) > 0
+			}
+		}
+		return false
+	}, 10*time.Second, 20*time.Millisecond, "the worker to stop runs units")
+	feed.awaitPublished(n / 2)
+	at, start := feed.sent.Load(), time.Now()
+	require.NoError(t, stopped.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case <-stopped.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s did not stop", stopped.name)
+	}
+	t.Logf("stopped %s, holding %s, after %d readings published; it exited after %s", stopped.name, lease, at, time.Since(start).Round(time.Millisecond))
+	require.NoError(t, stopped.err, "the stopped worker exits 0")
+	require.Contains(t, stopped.errs.String(), "worker: handed over", "the stopped worker handed everything over")
+	require.Less(t, at, int64(n), "stopped mid-feed")
+	require.Eventually(t, func() bool {
+		st := status(t, nc, name)
+		return st.Leases[lease] == survivor.name && st.Holdings[lease] == "2"
+	}, 30*time.Second, 50*time.Millisecond, "the survivor takes the instance handed over")
+	feed.awaitPublished(n - 1)
+
+	for deadline := time.Now().Add(60 * time.Second); len(seen()) < n; time.Sleep(100 * time.Millisecond) {
+		require.True(t, time.Now().Before(deadline), "%d readings of %d came out", len(seen()), n)
+	}
+	require.NoError(t, survivor.cmd.Process.Signal(syscall.SIGTERM))
+	<-survivor.done
+	require.NoError(t, survivor.err)
+	copies := requireReadings(t, seen(), n)
+	t.Logf("%d readings, %d copies", n, copies)
+	require.Zero(t, copies, "no reading comes out twice")
 }

@@ -73,6 +73,14 @@ type Worker struct {
 	owners map[string]string
 	lost   map[string]time.Time
 	ended  map[string]bool
+	// leaving tells that the worker hands its share over (Leave); left is
+	// closed then.
+	leaving bool
+	left    chan struct{}
+
+	// announcing serializes announcing and withdrawing, so that no
+	// announcement lands after the withdrawal.
+	announcing sync.Mutex
 }
 
 // Join makes the pipeline's stream and buckets on nc's JetStream, or
@@ -88,7 +96,7 @@ func Join(ctx context.Context, nc *nats.Conn, cfg Config) (*Worker, error) {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	w := &Worker{cfg: cfg, held: map[string]bool{}, since: time.Now(), incarnation: rand.Uint32(),
-		self: jetstreamedge.Token(cfg.Worker), lost: map[string]time.Time{}}
+		self: jetstreamedge.Token(cfg.Worker), lost: map[string]time.Time{}, left: make(chan struct{})}
 	w.live = []string{w.self}
 	if cfg.Edges.Owns == nil {
 		cfg.Edges.Owns = w.owns
@@ -131,7 +139,9 @@ func (w *Worker) Incarnation() uint32 { return w.incarnation }
 func (w *Worker) Transport() *jetstreamedge.Transport { return w.edges }
 
 // Run announces the worker and assigns the units among the workers
-// announced until ctx ends, then withdraws the announcement.
+// announced until ctx ends, then withdraws the announcement. Once the
+// worker leaves (Leave), it no longer announces it, and goes on assigning
+// the units among the others.
 func (w *Worker) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -149,15 +159,22 @@ func (w *Worker) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			withdraw, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 			defer cancel()
-			_ = w.workers.Delete(withdraw, jetstreamedge.Token(w.cfg.Worker))
+			_ = w.withdraw(withdraw)
 			return nil
 		case <-ticker.C:
 		}
 	}
 }
 
+// announce renews the worker's announcement, unless it leaves.
 func (w *Worker) announce(ctx context.Context, since time.Time) error {
+	w.announcing.Lock()
+	defer w.announcing.Unlock()
 	w.mu.Lock()
+	if w.leaving {
+		w.mu.Unlock()
+		return nil
+	}
 	a := Announcement{Worker: w.cfg.Worker, Since: w.since, Units: w.edges.ActiveUnits(since)}
 	for k := range w.held {
 		a.Leases = append(a.Leases, k)
@@ -169,8 +186,15 @@ func (w *Worker) announce(ctx context.Context, since time.Time) error {
 	if err != nil {
 		return err
 	}
-	_, err = w.workers.Put(ctx, jetstreamedge.Token(w.cfg.Worker), data)
+	_, err = w.workers.Put(ctx, w.self, data)
 	return err
+}
+
+// withdraw deletes the worker's announcement.
+func (w *Worker) withdraw(ctx context.Context) error {
+	w.announcing.Lock()
+	defer w.announcing.Unlock()
+	return w.workers.Delete(ctx, w.self)
 }
 
 // LeaseSource returns src leased: of all the workers, the one holding the

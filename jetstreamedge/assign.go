@@ -51,17 +51,30 @@ func (t *Transport) Units() []string {
 	return units
 }
 
+// HeldUnits returns the consumers of the units this worker holds: those
+// it pulls for, and those it handed over (see Reassign) and has not
+// unpinned yet, which it does once the instance gave back what it had not
+// finished.
+func (t *Transport) HeldUnits() []string {
+	return t.unitsWhere(func(in *inlet) bool { return in.holding.Load() })
+}
+
 // pinHeader carries the id of the pin a message was delivered under.
 const pinHeader = "Nats-Pin-Id"
 
 // EndedUnits returns the consumers whose instances ended their streams on
 // this worker.
 func (t *Transport) EndedUnits() []string {
+	return t.unitsWhere(func(in *inlet) bool { return in.ended.Load() })
+}
+
+// unitsWhere returns the consumers of the inlets for which keep is true.
+func (t *Transport) unitsWhere(keep func(*inlet) bool) []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var units []string
 	for _, in := range t.inlets {
-		if in.ended.Load() {
+		if keep(in) {
 			units = append(units, in.consumer)
 		}
 	}
@@ -100,6 +113,7 @@ func (in *inlet) awaitOwnership(ctx context.Context, cons jetstream.Consumer) er
 			t.cfg.Logger.Warn("unpinning a unit handed over failed", "consumer", in.consumer, "err", err)
 		}
 	}
+	in.holding.Store(false)
 	for {
 		reassigned := t.reassignment()
 		if t.owns(in.consumer, false) {

@@ -14,7 +14,7 @@ func TestCollectorExportsStats(t *testing.T) {
 	s.PublishFailed.Add(1)
 	s.Duplicates.Add(7)
 	want := `
-# HELP sensorstorm_jetstream_duplicates_total Particles dropped as copies of particles already received.
+# HELP sensorstorm_jetstream_duplicates_total Particles dropped as copies: received already, or before the frontier a unit that moved started from.
 # TYPE sensorstorm_jetstream_duplicates_total counter
 sensorstorm_jetstream_duplicates_total 7
 # HELP sensorstorm_jetstream_publish_failed_total Publishes the server did not confirm, each tried again.

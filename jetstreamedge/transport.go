@@ -173,15 +173,10 @@ func (t *Transport) Edge(bolt string, index int) (topology.Outlet, topology.Inle
 // ActiveUnits returns the consumers this transport received messages from
 // at or after since: the bolt instances this worker runs.
 func (t *Transport) ActiveUnits(since time.Time) []string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	var units []string
-	for _, in := range t.inlets {
-		if last := in.lastReceived.Load(); last != 0 && last >= since.UnixNano() {
-			units = append(units, in.consumer)
-		}
-	}
-	return units
+	return t.unitsWhere(func(in *inlet) bool {
+		last := in.lastReceived.Load()
+		return last != 0 && last >= since.UnixNano()
+	})
 }
 
 // inlet feeds one bolt instance from its durable consumer.
@@ -198,6 +193,9 @@ type inlet struct {
 	pin, released string
 	// ended tells that the instance ended its streams.
 	ended atomic.Bool
+	// holding tells that this worker pulls for the unit, or handed it
+	// over and has not unpinned the consumer yet.
+	holding atomic.Bool
 }
 
 // Run implements topology.Inlet: it pulls in the priority group until ctx
@@ -209,9 +207,16 @@ func (in *inlet) Run(ctx context.Context, feed topology.Feed) error {
 		return err
 	}
 	defer in.finish(ctx, cons)
+	defer func() {
+		// A unit handed over stays held until the next Run unpinned it.
+		if in.released == "" {
+			in.holding.Store(false)
+		}
+	}()
 	if err := in.awaitOwnership(ctx, cons); err != nil {
 		return err
 	}
+	in.holding.Store(true)
 	expiry := max(t.cfg.PinnedTTL/2, time.Second)
 	// The previous worker's messages come again at the latest an ack wait
 	// after its last pull expired.

@@ -2,13 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -37,14 +41,14 @@ func registerClusterFlags(fs *flag.FlagSet) *clusterFlags {
 
 // join makes this process a worker of the cluster when --cluster is set:
 // it connects, joins, sets opts to build the pipeline as a worker, and
-// starts announcing. stop ends that and disconnects; it is nil without
-// --cluster.
-func (f *clusterFlags) join(ctx context.Context, p *pipeline.Pipeline, opts *pipeline.Options, logger *slog.Logger) (stop func(), err error) {
+// starts announcing. stop ends that and disconnects. w and stop are nil
+// without --cluster.
+func (f *clusterFlags) join(ctx context.Context, p *pipeline.Pipeline, opts *pipeline.Options, logger *slog.Logger) (w *cluster.Worker, stop func(), err error) {
 	if f.url == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err := p.CheckCluster(); err != nil {
-		return nil, fmt.Errorf("--cluster: %w", err)
+		return nil, nil, fmt.Errorf("--cluster: %w", err)
 	}
 	name := f.name
 	if name == "" {
@@ -52,17 +56,17 @@ func (f *clusterFlags) join(ctx context.Context, p *pipeline.Pipeline, opts *pip
 	}
 	nc, err := nats.Connect(f.url, nats.Name("sensorstorm "+f.worker), nats.MaxReconnects(-1))
 	if err != nil {
-		return nil, fmt.Errorf("--cluster: %w", err)
+		return nil, nil, fmt.Errorf("--cluster: %w", err)
 	}
 	joinCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	w, err := cluster.Join(joinCtx, nc, cluster.Config{
+	w, err = cluster.Join(joinCtx, nc, cluster.Config{
 		Pipeline: name, Worker: f.worker, Logger: logger, RebalanceDelay: f.rebalanceDelay,
 		Edges: jetstreamedge.Config{Replicas: f.replicas},
 	})
 	if err != nil {
 		nc.Close()
-		return nil, fmt.Errorf("--cluster: %w", err)
+		return nil, nil, fmt.Errorf("--cluster: %w", err)
 	}
 	opts.Transport, opts.Lease, opts.LeaseFeed, opts.Incarnation = w.Transport(), w.LeaseSource, w.LeaseFeed, w.Incarnation()
 	opts.Cluster, opts.Worker = name, w.Name()
@@ -70,12 +74,58 @@ func (f *clusterFlags) join(ctx context.Context, p *pipeline.Pipeline, opts *pip
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = w.Run(runCtx) })
 	logger.Info("joined the cluster", "url", f.url, "pipeline", name, "worker", w.Name(),
-		"note", "a worker runs until interrupted: see sensorstorm cluster status")
-	return func() {
+		"note", "a worker runs until interrupted, then hands its share over: see sensorstorm cluster status")
+	return w, func() {
 		stopRun()
 		wg.Wait()
 		nc.Close()
 	}, nil
+}
+
+// leaveTimeout bounds the hand-over of an interrupted worker: a live
+// source instance waits up to a lease TTL for JetStream to confirm what
+// it emitted, a unit about a second.
+const leaveTimeout = 2 * cluster.DefaultLeaseTTL
+
+// leaveOnInterrupt returns the context to run the pipeline with on a
+// cluster: once ctx ends (the first SIGINT or SIGTERM), the worker hands
+// its share over to the others (cluster.Worker.Leave, for leaveTimeout at
+// most), then the context ends; a second SIGINT or SIGTERM ends it at
+// once, leaving the rest to expire as after a kill. Call stop once the
+// run returned.
+func leaveOnInterrupt(ctx context.Context, w *cluster.Worker, logger *slog.Logger) (runCtx context.Context, stop func()) {
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer cancel()
+		select {
+		case <-ctx.Done():
+		case <-runCtx.Done():
+			return
+		}
+		limit, stopLimit := context.WithTimeout(runCtx, leaveTimeout)
+		defer stopLimit()
+		leaveCtx, stopSignals := signal.NotifyContext(limit, os.Interrupt, syscall.SIGTERM)
+		defer stopSignals()
+		logger.Info("interrupted: handing this worker's share over to the others; interrupt again to stop at once",
+			"worker", w.Name(), "within", leaveTimeout)
+		start := time.Now()
+		err := w.Leave(leaveCtx)
+		switch {
+		case err == nil:
+			logger.Info("handed over: stopping", "worker", w.Name(), "elapsed", time.Since(start).Round(time.Millisecond))
+		case errors.Is(err, cluster.ErrAlone):
+			logger.Info("no other worker to hand over to: stopping", "worker", w.Name())
+		case limit.Err() == nil:
+			logger.Warn("interrupted again: stopping, what is not handed over moves once it expired", "worker", w.Name(), "err", err)
+		default:
+			logger.Warn("the hand-over ran out of time: stopping, what is not handed over moves once it expired", "worker", w.Name(), "err", err)
+		}
+	})
+	return runCtx, func() {
+		cancel()
+		wg.Wait()
+	}
 }
 
 const clusterUsage = `usage: sensorstorm cluster status --cluster URL

@@ -27,6 +27,13 @@ stderr, a summary of the records the sources read:
 where read = emitted + late + invalid + skipped + outside + duplicates,
 late, invalid and duplicates counted at the first bolt reading each source.
 It exits 1 if every record read was invalid.
+
+With --cluster, the first SIGINT or SIGTERM makes the worker hand its share
+over to the pipeline's other workers before it stops, for 20 s at most:
+its MQTT source instances, once JetStream confirmed what they emitted, and
+its bolt instances (a recording it replays is not handed over: another
+worker resumes it once its lease expired). A second signal, or no other
+worker, stops it at once.
 `
 
 // runPipeline runs a pipeline file until its sources end or ctx is
@@ -71,14 +78,18 @@ func runPipeline(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	tap := status.tap()
 	opts := pipeline.Options{Dir: *dir, Stdout: stdout, Logger: logger, DeadLetters: tap.DeadLetters(dead), WrapSource: tap.Source}
-	leave, err := clusterOpts.join(ctx, p, &opts, logger)
+	worker, stopWorker, err := clusterOpts.join(ctx, p, &opts, logger)
 	if err != nil {
 		dead.Close()
 		fmt.Fprintln(stderr, "sensorstorm:", err)
 		return exitError
 	}
-	if leave != nil {
-		defer leave()
+	runCtx := ctx
+	if worker != nil {
+		defer stopWorker()
+		var stopLeaving func()
+		runCtx, stopLeaving = leaveOnInterrupt(ctx, worker, logger)
+		defer stopLeaving()
 	}
 	topo, err := p.Build(opts)
 	if err != nil {
@@ -113,7 +124,7 @@ func runPipeline(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		logger.Info("reading live feeds until interrupted: SIGINT or SIGTERM drains and stops")
 	}
 	start := time.Now()
-	runErr := errors.Join(topo.Run(ctx), dead.Close())
+	runErr := errors.Join(topo.Run(runCtx), dead.Close())
 	for _, name := range topo.Components() {
 		s := topo.Stats(name)
 		logger.Info("component done", "component", name, "in", dataIn(s), "out", s.Out.Load(), "late", s.Late.Load(),
