@@ -86,15 +86,14 @@
 // it once the lease expired.
 //
 // A file source is not handed over, by a worker that leaves either. Its
-// lease is taken as it starts, so
-// there is no point before it started to hand it over at. Handing a replay
-// over while it runs could lose and double nothing (stop, wait until
-// JetStream confirmed what it emitted, record that as the checkpoint), but
-// its successor would read the file again from its start up to the
-// checkpoint, and the worker that handed it over could never take it back,
-// since a source runs once: a cluster left with that worker alone would
-// stall. A replay ends by itself; a live feed does not, which is why its
-// instances are the leases that spread.
+// lease is taken as it starts, so there is no point before it started to
+// hand it over at. Handing a replay over while it runs could lose and
+// double nothing (stop, wait until JetStream confirmed what it emitted,
+// record that as the checkpoint), but its successor would read the file
+// again from its start up to the checkpoint, and the worker that handed it
+// over could never take it back, since a source runs once: a cluster left
+// with that worker alone would stall. A replay ends by itself; a live feed
+// does not, which is why its instances are the leases that spread.
 //
 // Each holding of a live instance runs a source of its own and numbers the
 // instance's particles in a range of its own, counted in the done bucket:
