@@ -53,10 +53,12 @@ func BenchmarkWorkers(b *testing.B) {
 				for j := range workers {
 					workers[j] = startWorker(b, c, file, name, fmt.Sprintf("w%d", j+1))
 				}
+				// Every worker sees all, so that none pulls for a unit it
+				// hands over once the run started.
 				deadline := time.Now().Add(10 * time.Second)
-				for len(status(b, workers[0].nc, name).Workers) < n {
+				for slices.ContainsFunc(workers, func(w *clusterWorker) bool { return len(w.w.Workers()) < n }) {
 					if time.Now().After(deadline) {
-						b.Fatalf("%d workers did not announce themselves", n)
+						b.Fatalf("%d workers did not see each other", n)
 					}
 					time.Sleep(20 * time.Millisecond)
 				}
