@@ -3,6 +3,7 @@ package jetstreamedge
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -117,7 +118,10 @@ func (r *receiver) finished(m jetstream.Msg, ids []identity, err error) {
 	delete(r.pending, m)
 	r.mu.Unlock()
 	r.c.settled.Add(1)
-	if err != nil {
+	switch {
+	case errors.Is(err, topology.ErrReleased):
+		r.in.t.cfg.Logger.Debug("message given back with its unit", "subject", m.Subject())
+	case err != nil:
 		r.in.t.cfg.Logger.Warn("message failed: delivered again", "subject", m.Subject(), "err", err)
 	}
 	if ack {
