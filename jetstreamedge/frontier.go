@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/syncbuffer"
 )
 
@@ -114,6 +115,17 @@ func after(k syncbuffer.Key) syncbuffer.Key {
 type span struct {
 	first, last syncbuffer.Key
 	ok          bool // there is a data particle
+}
+
+// keyOf returns p's position in release order.
+func keyOf(p *particle.Particle) syncbuffer.Key {
+	return syncbuffer.Key{Time: p.Time, Origin: p.Origin, Seq: p.Seq}
+}
+
+// before reports whether every data particle of s lies before frontier;
+// known tells whether there is a frontier.
+func (s span) before(frontier syncbuffer.Key, known bool) bool {
+	return !s.ok || known && s.last.Less(frontier)
 }
 
 func (s *span) add(k syncbuffer.Key) {

@@ -32,8 +32,8 @@ type receiver struct {
 	feed topology.Feed
 	c    *catchUp
 	b    topology.RemoteBatch
-	// settled is signalled when a message is done.
-	settled chan struct{}
+	// wake is signalled when the engine finished a message.
+	wake chan struct{}
 	// loaded tells that from holds what the predecessors recorded.
 	loaded bool
 
@@ -64,7 +64,7 @@ type inFlight struct {
 
 func newReceiver(in *inlet, feed topology.Feed, c *catchUp) *receiver {
 	return &receiver{
-		in: in, feed: feed, c: c, settled: make(chan struct{}, 1),
+		in: in, feed: feed, c: c, wake: make(chan struct{}, 1),
 		seen: newIdentitySet(in.t.cfg.DedupWindow), pending: map[jetstream.Msg]*inFlight{}, failed: map[uint64]syncbuffer.Key{},
 	}
 }
@@ -102,12 +102,12 @@ func (r *receiver) finished(m jetstream.Msg, ids []identity, err error) {
 		f.done = true
 		r.mu.Unlock()
 		select {
-		case r.settled <- struct{}{}:
+		case r.wake <- struct{}{}:
 		default:
 		}
 		return
 	}
-	ack := err == nil && (!f.data.ok || r.hasSaved && f.data.last.Less(r.saved))
+	ack := err == nil && f.data.before(r.saved, r.hasSaved)
 	if err != nil {
 		// The particles come again, and must be taken then.
 		r.seen.remove(ids)
@@ -199,7 +199,7 @@ func (r *receiver) dropCopies(m jetstream.Msg) []identity {
 	kept := r.b.Items[:0]
 	for _, it := range r.b.Items {
 		if p := &it.Particle; p.Meta == nil {
-			k := syncbuffer.Key{Time: p.Time, Origin: p.Origin, Seq: p.Seq}
+			k := keyOf(p)
 			id := identity{origin: p.Origin, seq: p.Seq}
 			if r.hasFrom && k.Less(r.from) || !r.seen.add(id) {
 				r.in.t.stats.Duplicates.Add(1)
@@ -231,7 +231,7 @@ func (r *receiver) settleAll(ctx context.Context) {
 		case <-ctx.Done():
 			r.stop(ctx)
 			return
-		case <-r.settled:
+		case <-r.wake:
 		case <-tick:
 		}
 		waiting = r.settle(ctx)
@@ -295,11 +295,9 @@ func (r *receiver) settle(ctx context.Context) (waiting bool) {
 	for m, f := range r.pending {
 		switch {
 		case !f.done:
-		case !f.data.ok:
+		case f.data.before(frontier, known):
 			ready = append(ready, m)
-		case known && f.data.last.Less(frontier):
-			ready = append(ready, m)
-			save = save || !r.hasSaved || !f.data.last.Less(r.saved)
+			save = save || !f.data.before(r.saved, r.hasSaved)
 		default:
 			waiting = true
 		}

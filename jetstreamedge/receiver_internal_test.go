@@ -96,10 +96,6 @@ func (f *modelFeed) Deliver(_ context.Context, b *topology.RemoteBatch, done fun
 
 func (f *modelFeed) Released() (syncbuffer.Key, bool) { return f.released, f.ok }
 
-func keyOf(p *particle.Particle) syncbuffer.Key {
-	return syncbuffer.Key{Time: p.Time, Origin: p.Origin, Seq: p.Seq}
-}
-
 func newTestReceiver(kv *memoryKV, feed topology.Feed) *receiver {
 	t := &Transport{cfg: Config{DedupWindow: 1 << 10, Logger: slog.New(slog.DiscardHandler)}, frontiers: frontiers{kv: kv}}
 	return newReceiver(&inlet{t: t, consumer: "unit"}, feed, &catchUp{})
