@@ -140,9 +140,14 @@ func (p *treePages) at(slot int) *tree {
 	return &(*p)[i][slot%treePage]
 }
 
-// workNow returns the work clock. A stale paused gives a later time, which
-// only makes a tree look younger.
-func (a *ackService) workNow() int64 { return a.wall() - a.paused.Load() }
+// workNow returns the work clock. paused is read before the wall clock: a
+// stale paused gives a later time, which only makes a tree look younger,
+// whereas one stored after the wall clock was read would make it older by
+// the pause in between, and the tree could time out while it waits.
+func (a *ackService) workNow() int64 {
+	paused := a.paused.Load()
+	return a.wall() - paused
+}
 
 func newAckService(cfg AckingConfig, sources []*sourceInstance, feeds []*feed, capacity int, wall func() int64) (*ackService, error) {
 	t, err := acker.NewTable(cfg.table(capacity))
