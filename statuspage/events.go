@@ -8,9 +8,12 @@ import (
 // hub hands each update to the clients of /events. A client that has not
 // written the previous update yet gets the newest instead: updates are
 // whole snapshots, so a slow client skips some and never holds memory or
-// the server back.
+// the server back. A new client starts with the newest update, taken under
+// the same lock as publish: it gets each update once, never the one it
+// started with again.
 type hub struct {
 	mu      sync.Mutex
+	latest  []byte
 	clients map[*client]struct{}
 	done    chan struct{} // closed by close: streams end
 	closed  bool
@@ -35,8 +38,18 @@ func (h *hub) subscribe() (*client, bool) {
 		return nil, false
 	}
 	c := &client{next: make(chan []byte, 1)}
+	if h.latest != nil {
+		c.next <- h.latest
+	}
 	h.clients[c] = struct{}{}
 	return c, true
+}
+
+// newest returns the latest update, or nil before the first.
+func (h *hub) newest() []byte {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.latest
 }
 
 func (h *hub) unsubscribe(c *client) {
@@ -45,11 +58,13 @@ func (h *hub) unsubscribe(c *client) {
 	delete(h.clients, c)
 }
 
-// publish offers b to every client, replacing an update it has not taken.
-// It never blocks: publish is the only sender and holds mu.
+// publish makes b the latest update and offers it to every client,
+// replacing an update it has not taken. It never blocks: the senders,
+// publish and subscribe, hold mu.
 func (h *hub) publish(b []byte) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.latest = b
 	for c := range h.clients {
 		select {
 		case <-c.next:
@@ -71,7 +86,8 @@ func (h *hub) close() {
 
 // serveEvents streams updates as server-sent events, each an event
 // "snapshot" whose data is a Snapshot as JSON on one line, until the
-// client goes away or Run ends. A stream starts with the latest update.
+// client goes away or Run ends. A stream starts with the latest update,
+// or a comment before the first.
 func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
@@ -91,14 +107,10 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
-	s.mu.Lock()
-	latest := s.latest
-	s.mu.Unlock()
-	if latest == nil {
-		// A comment: the client knows the stream is open.
+	if len(c.next) == 0 {
+		// A comment: the client knows the stream is open. The first
+		// update may come in meanwhile; it follows the comment.
 		_, _ = w.Write([]byte(": waiting for the first update\n\n"))
-	} else if !writeEvent(w, latest) {
-		return
 	}
 	flusher.Flush()
 	for {

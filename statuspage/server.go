@@ -117,9 +117,8 @@ type Server struct {
 	graph topology.Graph
 	hub   *hub
 
-	mu     sync.Mutex // guards latest and prev
-	latest []byte
-	prev   counts
+	mu   sync.Mutex // guards prev
+	prev counts
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -186,9 +185,6 @@ func (s *Server) update() {
 		s.cfg.Logger.Error("status page: encode snapshot", "err", err)
 		return
 	}
-	s.mu.Lock()
-	s.latest = b
-	s.mu.Unlock()
 	s.hub.publish(b)
 }
 
@@ -239,9 +235,7 @@ func (s *Server) snapshot() Snapshot {
 // serveSnapshot serves the latest snapshot, or a new one before Run made
 // any.
 func (s *Server) serveSnapshot(w http.ResponseWriter, _ *http.Request) {
-	s.mu.Lock()
-	b := s.latest
-	s.mu.Unlock()
+	b := s.hub.newest()
 	if b == nil {
 		writeJSON(w, s.snapshot())
 		return
