@@ -80,6 +80,7 @@ func newConn(c *ConnConfig, counters connCounters, opts *paho.ClientOptions, onC
 	opts.SetDialer(&net.Dialer{Timeout: c.ConnectTimeout})
 	opts.SetAutoReconnect(false)
 	opts.SetConnectRetry(false)
+	opts.SetStore(newPacketStore())
 	opts.SetConnectionAttemptHandler(func(broker *url.URL, tlsCfg *tls.Config) *tls.Config {
 		u := broker.String()
 		cn.counters.broker.Store(&u)
