@@ -415,7 +415,9 @@ func TestStoppedWorkerHandsItsShareOver(t *testing.T) {
 		}
 		stopped, survivor = nil, nil
 		for _, a := range st.Workers {
-			if len(a.Assigned) == 0 {
+			// Each holds its own units and only those: the sink does not
+			// move while the feed runs, before the stop.
+			if len(a.Assigned) == 0 || !slices.Equal(a.Held, a.Assigned) {
 				return false
 			}
 			for _, p := range procs {
@@ -429,7 +431,7 @@ func TestStoppedWorkerHandsItsShareOver(t *testing.T) {
 			}
 		}
 		return stopped != nil && survivor != nil
-	}, 30*time.Second, 50*time.Millisecond, "each worker is assigned units, one of them the sink")
+	}, 30*time.Second, 50*time.Millisecond, "each worker holds the units assigned to it, one of them the sink")
 	var lease string
 	for k, holder := range status(t, nc, name).Leases {
 		if holder == stopped.name {

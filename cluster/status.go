@@ -169,9 +169,9 @@ func eachEntry(ctx context.Context, js jetstream.JetStream, bucket string, fn fu
 func (s *Status) Write(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "pipeline %s: %d workers, %d units\n", s.Pipeline, len(s.Workers), len(s.Units))
-	fmt.Fprintln(tw, "WORKER\tSINCE\tLEASES\tASSIGNED\tRECEIVED")
+	fmt.Fprintln(tw, "WORKER\tSINCE\tLEASES\tASSIGNED\tHELD\tRECEIVED")
 	for _, a := range s.Workers {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.Worker, a.Since.UTC().Format("2006-01-02T15:04:05Z"), list(a.Leases), list(a.Assigned), list(a.Units))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.Worker, a.Since.UTC().Format("2006-01-02T15:04:05Z"), list(a.Leases), list(a.Assigned), list(a.Held), list(a.Units))
 	}
 	fmt.Fprintln(tw, "SOURCE\tSTATE")
 	var sources []string

@@ -41,6 +41,10 @@ type Announcement struct {
 	// Assigned are the units assigned to it among the workers it saw
 	// announced: those it runs once they settle (see Config.RebalanceDelay).
 	Assigned []string `json:"assigned,omitempty"`
+	// Held are the units it holds: those it pulls for, and those it
+	// handed over and has not unpinned yet. A unit assigned elsewhere is
+	// held here until it settles.
+	Held []string `json:"held,omitempty"`
 	// Ended are the units whose instances ended their streams on it:
 	// every worker's copy of them may pull then, to end too.
 	Ended []string `json:"ended,omitempty"`
@@ -180,7 +184,8 @@ func (w *Worker) announce(ctx context.Context, since time.Time) error {
 		a.Leases = append(a.Leases, k)
 	}
 	w.mu.Unlock()
-	a.Assigned, a.Ended = w.Assigned(), w.edges.EndedUnits()
+	a.Assigned, a.Held, a.Ended = w.Assigned(), w.edges.HeldUnits(), w.edges.EndedUnits()
+	slices.Sort(a.Held)
 	slices.Sort(a.Leases)
 	data, err := json.Marshal(a)
 	if err != nil {
