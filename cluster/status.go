@@ -163,9 +163,9 @@ func eachEntry(ctx context.Context, js jetstream.JetStream, bucket string, fn fu
 	return nil
 }
 
-// Write writes s for people: workers with the units assigned to them and
-// those they received data for, sources, then units with their lag and
-// how far in event time they finished.
+// Write writes s for people: workers with the units assigned to them,
+// those they hold and those they received data for, sources, then units
+// with their lag and how far in event time they finished.
 func (s *Status) Write(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "pipeline %s: %d workers, %d units\n", s.Pipeline, len(s.Workers), len(s.Units))
