@@ -185,7 +185,6 @@ func (w *Worker) announce(ctx context.Context, since time.Time) error {
 	}
 	w.mu.Unlock()
 	a.Assigned, a.Held, a.Ended = w.Assigned(), w.edges.HeldUnits(), w.edges.EndedUnits()
-	slices.Sort(a.Held)
 	slices.Sort(a.Leases)
 	data, err := json.Marshal(a)
 	if err != nil {

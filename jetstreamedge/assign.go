@@ -3,6 +3,7 @@ package jetstreamedge
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -51,7 +52,7 @@ func (t *Transport) Units() []string {
 	return units
 }
 
-// HeldUnits returns the consumers of the units this worker holds: those
+// HeldUnits returns, sorted, the consumers of the units this worker holds: those
 // it pulls for, and those it handed over (see Reassign) and has not
 // unpinned yet, which it does once the instance gave back what it had not
 // finished.
@@ -62,13 +63,14 @@ func (t *Transport) HeldUnits() []string {
 // pinHeader carries the id of the pin a message was delivered under.
 const pinHeader = "Nats-Pin-Id"
 
-// EndedUnits returns the consumers whose instances ended their streams on
+// EndedUnits returns, sorted, the consumers whose instances ended their streams on
 // this worker.
 func (t *Transport) EndedUnits() []string {
 	return t.unitsWhere(func(in *inlet) bool { return in.ended.Load() })
 }
 
-// unitsWhere returns the consumers of the inlets for which keep is true.
+// unitsWhere returns, sorted, the consumers of the inlets for which keep
+// is true.
 func (t *Transport) unitsWhere(keep func(*inlet) bool) []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -78,6 +80,7 @@ func (t *Transport) unitsWhere(keep func(*inlet) bool) []string {
 			units = append(units, in.consumer)
 		}
 	}
+	slices.Sort(units)
 	return units
 }
 

@@ -170,7 +170,7 @@ func (t *Transport) Edge(bolt string, index int) (topology.Outlet, topology.Inle
 	return newOutlet(t, subject), in, true
 }
 
-// ActiveUnits returns the consumers this transport received messages from
+// ActiveUnits returns, sorted, the consumers this transport received messages from
 // at or after since: the bolt instances this worker runs.
 func (t *Transport) ActiveUnits(since time.Time) []string {
 	return t.unitsWhere(func(in *inlet) bool {
