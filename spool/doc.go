@@ -41,7 +41,11 @@
 // A spool is not a queue between goroutines (records are not read back
 // while the process runs) and not a database: it keeps one bit per record
 // of its live segments in memory, and a directory belongs to one Spool at
-// a time (Open locks it).
+// a time (Open locks it: flock on Unix, LockFileEx on Windows; on other
+// platforms nothing keeps out a second Spool).
+//
+// On Linux, Sync flushes with fdatasync; elsewhere with File.Sync (on
+// macOS F_FULLFSYNC, which also empties the drive's cache, and costs so).
 //
 // See DESIGN.md, "MQTT": PUBACK only once a message can no longer be lost.
 package spool

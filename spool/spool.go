@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
-	"syscall"
 )
 
 // Spool is a write-ahead log in a directory. Its methods are safe for
@@ -76,9 +75,9 @@ func Open(dir string, cfg Config) (*Spool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("spool: %w", err)
 	}
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := lockFile(lock); err != nil {
 		lock.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
+		if errors.Is(err, ErrLocked) {
 			return nil, fmt.Errorf("%w: %s", ErrLocked, dir)
 		}
 		return nil, fmt.Errorf("spool: lock %s: %w", dir, err)
@@ -143,18 +142,6 @@ func (s *Spool) startSegment(first uint64) error {
 	return nil
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("spool: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("spool: sync %s: %w", dir, err)
-	}
-	return nil
-}
-
 // Append adds a record and returns its sequence number. The record is
 // durable once a later Sync returns nil. data is copied.
 func (s *Spool) Append(data []byte) (uint64, error) {
@@ -207,7 +194,7 @@ func (s *Spool) sync() error {
 		if err := s.preallocate(end); err != nil {
 			return err
 		}
-		if err := syscall.Fdatasync(int(s.f.Fd())); err != nil {
+		if err := datasync(s.f); err != nil {
 			return fmt.Errorf("spool: fsync: %w", err)
 		}
 		s.size = end
