@@ -9,10 +9,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/sensorstorm/sensorstorm/internal/cputime"
 	"github.com/sensorstorm/sensorstorm/natstest"
 )
 
@@ -160,9 +160,9 @@ func longRecording(b *testing.B, repeats int) (pipelineFile string, lines int) {
 
 // cpuTime returns the CPU time the process used so far.
 func cpuTime(tb testing.TB) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+	d, err := cputime.Process()
+	if err != nil {
 		tb.Fatal(err)
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return d
 }

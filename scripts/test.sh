@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs sensorstorm's checks and tests: gofmt, go vet, and go test -race over
-# every package. MQTT tests start their own Mosquitto broker, so the
+# Runs sensorstorm's checks and tests: a build and go vet of every package for
+# darwin and windows (amd64, arm64), then gofmt, go vet, and go test -race
+# over every package. MQTT tests start their own Mosquitto broker, so the
 # mosquitto binary must be installed: as root this script installs the
 # Debian package when it is missing. PostgreSQL tests need a server at
 # 127.0.0.1:5432 that trusts the user postgres (or SENSORSTORM_POSTGRES_URL):
@@ -57,6 +58,14 @@ if [ -z "${SENSORSTORM_POSTGRES_URL:-}" ] && ! pg_isready -q -h 127.0.0.1 -p 543
 	done
 	pg_isready -q -h 127.0.0.1 -p 5432 || { echo "PostgreSQL did not start" >&2; exit 1; }
 fi
+
+# Every package builds, and passes vet, for the other platforms the spool
+# and the connectors run on: macOS and Windows, on Intel and ARM.
+for target in darwin/amd64 darwin/arm64 windows/amd64 windows/arm64; do
+	echo "cross-compiling for $target"
+	GOOS=${target%/*} GOARCH=${target#*/} go build ./...
+	GOOS=${target%/*} GOARCH=${target#*/} go vet ./...
+done
 
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then
