@@ -11,6 +11,10 @@ var (
 	ErrLocked = errors.New("spool: directory in use by another spool")
 	// ErrClosed is returned by methods called after Close.
 	ErrClosed = errors.New("spool: closed")
+	// ErrFailed is wrapped, with its cause, in the error of a Sync that
+	// failed to write or flush (such as a full disk: syscall.ENOSPC), and
+	// of every Append, Sync and Close after it: the Spool must be reopened.
+	ErrFailed = errors.New("spool: a Sync failed")
 	// ErrTooLarge is returned by Append for a record longer than
 	// MaxRecordSize.
 	ErrTooLarge = errors.New("spool: record too large")

@@ -226,7 +226,8 @@ func (s *Spool) recover() error {
 		}
 	}
 	if s.stats.Truncated > 0 {
-		s.cfg.Logger.Info("spool: cut off the torn last write", "segment", s.segs[len(s.segs)-1].path, "bytes", s.stats.Truncated)
+		s.cfg.Logger.Info("spool: cut off the torn last write, which no Sync acknowledged (the process was killed during a Sync, or the disk was full)",
+			"segment", s.segs[len(s.segs)-1].path, "bytes", s.stats.Truncated)
 	}
 	for _, d := range damage {
 		s.cfg.Logger.Error("spool: repaired damaged segment", "segment", d.Path, "offset", d.Offset, "length", d.Length, "lost", d.Lost, "err", d.Err)

@@ -28,6 +28,7 @@ type Spool struct {
 
 	mu      sync.Mutex // guards what follows
 	closed  bool
+	failed  error      // set by a Sync that failed to write: see fail
 	segs    []*segment // oldest first; the last one is being written
 	next    uint64     // sequence number of the next Append
 	synced  uint64     // records below this were written by a Sync
@@ -153,6 +154,9 @@ func (s *Spool) Append(data []byte) (uint64, error) {
 	if s.closed {
 		return 0, ErrClosed
 	}
+	if s.failed != nil {
+		return 0, s.failed
+	}
 	seq := s.next
 	s.next++
 	s.buf = appendData(s.buf, seq, data)
@@ -164,6 +168,12 @@ func (s *Spool) Append(data []byte) (uint64, error) {
 // last Sync with one write, and fsyncs it. When it returns nil, every
 // record appended before it was called is durable; Durable tells up to
 // where. It also deletes segments that hold only completed records.
+//
+// If it fails to write (a full disk, an I/O error), what it wrote is in
+// doubt: it returns an error wrapping ErrFailed and the cause, and so do
+// every Append and Sync after it, so that no later Sync acknowledges
+// records written after a hole. The next Open takes what the failed Sync
+// left as a torn last write.
 func (s *Spool) Sync() error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
@@ -176,6 +186,10 @@ func (s *Spool) sync() error {
 		s.mu.Unlock()
 		return ErrClosed
 	}
+	if s.failed != nil {
+		s.mu.Unlock()
+		return s.failed
+	}
 	upto := s.next
 	from := s.synced
 	b := s.buf
@@ -187,17 +201,9 @@ func (s *Spool) sync() error {
 	s.mu.Unlock()
 
 	if len(b) > 0 {
-		if _, err := s.f.WriteAt(b, s.size); err != nil {
-			return fmt.Errorf("spool: write: %w", err)
+		if err := s.write(b); err != nil {
+			return s.fail(err)
 		}
-		end := s.size + int64(len(b))
-		if err := s.preallocate(end); err != nil {
-			return err
-		}
-		if err := datasync(s.f); err != nil {
-			return fmt.Errorf("spool: fsync: %w", err)
-		}
-		s.size = end
 	}
 
 	s.mu.Lock()
@@ -216,11 +222,40 @@ func (s *Spool) sync() error {
 
 	if rotate {
 		if err := s.startSegment(upto); err != nil {
-			return err
+			return s.fail(err)
 		}
 	}
 	s.compact()
 	return s.removeCompacted()
+}
+
+// write writes b at the end of the active segment's frames and flushes
+// it. The writer lock is held.
+func (s *Spool) write(b []byte) error {
+	if _, err := s.f.WriteAt(b, s.size); err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	end := s.size + int64(len(b))
+	if err := s.preallocate(end); err != nil {
+		return err
+	}
+	if err := datasync(s.f); err != nil {
+		return fmt.Errorf("fsync: %w", err)
+	}
+	s.size = end
+	return nil
+}
+
+// fail makes err, wrapped in ErrFailed, the result of every later Append
+// and Sync: after a failed write the bytes past the last commit are in
+// doubt, and the records of the failed Sync are no longer buffered, so a
+// later Sync would write its records after a hole and acknowledge them.
+func (s *Spool) fail(err error) error {
+	err = fmt.Errorf("%w: %w", ErrFailed, err)
+	s.mu.Lock()
+	s.failed = err
+	s.mu.Unlock()
+	return err
 }
 
 // preallocate zero-fills the active segment up to Config.Preallocate
@@ -238,7 +273,7 @@ func (s *Spool) preallocate(end int64) error {
 	from := max(s.alloc, end)
 	for off := from; off < end+want; off += int64(len(s.zeros)) {
 		if _, err := s.f.WriteAt(s.zeros[:min(int64(len(s.zeros)), end+want-off)], off); err != nil {
-			return fmt.Errorf("spool: preallocate: %w", err)
+			return fmt.Errorf("preallocate: %w", err)
 		}
 	}
 	s.alloc = end + want
@@ -370,7 +405,8 @@ func (s *Spool) Stats() Stats {
 }
 
 // Close syncs what is buffered and closes the spool. If every record was
-// completed, it leaves the directory without segments. Calls after the
+// completed, it leaves the directory without segments. After a failed
+// Sync it writes nothing and returns that Sync's error. Calls after the
 // first return ErrClosed.
 func (s *Spool) Close() error {
 	s.wmu.Lock()
