@@ -26,11 +26,27 @@
 // torn last write (the process or the machine died during a Sync, which
 // therefore never returned and acknowledged nothing) is cut off silently:
 // damage in the newest segment after its last intact commit. Anything
-// else (a damaged byte well before the end, in any segment, or a missing
-// segment) hit records that were acknowledged: Open fails with a
+// else (a damaged byte well before the end, in any segment, a missing
+// segment, first, last or between, or a log that ends before what a Sync
+// acknowledged) hit records that were acknowledged: Open fails with a
 // *CorruptError that counts them, or, with Config.Repair, skips to the
 // next intact frame, cuts the damage out of the file, logs it and counts
-// the records lost in Stats.Lost.
+// the records lost in Stats.Lost. The ends no segment can tell are kept
+// in a small file, ENDS: the oldest segment's first record, and the
+// number below which a Sync acknowledged every record, stored by each
+// Sync after its fdatasync, with a write to the page cache and no flush
+// of its own (it is flushed when a segment is started or deleted, and by
+// Open and Close). After the machine died, rather than the process, it
+// may therefore lag by what the kernel had not yet written back, and a
+// cut of those last records goes unnoticed; it never runs ahead, so it
+// raises no false alarm. A spool without ENDS (written before it
+// existed) is opened unchecked, with a warning.
+//
+// A Sync that fails to write (a full disk) fails the Spool: it and every
+// later Append and Sync return ErrFailed, so that nothing is acknowledged
+// after a hole. What it left is not damage: the next Open cuts it off as
+// a torn last write, or hands out its records if they reached the disk
+// whole.
 //
 // Guarantees: a record is durable once a Sync that began after its Append
 // returned without error; a completed record is not handed out by Pending

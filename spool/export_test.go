@@ -11,6 +11,7 @@ func (s *Spool) Crash() {
 	s.closed = true
 	s.mu.Unlock()
 	s.f.Close()
+	s.ends.f.Close()
 	s.lock.Close()
 }
 
@@ -26,4 +27,21 @@ func (s *Spool) BreakWrites() error {
 	s.f.Close()
 	s.f = f
 	return nil
+}
+
+// SyncKilled is a Sync during which the process is killed after the
+// fdatasync, before the Sync returns: the records are written, but ENDS
+// does not count them as acknowledged. Crash s afterwards.
+func (s *Spool) SyncKilled() error {
+	s.wmu.Lock()
+	before := s.ends.saved.durable
+	s.wmu.Unlock()
+	if err := s.Sync(); err != nil {
+		return err
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	e := s.currentEnds()
+	e.durable = before
+	return s.ends.store(e, true)
 }

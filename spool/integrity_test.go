@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -20,7 +21,8 @@ import (
 func payload(i int) string { return fmt.Sprintf("record-%04d", i) }
 
 // fill appends n records in Syncs of batch records, completing those done
-// says (the Sync of the next batch writes the marks), and crashes. It
+// says (the Sync of the next batch writes the marks), and crashes during
+// the last Sync, once it wrote: its records were not acknowledged. It
 // returns the records left pending.
 func fill(t *testing.T, dir string, cfg spool.Config, n, batch int, done func(i int) bool) []record {
 	t.Helper()
@@ -30,9 +32,12 @@ func fill(t *testing.T, dir string, cfg spool.Config, n, batch int, done func(i 
 	for i := range n {
 		seq, err := s.Append([]byte(payload(i)))
 		require.NoError(t, err)
-		if (i+1)%batch == 0 {
+		switch {
+		case i+1 == n:
+			require.NoError(t, s.SyncKilled())
+		case (i+1)%batch == 0:
 			require.NoError(t, s.Sync())
-			for j := i + 1 - batch; j <= i && i+1 < n; j++ {
+			for j := i + 1 - batch; j <= i; j++ {
 				if done(j) {
 					assert.True(t, s.Complete(uint64(j+1)))
 				}
@@ -262,7 +267,8 @@ func TestRecoveryModel(t *testing.T) {
 		var last map[uint64]bool     // what the last Sync wrote
 		var lastPath string
 		var lastStart int
-		for b := range rapid.IntRange(1, 12).Draw(t, "syncs") {
+		syncs := rapid.IntRange(1, 12).Draw(t, "syncs")
+		for b := range syncs {
 			for _, seq := range rapid.SliceOfDistinct(rapid.SampledFrom(append(slices.Sorted(maps.Keys(durable)), 0)), rapid.ID).Draw(t, "complete") {
 				if seq != 0 {
 					s.Complete(seq)
@@ -278,7 +284,11 @@ func TestRecoveryModel(t *testing.T) {
 			segs := segments(t, dir)
 			lastPath = segs[len(segs)-1]
 			_, lastStart = frames(t, lastPath)
-			require.NoError(t, s.Sync())
+			if b == syncs-1 {
+				require.NoError(t, s.SyncKilled()) // so the cut below may be a torn write
+			} else {
+				require.NoError(t, s.Sync())
+			}
 			maps.Copy(durable, last)
 		}
 		// Completions the last Sync did not write are lost with the crash;
@@ -353,4 +363,149 @@ func TestRecoveryModel(t *testing.T) {
 		require.True(t, slices.Equal(got, after[:len(after)-1]), "the same records after an append")
 		require.NoError(t, s.Close())
 	})
+}
+
+// dataHeader is the length of a data frame before its record: the frame
+// header, the kind byte and the sequence number.
+const dataHeader = 12 + 1 + 8
+
+// firstRecord returns the index of the first record a segment's name
+// gives (its first sequence number less one).
+func firstRecord(t *testing.T, path string) int {
+	t.Helper()
+	var seq int
+	_, err := fmt.Sscanf(filepath.Base(path), "%d.wal", &seq)
+	require.NoError(t, err)
+	return seq - 1
+}
+
+// TestEnds checks that a log missing its first or last segment, or cut
+// below what a Sync acknowledged, is damage like any other: Open fails
+// counting the acknowledged records lost, and Repair goes on with the
+// rest, for good. fill acknowledges records 0 to 89: the last Sync, of
+// 90 to 99, was killed.
+func TestEnds(t *testing.T) {
+	one := spool.Config{Preallocate: 4096}
+	small := spool.Config{Preallocate: 4096, SegmentSize: 500}
+	tests := []struct {
+		name string
+		cfg  spool.Config
+		// damage damages dir and returns the first acknowledged record
+		// lost and how many.
+		damage func(t *testing.T, dir string) (from, n int)
+	}{
+		{"the only segment deleted", one, func(t *testing.T, dir string) (int, int) {
+			require.NoError(t, os.Remove(segments(t, dir)[0]))
+			return 0, 90
+		}},
+		{"cut in half", one, func(t *testing.T, dir string) (int, int) {
+			path, off := locate(t, dir, 45)
+			require.NoError(t, os.Truncate(path, int64(off)))
+			return 45, 45
+		}},
+		{"the end zeroed, as preallocated space", one, func(t *testing.T, dir string) (int, int) {
+			path, off := locate(t, dir, 60)
+			rewrite(t, path, func(b []byte) []byte { clear(b[off-dataHeader:]); return b })
+			return 60, 30
+		}},
+		{"first segment deleted", small, func(t *testing.T, dir string) (int, int) {
+			segs := segments(t, dir)
+			require.NoError(t, os.Remove(segs[0]))
+			return 0, firstRecord(t, segs[1])
+		}},
+		{"newest segments deleted", small, func(t *testing.T, dir string) (int, int) {
+			path, _ := locate(t, dir, 85)
+			from := firstRecord(t, path)
+			for _, p := range segments(t, dir) {
+				if p >= path {
+					require.NoError(t, os.Remove(p))
+				}
+			}
+			return from, 90 - from
+		}},
+		{"every segment deleted", small, func(t *testing.T, dir string) (int, int) {
+			for _, p := range segments(t, dir) {
+				require.NoError(t, os.Remove(p))
+			}
+			return 0, 90
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			want := fill(t, dir, tt.cfg, 100, 10, none)
+			from, n := tt.damage(t, dir)
+			require.Positive(t, n)
+			before := snapshot(t, dir)
+
+			_, err := spool.Open(dir, tt.cfg)
+			var ce *spool.CorruptError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, uint64(n), ce.Lost)
+			assert.Equal(t, before, snapshot(t, dir), "Open without Repair changes nothing")
+
+			cfg := tt.cfg
+			cfg.Repair = true
+			s, err := spool.Open(dir, cfg)
+			require.NoError(t, err)
+			got := pending(t, s)
+			// The killed Sync's records may be there or not.
+			acked := slices.DeleteFunc(slices.Clone(got), func(r record) bool { return r.Seq > 90 })
+			assert.Equal(t, slices.Concat(want[:from], want[from+n:90]), acked, "every acknowledged record not lost")
+			assert.Equal(t, uint64(n), s.Stats().Lost)
+			require.NoError(t, s.Close())
+
+			s, err = spool.Open(dir, tt.cfg)
+			require.NoError(t, err, "repaired for good")
+			assert.Equal(t, got, pending(t, s))
+			seq, err := s.Append([]byte("after"))
+			require.NoError(t, err)
+			assert.GreaterOrEqual(t, seq, uint64(91), "no number an acknowledged record had")
+			require.NoError(t, s.Close())
+		})
+	}
+}
+
+// TestEndsFile checks Open without an ENDS file (a spool written before
+// there was one) and with an unreadable one.
+func TestEndsFile(t *testing.T) {
+	cfg := spool.Config{Preallocate: 4096}
+	tests := []struct {
+		name    string
+		damage  func(path string) error
+		corrupt bool
+	}{
+		{"missing: not checked", os.Remove, false},
+		{"both slots damaged", func(path string) error { return os.WriteFile(path, make([]byte, 600), 0o644) }, true},
+		{"one slot damaged", func(path string) error {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			b[10] ^= 1 // the other slot, even of an older generation, is enough
+			return os.WriteFile(path, b, 0o644)
+		}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			want := fill(t, dir, cfg, 100, 10, none)
+			require.NoError(t, tt.damage(filepath.Join(dir, "ENDS")))
+			s, err := spool.Open(dir, cfg)
+			if tt.corrupt {
+				var ce *spool.CorruptError
+				require.ErrorAs(t, err, &ce)
+				assert.Zero(t, ce.Lost)
+				repair := cfg
+				repair.Repair = true
+				s, err = spool.Open(dir, repair)
+			}
+			require.NoError(t, err)
+			assert.Equal(t, want, pending(t, s))
+			require.NoError(t, s.Close())
+			s, err = spool.Open(dir, cfg)
+			require.NoError(t, err, "ENDS written again")
+			require.NoError(t, s.Close())
+		})
+	}
 }

@@ -126,9 +126,10 @@ func checkSequence(f frame, expect, limit uint64) error {
 	return nil
 }
 
-// recover loads the segments in the directory. Damage is reported as a
+// recover loads the segments in the directory and checks them against
+// the ends that ENDS recorded, if found. Damage is reported as a
 // *CorruptError, or, with Config.Repair, cut out of the segments.
-func (s *Spool) recover() error {
+func (s *Spool) recover(e ends, found bool) error {
 	names, err := filepath.Glob(filepath.Join(s.dir, "*"+segmentExt))
 	if err != nil {
 		return fmt.Errorf("spool: %w", err)
@@ -150,7 +151,22 @@ func (s *Spool) recover() error {
 		gaps    []gap
 		damage  []Damage
 		repairs []func() error
+		head    []*segment // the records missing before the oldest segment
 	)
+	oldest := e.durable
+	if len(firsts) > 0 {
+		oldest = firsts[0]
+	}
+	if found && oldest > e.first {
+		if oldest-e.first > maxGap {
+			return &CorruptError{Damage: []Damage{{Path: filepath.Join(s.dir, endsName), Err: fmt.Errorf("%w: %d records before %d", errHeadMissing, oldest-e.first, oldest)}}}
+		}
+		seg := &segment{path: filepath.Join(s.dir, segmentName(e.first)), first: e.first}
+		seg.add(oldest - e.first)
+		head = append(head, seg)
+		damage = append(damage, Damage{Path: seg.path, Err: fmt.Errorf("%w: records %d to %d", errHeadMissing, e.first, oldest-1)})
+		gaps = append(gaps, gap{seg, e.first, oldest - e.first})
+	}
 	for i, first := range firsts {
 		seg := &segment{path: filepath.Join(s.dir, segmentName(first)), first: first}
 		data, err := os.ReadFile(seg.path)
@@ -177,6 +193,15 @@ func (s *Spool) recover() error {
 					break
 				}
 			}
+		}
+		if end := first + recordsIn(r.items); newest && found && e.durable > end {
+			if e.durable-end > maxGap {
+				return &CorruptError{Damage: []Damage{{Path: seg.path, Offset: int64(r.end), Err: fmt.Errorf("%w: %d records", errTailCut, e.durable-end)}}}
+			}
+			// Not a torn last write: the cut goes below what was acknowledged.
+			r.items = append(r.items, item{off: r.end, end: r.end + int(s.stats.Truncated), from: end, n: e.durable - end,
+				err: fmt.Errorf("%w: the log ends before record %d, records up to %d were acknowledged", errTailCut, end, e.durable-1)})
+			s.stats.Truncated = 0
 		}
 		damaged := false
 		for _, it := range r.items {
@@ -207,7 +232,7 @@ func (s *Spool) recover() error {
 		s.next = max(s.next, first+seg.count)
 	}
 	for _, m := range marks {
-		for _, seg := range s.segs {
+		for _, seg := range slices.Concat(head, s.segs) {
 			seg.complete(m.start, m.n)
 		}
 	}
@@ -237,8 +262,50 @@ func (s *Spool) recover() error {
 		s.stats.Recovered += seg.pending
 	}
 	s.old = slices.Clone(s.segs)
+	if found {
+		// Numbers a lost record had are not given again: marks may name them.
+		s.next = max(s.next, e.durable)
+	} else if len(s.segs) > 0 {
+		s.cfg.Logger.Warn("spool: no ENDS file: the ends of the log were not checked (a spool written before ENDS was, or ENDS deleted)", "dir", s.dir)
+	}
 	s.synced = s.next
+	return s.flushNewest()
+}
+
+// flushNewest flushes the newest segment, whose last write Open takes as
+// durable (and ENDS will say so) though its Sync may not have returned.
+func (s *Spool) flushNewest() error {
+	if len(s.segs) == 0 {
+		return nil
+	}
+	f, err := os.OpenFile(s.segs[len(s.segs)-1].path, os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("spool: %w", err)
+	}
+	err = datasync(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("spool: flush: %w", err)
+	}
 	return nil
+}
+
+// recordsIn returns how many sequence numbers items span.
+func recordsIn(items []item) uint64 {
+	var n uint64
+	for _, it := range items {
+		switch {
+		case it.err != nil:
+			n += it.n
+		case it.f.kind == kindData:
+			n++
+		case it.f.kind == kindGap:
+			n += it.f.seq
+		}
+	}
+	return n
 }
 
 func truncate(path string, size int64) error {
@@ -262,21 +329,10 @@ func repairSegment(seg *segment, data []byte, items []item) error {
 		}
 	}
 	tmp := seg.path + ".repair"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("spool: repair: %w", err)
+	if err := writeSynced(tmp, b); err != nil {
+		return fmt.Errorf("%w (repair)", err)
 	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, seg.path)
-	}
-	if err != nil {
+	if err := os.Rename(tmp, seg.path); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("spool: repair: %w", err)
 	}

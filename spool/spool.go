@@ -19,11 +19,12 @@ type Spool struct {
 	cfg  Config
 	lock *os.File
 
-	wmu   sync.Mutex // serializes Sync, Pending and Close: owns f, size, alloc and zeros
+	wmu   sync.Mutex // serializes Sync, Pending and Close: owns f, size, alloc, zeros and ends
 	f     *os.File
-	size  int64      // bytes of frames in f: where the next write goes
-	alloc int64      // bytes of f written or zero-filled: writes below change no file size
-	zeros []byte     // a zero-filled buffer for preallocating
+	size  int64  // bytes of frames in f: where the next write goes
+	alloc int64  // bytes of f written or zero-filled: writes below change no file size
+	zeros []byte // a zero-filled buffer for preallocating
+	ends  *endsFile
 	old   []*segment // segments found by Open, for Pending
 
 	mu      sync.Mutex // guards what follows
@@ -83,8 +84,15 @@ func Open(dir string, cfg Config) (*Spool, error) {
 		}
 		return nil, fmt.Errorf("spool: lock %s: %w", dir, err)
 	}
+	e, gen, found, err := readEnds(dir)
+	if errors.Is(err, errEnds) && cfg.Repair {
+		cfg.Logger.Error("spool: ENDS unreadable: the ends of the log were not checked", "dir", dir, "err", err)
+	} else if err != nil {
+		lock.Close()
+		return nil, &CorruptError{Damage: []Damage{{Path: filepath.Join(dir, endsName), Err: err}}}
+	}
 	s := &Spool{dir: dir, cfg: cfg, lock: lock, next: 1}
-	if err := s.recover(); err != nil {
+	if err := s.recover(e, found); err != nil {
 		lock.Close()
 		return nil, err
 	}
@@ -92,9 +100,22 @@ func Open(dir string, cfg Config) (*Spool, error) {
 		lock.Close()
 		return nil, err
 	}
+	if s.ends, err = openEnds(dir, found, gen, s.currentEnds()); err != nil {
+		s.f.Close()
+		lock.Close()
+		return nil, err
+	}
 	s.compact()
 	s.removeCompacted()
 	return s, nil
+}
+
+// currentEnds returns the ends of the log as they are once the last Sync
+// returned.
+func (s *Spool) currentEnds() ends {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return ends{first: s.segs[0].first, durable: s.synced}
 }
 
 // openTail makes the newest segment the one written if it holds no record
@@ -172,8 +193,9 @@ func (s *Spool) Append(data []byte) (uint64, error) {
 // If it fails to write (a full disk, an I/O error), what it wrote is in
 // doubt: it returns an error wrapping ErrFailed and the cause, and so do
 // every Append and Sync after it, so that no later Sync acknowledges
-// records written after a hole. The next Open takes what the failed Sync
-// left as a torn last write.
+// records written after a hole. The next Open cuts what the failed Sync
+// left off as a torn last write, or hands out its records if they reached
+// the disk whole.
 func (s *Spool) Sync() error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
@@ -220,6 +242,11 @@ func (s *Spool) sync() error {
 	s.spare = b[:0]
 	s.mu.Unlock()
 
+	// Flushed before a new segment exists, so that after a crash ENDS
+	// says the newest segment holds records if it does.
+	if err := s.ends.store(s.currentEnds(), rotate); err != nil {
+		return s.fail(err)
+	}
 	if rotate {
 		if err := s.startSegment(upto); err != nil {
 			return s.fail(err)
@@ -322,13 +349,19 @@ func (s *Spool) compact() {
 	}
 }
 
-// removeCompacted deletes the files compact queued. The writer lock is
-// held.
+// removeCompacted deletes the files compact queued, once ENDS says that
+// the log starts after them. The writer lock is held.
 func (s *Spool) removeCompacted() error {
 	s.mu.Lock()
 	paths := s.deletes
 	s.deletes = nil
 	s.mu.Unlock()
+	if len(paths) == 0 {
+		return nil
+	}
+	if err := s.ends.store(s.currentEnds(), true); err != nil {
+		return fmt.Errorf("spool: compact: %w", err)
+	}
 	var errs []error
 	for _, p := range paths {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -415,6 +448,7 @@ func (s *Spool) Close() error {
 	if errors.Is(err, ErrClosed) {
 		return err
 	}
+	e := s.currentEnds()
 	s.mu.Lock()
 	s.closed = true
 	empty := true
@@ -427,6 +461,14 @@ func (s *Spool) Close() error {
 	s.segs = nil
 	s.mu.Unlock()
 	errs := []error{err, s.f.Close()}
+	if empty {
+		e.first = e.durable // the segments go: the log starts where the next record will
+	}
+	if err == nil {
+		err = s.ends.store(e, true)
+		errs = append(errs, err)
+	}
+	errs = append(errs, s.ends.f.Close())
 	if empty && err == nil {
 		for _, seg := range segs {
 			if rerr := os.Remove(seg.path); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
