@@ -783,7 +783,7 @@ func (f *feeder) entryLonger(limit int) bool {
 		if i := bytes.IndexByte(line[:min(len(line), limit+1)], '\n'); i >= 0 {
 			return false
 		}
-		if len(line) > limit || f.pending != nil || !f.fillAhead() {
+		if len(line) > limit || f.pending != nil || f.err != nil || !f.fillAhead() {
 			return len(line) > limit
 		}
 	}
@@ -796,7 +796,7 @@ var bom = []byte{0xef, 0xbb, 0xbf}
 // editor may have put at the start of a file: it is no part of the first
 // line, not even of its columns.
 func (f *feeder) skipBOM() {
-	for len(f.buf)-f.pos < len(bom) && f.pending == nil && f.fillAhead() {
+	for len(f.buf)-f.pos < len(bom) && f.pending == nil && f.err == nil && f.fillAhead() {
 	}
 	if bytes.HasPrefix(f.buf[f.pos:], bom) {
 		f.pos += len(bom)

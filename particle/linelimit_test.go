@@ -2,6 +2,7 @@ package particle_test
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -113,4 +114,19 @@ func TestDecoderConfigMaxLineLength(t *testing.T) {
 	}
 	_, err := particle.NewDecoder(bytes.NewReader(nil), "x", particle.DecoderConfig{MaxLineLength: particle.MaxMaxLineLength})
 	assert.NoError(t, err)
+}
+
+// TestDecodeReadErrorAfterLengthCheck checks that the check of a line's
+// length, which reads ahead, does not hide a read error: a last line
+// without its line feed before a read error is cut short, not a particle.
+func TestDecodeReadErrorAfterLengthCheck(t *testing.T) {
+	boom := errors.New("boom")
+	for _, last := range []string{"m f=2 2", `m\ x f=2 2`, "m f=\"2\" 2"} {
+		in := io.MultiReader(strings.NewReader("m f=1 1\n"+last), iotest.ErrReader(boom))
+		d, err := particle.NewDecoder(in, "x", particle.DecoderConfig{})
+		require.NoError(t, err)
+		var p particle.Particle
+		require.NoError(t, d.Decode(&p), last)
+		require.ErrorIs(t, d.Decode(&p), boom, last)
+	}
 }
