@@ -17,6 +17,10 @@ import (
 const (
 	DefaultPrecision = Nanosecond
 	DefaultStartLine = 1
+	// DefaultMaxLineLength is the default DecoderConfig.MaxLineLength.
+	DefaultMaxLineLength = 4 << 20
+	// MaxMaxLineLength is the largest DecoderConfig.MaxLineLength.
+	MaxMaxLineLength = 1 << 30
 )
 
 // DecoderConfig configures a Decoder. The zero value decodes nanosecond
@@ -36,16 +40,29 @@ type DecoderConfig struct {
 	// decoded one after another (MQTT payloads) can report positions in
 	// the whole stream. Defaults to 1.
 	StartLine int `yaml:"-"`
+	// MaxLineLength is the most bytes a line may have, not counting its
+	// line feed. A longer line is one malformed line, a *DecodeError
+	// wrapping ErrLineTooLong; an input read from an io.Reader goes
+	// through LimitLines, so that decoding it holds about this many bytes
+	// at most, however long its lines. Defaults to DefaultMaxLineLength.
+	MaxLineLength int `yaml:"max_line_length"`
 }
 
 func (c *DecoderConfig) setDefaults() {
 	if c.StartLine == 0 {
 		c.StartLine = DefaultStartLine
 	}
+	if c.MaxLineLength == 0 {
+		c.MaxLineLength = DefaultMaxLineLength
+	}
 }
 
-// Validate reports an unknown precision or a negative start line.
+// Validate reports an unknown precision, a negative start line or a
+// maximum line length outside [0, MaxMaxLineLength].
 func (c *DecoderConfig) Validate() error {
+	if c.MaxLineLength < 0 || c.MaxLineLength > MaxMaxLineLength {
+		return fmt.Errorf("particle: decoder config: max line length %d, want 1 to %d", c.MaxLineLength, MaxMaxLineLength)
+	}
 	if !c.Precision.valid() {
 		return fmt.Errorf("particle: decoder config: %w %d", ErrUnknownPrecision, c.Precision)
 	}
@@ -104,6 +121,7 @@ type Decoder struct {
 	cfg    DecoderConfig
 	source string
 	feed   feeder
+	limit  lineLimiter // under feed, for an input read from an io.Reader
 	lp     lineprotocol.Decoder
 	seq    uint64
 	line   int
@@ -176,7 +194,8 @@ func newDecoder(cfg DecoderConfig) (*Decoder, error) {
 // protocol's own decoder cannot be reset.
 func (d *Decoder) Reset(r io.Reader, source string) {
 	d.reset(source)
-	d.feed.reset(r, d.feed.buf[:0])
+	d.limit = lineLimiter{r: r, max: d.cfg.MaxLineLength}
+	d.feed.reset(&d.limit, d.feed.buf[:0])
 }
 
 // ResetBytes is like Reset for an input held in b.
@@ -221,6 +240,9 @@ func (d *Decoder) Decode(p *Particle) error {
 	if d.err != nil {
 		return d.err
 	}
+	if d.line == 0 && d.cfg.StartLine == 1 {
+		d.feed.skipBOM()
+	}
 	d.feed.keep = d.feed.pieceLineStart
 	d.feed.inEntry = false
 	if d.lpClean && !d.noSimple && d.decodeSimple(p) {
@@ -246,11 +268,24 @@ func (d *Decoder) Decode(p *Particle) error {
 		return d.readFailed()
 	}
 	if d.feed.stopped {
-		return d.restartAfterLineEnd(err)
+		err = d.restartAfterLineEnd(err)
+	} else {
+		// An entry that decoded has been read to the end of its line.
+		d.lpClean = err == nil
 	}
-	// An entry that decoded has been read to the end of its line.
-	d.lpClean = err == nil
+	if err != nil && d.tooLong() {
+		// Whatever went wrong, it went wrong in a line cut short.
+		return d.tooLongError()
+	}
 	return err
+}
+
+// tooLong reports whether the current entry's line is longer than the
+// configured maximum.
+func (d *Decoder) tooLong() bool { return d.feed.entryLonger(d.cfg.MaxLineLength) }
+
+func (d *Decoder) tooLongError() error {
+	return &DecodeError{Source: d.source, Line: d.line, Column: d.cfg.MaxLineLength + 1, Err: ErrLineTooLong}
 }
 
 // readFailed makes the feeder's read error final.
@@ -345,6 +380,10 @@ func (d *Decoder) decodeEntry(p *Particle) error {
 		ns = d.cfg.DefaultTime()
 	default:
 		return d.lineError(ErrNoTime)
+	}
+	if d.tooLong() {
+		// A prefix of a line can decode.
+		return d.tooLongError()
 	}
 
 	d.finish(p, ns, measurement, tags, fields, setHash, shared)
@@ -732,6 +771,37 @@ func (f *feeder) entryRaw() []byte {
 			line = f.buf[f.entryStart:]
 		}
 		return bytes.TrimRight(line[:min(len(line), maxRaw)], "\r")
+	}
+}
+
+// entryLonger reports whether the current entry's line, without its line
+// feed, is longer than limit bytes, reading more of the input if needed,
+// as entryRaw does.
+func (f *feeder) entryLonger(limit int) bool {
+	for {
+		line := f.buf[f.entryStart:]
+		if i := bytes.IndexByte(line[:min(len(line), limit+1)], '\n'); i >= 0 {
+			return false
+		}
+		if len(line) > limit || f.pending != nil || f.err != nil || !f.fillAhead() {
+			return len(line) > limit
+		}
+	}
+}
+
+// bom is the UTF-8 byte order mark.
+var bom = []byte{0xef, 0xbb, 0xbf}
+
+// skipBOM skips a byte order mark at the next byte to serve, which an
+// editor may have put at the start of a file: it is no part of the first
+// line, not even of its columns.
+func (f *feeder) skipBOM() {
+	for len(f.buf)-f.pos < len(bom) && f.pending == nil && f.err == nil && f.fillAhead() {
+	}
+	if bytes.HasPrefix(f.buf[f.pos:], bom) {
+		f.pos += len(bom)
+		f.pieceLineStart = f.pos
+		f.entryStart = f.pos
 	}
 }
 

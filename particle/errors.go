@@ -19,6 +19,10 @@ var (
 	// closing quote on its line. A newline inside a string must be
 	// escaped as \n: a raw one ends the line.
 	ErrUnterminatedString = errors.New("particle: string field value not closed before the end of the line")
+	// ErrLineTooLong reports a line longer than
+	// DecoderConfig.MaxLineLength, or than the maximum of another line
+	// reader: one bad line, read past without being held.
+	ErrLineTooLong = errors.New("particle: line too long")
 	// ErrNoFields reports a particle without fields, which line protocol
 	// cannot express.
 	ErrNoFields = errors.New("particle: no fields")
@@ -44,8 +48,8 @@ type DecodeError struct {
 	// when the error concerns the whole line.
 	Column int
 	// Err is the cause: line protocol's syntax error, ErrValueOutOfRange,
-	// ErrNoTime, ErrDuplicateTag, ErrDuplicateField or
-	// ErrUnterminatedString.
+	// ErrNoTime, ErrDuplicateTag, ErrDuplicateField,
+	// ErrUnterminatedString or ErrLineTooLong.
 	Err error
 }
 

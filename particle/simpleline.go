@@ -25,7 +25,7 @@ const maxSimpleLine = 4 << 10
 // It must only be called when lp has read nothing beyond the last entry
 // it decoded (Decoder.lpClean): lp then never sees the line.
 func (d *Decoder) decodeSimple(p *Particle) bool {
-	line, n, ok := d.feed.peekLine()
+	line, n, ok := d.feed.peekLine(min(maxSimpleLine, d.cfg.MaxLineLength))
 	if !ok {
 		return false
 	}
@@ -333,19 +333,19 @@ func bytesString(b []byte) string {
 
 // peekLine returns the line that starts at the next byte to serve,
 // without its newline, and its length with the newline, if the whole line
-// is in buf, reading more input if needed, and it is at most maxSimpleLine
+// is in buf, reading more input if needed, and it is at most limit bytes
 // long. The last line of the input needs no newline, but a line cut
 // short by a read error is not whole.
-func (f *feeder) peekLine() (line []byte, n int, ok bool) {
+func (f *feeder) peekLine(limit int) (line []byte, n int, ok bool) {
 	if f.col != 0 {
 		return nil, 0, false
 	}
 	for {
 		rest := f.buf[f.pos:]
-		if i := bytes.IndexByte(rest[:min(len(rest), maxSimpleLine+1)], '\n'); i >= 0 {
+		if i := bytes.IndexByte(rest[:min(len(rest), limit+1)], '\n'); i >= 0 {
 			return rest[:i], i + 1, true
 		}
-		if len(rest) > maxSimpleLine || f.pending != nil || f.err != nil {
+		if len(rest) > limit || f.pending != nil || f.err != nil {
 			return nil, 0, false
 		}
 		if f.r == nil || f.eof {

@@ -291,7 +291,17 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 func fileSource(s *Source, dir string, built *Built) (topology.SourceFactory, error) {
 	cfg := replay.Config{Speed: s.File.Speed, Concat: len(s.File.Paths) == 1}
 	for _, path := range s.File.Paths {
-		cfg.Inputs = append(cfg.Inputs, replay.Input{Path: resolve(dir, path), Format: s.File.Format})
+		path = resolve(dir, path)
+		format := s.File.Format
+		if s.File.MaxLineLength != 0 {
+			f := file.Detect(path)
+			if format != nil {
+				f = *format
+			}
+			f.MaxLineLength = s.File.MaxLineLength
+			format = &f
+		}
+		cfg.Inputs = append(cfg.Inputs, replay.Input{Path: path, Format: format})
 	}
 	if _, err := replay.New(cfg); err != nil {
 		return nil, err

@@ -25,6 +25,11 @@
 //
 //	pipeline.yaml:12:7: bolt "mean10m": unknown op type "window-men" (known: ...)
 //
+// Sizes have maxima far above any need ([MaxParallelism], [MaxCount],
+// [MaxBytes], ...): a slip such as parallelism: 1000000000 is an error
+// naming its place, not a run that takes all memory. A file source's
+// max_line_length bounds its lines (4 MiB by default).
+//
 // Parse also reports what would fail only when the pipeline runs: a cycle
 // among the bolts, broker URLs that name no MQTT broker (http://...), and
 // with [Pipeline.Check] files that cannot be read or created.

@@ -82,6 +82,8 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, what string, exclu
 		default:
 			if err := val.Decode(field.Addr().Interface()); err != nil {
 				d.fail(val, "%s: %s: %s", what, f.name, yamlMessage(err))
+			} else if field.CanInt() && field.Int() > maxOf(f.name) {
+				d.fail(val, "%s: %s: %d is more than the maximum, %d", what, f.name, field.Int(), maxOf(f.name))
 			}
 		}
 	}

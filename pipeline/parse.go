@@ -191,10 +191,15 @@ func (d *decoder) strs(n *yaml.Node, what string) []string {
 	return out
 }
 
-func (d *decoder) posInt(n *yaml.Node, what string) int {
+// posInt parses an integer from 1 to most.
+func (d *decoder) posInt(n *yaml.Node, what string, most int) int {
 	v, err := strconv.Atoi(n.Value)
-	if n.Kind != yaml.ScalarNode || err != nil || v < 1 {
+	switch {
+	case n.Kind != yaml.ScalarNode || err != nil || v < 1:
 		d.fail(n, "%s: want a positive integer, got %s", what, kind(n))
+		return 1
+	case v > most:
+		d.fail(n, "%s: %d is more than the maximum, %d", what, v, most)
 		return 1
 	}
 	return v
@@ -226,10 +231,10 @@ func (d *decoder) acking(n *yaml.Node, p *Pipeline) {
 		p.ackingEnabledSet = true
 	}
 	if v := m["max_pending"]; v != nil {
-		a.MaxPending = d.posInt(v, "acking: max_pending")
+		a.MaxPending = d.posInt(v, "acking: max_pending", MaxCount)
 	}
 	if v := m["max_attempts"]; v != nil {
-		a.MaxAttempts = d.posInt(v, "acking: max_attempts")
+		a.MaxAttempts = d.posInt(v, "acking: max_attempts", MaxAttempts)
 	}
 	if v := m["progress_timeout"]; v != nil {
 		a.ProgressTimeout = d.duration(v, "acking: progress_timeout", false)
@@ -280,13 +285,13 @@ func (d *decoder) component(n *yaml.Node, m map[string]*yaml.Node, kind string) 
 		name, what = s, fmt.Sprintf("%s %q", kind, s)
 	}
 	if v := m["parallelism"]; v != nil {
-		parallelism = d.posInt(v, what+": parallelism")
+		parallelism = d.posInt(v, what+": parallelism", MaxParallelism)
 	}
 	return name, what, parallelism
 }
 
 func (d *decoder) fileSource(n *yaml.Node, what string) *FileSource {
-	m := d.mapping(n, what+": file", "paths", "format", "precision", "speed")
+	m := d.mapping(n, what+": file", "paths", "format", "precision", "max_line_length", "speed")
 	if m == nil {
 		return nil
 	}
@@ -315,6 +320,9 @@ func (d *decoder) fileSource(n *yaml.Node, what string) *FileSource {
 			f.Format = &file.Format{}
 		}
 		f.Format.Precision = prec
+	}
+	if v := m["max_line_length"]; v != nil {
+		f.MaxLineLength = d.posInt(v, what+": file: max_line_length", particle.MaxMaxLineLength)
 	}
 	if v := m["speed"]; v != nil {
 		sp, err := replay.ParseSpeed(v.Value)

@@ -77,6 +77,25 @@ func TestParseErrorsNameLineAndProblem(t *testing.T) {
 	})
 }
 
+// TestParseSizesHaveMaxima checks that sizes far beyond any need are
+// errors naming the key and its place, not runs that take all memory.
+func TestParseSizesHaveMaxima(t *testing.T) {
+	testParseErrors(t, good, []parseErrorCase{
+		{"parallelism", "parallelism: 2", "parallelism: 1000000000",
+			[]string{`p.yaml:7:18: bolt "mean10m": parallelism: 1000000000 is more than the maximum, 1024`}},
+		{"max line length", "speed: max}", "speed: max, max_line_length: 2000000000}",
+			[]string{`p.yaml:3:75: source "wsn": file: max_line_length: 2000000000 is more than the maximum, 1073741824`}},
+		{"acking max_pending", "sources:", "acking: {max_pending: 100000000}\nsources:",
+			[]string{`p.yaml:1:23: acking: max_pending: 100000000 is more than the maximum, 16777216`}},
+	})
+	testParseErrors(t, goodMQTT, []parseErrorCase{
+		{"a connector's count", "qos: 1\n", "qos: 1\n      max_buffered: 100000000\n",
+			[]string{`p.yaml:7:21: source "sensors": mqtt: max_buffered: 100000000 is more than the maximum, 16777216`}},
+		{"a connector's bytes", "qos: 1\n", "qos: 1\n      max_payload: 100000000000\n",
+			[]string{`p.yaml:7:20: source "sensors": mqtt: max_payload: 100000000000 is more than the maximum, 17179869184`}},
+	})
+}
+
 func TestParseGood(t *testing.T) {
 	p, err := pipeline.Parse([]byte(good), "p.yaml")
 	require.NoError(t, err)

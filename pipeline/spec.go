@@ -51,6 +51,8 @@ type FileSource struct {
 	Paths []string
 	// Format is the files' format. Defaults to file.Detect of each path.
 	Format *file.Format
+	// MaxLineLength, when not zero, replaces the Format's.
+	MaxLineLength int
 	// Speed is the replay speed. Defaults to replay.Max.
 	Speed replay.Speed
 	pos   map[string]pos

@@ -16,6 +16,7 @@ import (
 type formatFlags struct {
 	preset       string
 	precision    particle.Precision
+	maxLine      int
 	zone         string
 	measurement  string
 	constTags    tagFlag
@@ -36,6 +37,7 @@ func (f *formatFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.preset, "format", "", "input format: "+strings.Join(file.Presets(), ", ")+
 		"\n(default: by extension, .csv is csv, .tsv is tsv, anything else lp)")
 	fs.TextVar(&f.precision, "precision", particle.Nanosecond, "timestamp precision of line-protocol input and of the output: ns, us, ms or s")
+	fs.IntVar(&f.maxLine, "max-line-length", particle.DefaultMaxLineLength, "most `BYTES` an input line may have: a longer line is one bad record, read past without being held")
 	fs.StringVar(&f.zone, "tz", file.DefaultZone, "time zone of delimited timestamps without one: UTC, Local, an IANA name or an offset such as +01:00\n"+
 		"(AirQualityUCI.csv is local Italian time without DST jumps: use +01:00, not Europe/Rome)")
 	fs.StringVar(&f.measurement, "measurement", "", "measurement of delimited records (default: the preset's, or the file name)")
@@ -78,6 +80,7 @@ func (f *formatFlags) formatFor(path string) (file.Format, error) {
 		}
 	}
 	fm.Precision = f.precision
+	fm.MaxLineLength = f.maxLine
 	if fm.Syntax != file.Delimited {
 		for _, name := range delimitedFlags {
 			if f.set[name] {

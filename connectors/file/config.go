@@ -78,6 +78,11 @@ type Format struct {
 	// Precision is the unit of line-protocol timestamps. Defaults to
 	// nanoseconds.
 	Precision particle.Precision `yaml:"precision"`
+	// MaxLineLength is the most bytes a line may have: a longer line is
+	// one malformed record (particle.ErrLineTooLong), read past without
+	// being held, so that reading holds about this many bytes at most.
+	// Defaults to particle.DefaultMaxLineLength.
+	MaxLineLength int `yaml:"max_line_length"`
 	// Delimited maps the columns of delimited text; it is used when Syntax
 	// is Delimited.
 	Delimited DelimitedConfig `yaml:"delimited"`
@@ -225,12 +230,29 @@ func (f Format) Validate() error {
 	if _, err := f.Precision.MarshalText(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidFormat, err)
 	}
+	dc := f.decoderConfig()
+	if err := dc.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidFormat, err)
+	}
 	if f.Syntax != Delimited {
 		return nil
 	}
 	c := f.Delimited
 	c.setDefaults()
 	return c.validate()
+}
+
+// decoderConfig returns the line-protocol decoder configuration of f.
+func (f Format) decoderConfig() particle.DecoderConfig {
+	return particle.DecoderConfig{Precision: f.Precision, MaxLineLength: f.MaxLineLength}
+}
+
+// maxLineLength returns f.MaxLineLength or its default.
+func (f Format) maxLineLength() int {
+	if f.MaxLineLength == 0 {
+		return particle.DefaultMaxLineLength
+	}
+	return f.MaxLineLength
 }
 
 func (c *DelimitedConfig) validate() error {

@@ -16,8 +16,16 @@ import (
 	"github.com/sensorstorm/sensorstorm/particle"
 )
 
-// maxInterned bounds the tag values a delimitedDecoder interns.
-const maxInterned = 4096
+const (
+	// maxInterned bounds the tag values a delimitedDecoder interns.
+	maxInterned = 4096
+	// maxRaw bounds the prefix of a line too long that raw returns.
+	maxRaw = 64 << 10
+)
+
+// bom is the UTF-8 byte order mark, which an editor may put at the start
+// of a file: it is no part of the first line.
+var bom = []byte{0xef, 0xbb, 0xbf}
 
 // errNoValues marks a record all of whose field values are missing.
 var errNoValues = errors.New("file: record without values")
@@ -34,6 +42,7 @@ type delimitedDecoder struct {
 	cfg    DelimitedConfig
 	source string
 	br     *bufio.Reader
+	max    int // bytes a line may have
 	ws     bool
 	sep    byte
 	layout timeLayout
@@ -67,7 +76,7 @@ type delimitedDecoder struct {
 	skipped int
 }
 
-func newDelimitedDecoder(r io.Reader, source string, cfg DelimitedConfig) (*delimitedDecoder, error) {
+func newDelimitedDecoder(r io.Reader, source string, cfg DelimitedConfig, maxLine int) (*delimitedDecoder, error) {
 	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -77,7 +86,8 @@ func newDelimitedDecoder(r io.Reader, source string, cfg DelimitedConfig) (*deli
 	d := &delimitedDecoder{
 		cfg:      cfg,
 		source:   source,
-		br:       bufio.NewReaderSize(r, 64<<10),
+		br:       bufio.NewReaderSize(particle.LimitLines(r, maxLine), 64<<10),
+		max:      maxLine,
 		ws:       cfg.Separator == SeparatorWhitespace,
 		layout:   layout,
 		loc:      loc,
@@ -140,6 +150,9 @@ func (d *delimitedDecoder) readLine() ([]byte, error) {
 		return nil, err
 	}
 	d.lineNo++
+	if d.lineNo == 1 {
+		line = bytes.TrimPrefix(line, bom)
+	}
 	line = bytes.TrimSuffix(line, []byte{'\n'})
 	return bytes.TrimSuffix(line, []byte{'\r'}), nil
 }
@@ -155,6 +168,10 @@ func (d *delimitedDecoder) decode(p *particle.Particle) error {
 			return readError(d.source, d.lineNo+1, err)
 		}
 		d.lineBuf = line
+		if len(line) > d.max {
+			d.lineBuf = line[:min(len(line), maxRaw)]
+			return d.errAt(d.max+1, particle.ErrLineTooLong)
+		}
 		if err := d.split(line); err != nil {
 			return err
 		}

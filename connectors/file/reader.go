@@ -99,14 +99,14 @@ func NewReader(r io.Reader, source string, f Format) (*Reader, error) {
 	}
 	rd := &Reader{source: source}
 	if f.Syntax == Delimited {
-		d, err := newDelimitedDecoder(r, source, f.Delimited)
+		d, err := newDelimitedDecoder(r, source, f.Delimited, f.maxLineLength())
 		if err != nil {
 			return nil, err
 		}
 		rd.dec = d
 		return rd, nil
 	}
-	d, err := particle.NewDecoder(r, source, particle.DecoderConfig{Precision: f.Precision})
+	d, err := particle.NewDecoder(r, source, f.decoderConfig())
 	if err != nil {
 		return nil, err
 	}
@@ -134,8 +134,8 @@ func (r *Reader) Source() string { return r.source }
 func (r *Reader) Line() int { return r.dec.line() }
 
 // Raw returns the text of the line that Read returned last, without its
-// line ending: the input of a malformed record, for a dead letter. A
-// line-protocol line is cut at 64 KiB. It is valid until the next Read.
+// line ending: the input of a malformed record, for a dead letter. It is
+// cut at 64 KiB. It is valid until the next Read.
 func (r *Reader) Raw() []byte { return r.dec.raw() }
 
 // Skipped returns how many records were left out because every one of

@@ -70,3 +70,51 @@ func TestRawLineProtocol(t *testing.T) {
 	assert.Equal(t, []string{"m v=1 1", `m v="open 2`, "m v=3 3"}, raws)
 	assert.Equal(t, 1, errs)
 }
+
+// TestLongLinesAndByteOrderMark reads files that start with a byte order
+// mark and have a line longer than the maximum, in both syntaxes: the
+// mark is no part of the first line, and the long line is one malformed
+// record, named by file and line, with its prefix as raw text, after
+// which reading goes on.
+func TestLongLinesAndByteOrderMark(t *testing.T) {
+	const bom, limit = "\xef\xbb\xbf", 64
+	long := strings.Repeat("x", 10*limit)
+	for _, tc := range []struct {
+		name   string
+		format file.Format
+		input  string
+		want   []string
+	}{
+		{
+			name:   "line protocol",
+			format: file.Format{Precision: particle.Second, MaxLineLength: limit},
+			input:  bom + "m v=1 1\nm s=\"" + long + "\" 2\nm v=3 3\n",
+			want:   []string{"m v=1 1", "line 2: " + `m s="` + long[:limit-4], "m v=3 3"},
+		},
+		{
+			name:   "delimited with a header",
+			format: file.Format{Syntax: file.Delimited, MaxLineLength: limit, Delimited: file.DelimitedConfig{Header: true, Measurement: "m", Time: file.TimeConfig{Layout: "s"}}},
+			input:  bom + "time,v\n1,1\n2," + long + "\n3,3\n",
+			want:   []string{"m v=1 1", "line 3: 2," + long[:limit-1], "m v=3 3"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := file.NewReader(strings.NewReader(tc.input), "in", tc.format)
+			require.NoError(t, err)
+			var got []string
+			var p particle.Particle
+			for err = r.Read(&p); err != io.EOF; err = r.Read(&p) {
+				if err != nil {
+					require.ErrorIs(t, err, particle.ErrLineTooLong)
+					require.ErrorContains(t, err, fmt.Sprintf("in:%d:%d:", r.Line(), limit+1))
+					got = append(got, fmt.Sprintf("line %d: %s", r.Line(), r.Raw()))
+					continue
+				}
+				b, err := particle.AppendLineProtocol(nil, &p, particle.Second)
+				require.NoError(t, err)
+				got = append(got, strings.TrimSuffix(string(b), "\n"))
+			}
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}

@@ -303,7 +303,10 @@ type PayloadConfig struct {
 
 // JSONConfig configures JSON payloads: an object, or an array of objects,
 // each one reading. Numbers become float fields, booleans bool fields,
-// nested objects are flattened with "_" (a_b), nulls are skipped.
+// nested objects are flattened with "_" (a_b), nulls are skipped. As in
+// line protocol, a key given twice in an object is an error
+// (ErrDuplicateKey), and so is an integer beyond int64
+// (particle.ErrValueOutOfRange) rather than a float that is not it.
 type JSONConfig struct {
 	// TimeField is the member holding the timestamp. Defaults to
 	// DefaultJSONTimeField.

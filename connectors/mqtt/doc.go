@@ -44,8 +44,9 @@
 //
 // Bad input (a malformed line, a JSON object without fields, a timestamp in
 // the wrong format) is rejected to the topology's dead-letter sink with a
-// *particle.DecodeError naming the topic, line and column, and the raw
-// payload; it is counted, the rest of the payload goes on, and the message
+// *particle.DecodeError naming the topic, line and column, and its own
+// text: the bad line, the bad element of a JSON array, or the payload when
+// it does not parse at all; it is counted, the rest of the payload goes on, and the message
 // is acknowledged like any other: never redelivered forever, never
 // blocking the stream. A whole message is bad input when its topic does
 // not match TopicTags (ErrTopicMismatch) or its payload is larger than

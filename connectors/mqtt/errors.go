@@ -6,6 +6,9 @@ import (
 	"strings"
 )
 
+// errDataAfterJSON reports a JSON payload with more than one value.
+var errDataAfterJSON = errors.New("data after the JSON value")
+
 var (
 	// ErrNoBroker is returned for a config without broker URLs.
 	ErrNoBroker = errors.New("mqtt: no broker")
@@ -26,6 +29,9 @@ var (
 	ErrRunTwice = errors.New("mqtt: Run called twice")
 	// ErrNoFields reports a JSON object without a value usable as a field.
 	ErrNoFields = errors.New("mqtt: no fields")
+	// ErrDuplicateKey reports a JSON object with a key given twice, which
+	// line protocol's duplicate keys are too (particle.ErrDuplicateField).
+	ErrDuplicateKey = errors.New("mqtt: duplicate JSON key")
 	// ErrTime reports a timestamp that cannot be read in the configured
 	// format.
 	ErrTime = errors.New("mqtt: bad timestamp")

@@ -76,17 +76,19 @@ func joinable(payload []byte) bool { return !bytes.ContainsAny(payload, "\"\\") 
 
 // decode decodes the payloads of msgs, calling emit for each particle and
 // reject for each bad entry, which does not stop decoding, with the index
-// of its message. It returns emit's first error. Line-protocol payloads
+// of its message and the entry's text: a line of line protocol, an
+// element of a JSON array, or the whole payload when it does not parse.
+// The text is valid until reject returns. It returns emit's first error. Line-protocol payloads
 // are decoded in one go when they are joinable, which saves resetting the
 // decoder for each: messages are small and many.
-func (d *decoder) decode(msgs []*message, emit func(i int, p particle.Particle) error, reject func(i int, err error)) error {
+func (d *decoder) decode(msgs []*message, emit func(i int, p particle.Particle) error, reject func(i int, err error, raw []byte)) error {
 	if d.cfg.Format == FormatJSON {
 		for i, m := range msgs {
 			d.recv = m.recv
 			tags := d.topicTags(m.topic)
 			err := d.decodeJSON(m.topic, m.payload, func(p particle.Particle) error {
 				return emit(i, withTags(p, tags))
-			}, func(err error) { reject(i, err) })
+			}, func(err error, raw []byte) { reject(i, err, raw) })
 			if err != nil {
 				return err
 			}
@@ -111,7 +113,7 @@ func (d *decoder) decode(msgs []*message, emit func(i int, p particle.Particle) 
 
 // decodeLines decodes the line-protocol payloads of msgs joined. msgs
 // starts at index off of the batch that emit and reject number.
-func (d *decoder) decodeLines(msgs []*message, off int, emit func(int, particle.Particle) error, reject func(int, error)) error {
+func (d *decoder) decodeLines(msgs []*message, off int, emit func(int, particle.Particle) error, reject func(int, error, []byte)) error {
 	d.buf, d.starts, d.recvs, d.tags = d.buf[:0], d.starts[:0], d.recvs[:0], d.tags[:0]
 	line := 1
 	for _, m := range msgs {
@@ -135,11 +137,11 @@ func (d *decoder) decodeLines(msgs []*message, off int, emit func(int, particle.
 		switch {
 		case errors.As(err, &de):
 			// Place the error in its own payload.
-			reject(off+i, &particle.DecodeError{Source: msgs[i].topic, Line: de.Line - d.starts[i] + 1, Column: de.Column, Err: de.Err})
+			reject(off+i, &particle.DecodeError{Source: msgs[i].topic, Line: de.Line - d.starts[i] + 1, Column: de.Column, Err: de.Err}, d.lp.Raw())
 			continue
 		case err != nil:
 			// Reading bytes cannot fail otherwise; report it as bad input.
-			reject(off+i, &particle.DecodeError{Source: msgs[i].topic, Line: d.lp.Line() - d.starts[i] + 1, Err: err})
+			reject(off+i, &particle.DecodeError{Source: msgs[i].topic, Line: d.lp.Line() - d.starts[i] + 1, Err: err}, msgs[i].payload)
 			return nil
 		}
 		if d.tmpl != nil {
@@ -192,16 +194,10 @@ func withTags(p particle.Particle, tags []particle.Tag) particle.Particle {
 	return p
 }
 
-func (d *decoder) decodeJSON(topic string, payload []byte, emit func(particle.Particle) error, reject func(error)) error {
-	dec := json.NewDecoder(bytes.NewReader(payload))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		reject(jsonSyntaxError(topic, payload, err))
-		return nil
-	}
-	if dec.More() {
-		reject(&particle.DecodeError{Source: topic, Line: 1, Err: errors.New("data after the JSON value")})
+func (d *decoder) decodeJSON(topic string, payload []byte, emit func(particle.Particle) error, reject func(err error, raw []byte)) error {
+	v, spans, err := parseJSON(payload)
+	if err != nil {
+		reject(jsonPosError(topic, payload, err), payload)
 		return nil
 	}
 	objs, ok := v.([]any)
@@ -209,14 +205,15 @@ func (d *decoder) decodeJSON(topic string, payload []byte, emit func(particle.Pa
 		objs = []any{v}
 	}
 	for i, o := range objs {
+		raw := payload[spans[i][0]:spans[i][1]]
 		obj, ok := o.(map[string]any)
 		if !ok {
-			reject(&particle.DecodeError{Source: topic, Line: i + 1, Err: fmt.Errorf("element %d is %T, not an object", i+1, o)})
+			reject(&particle.DecodeError{Source: topic, Line: i + 1, Err: fmt.Errorf("element %d is %T, not an object", i+1, o)}, raw)
 			continue
 		}
 		p, err := d.object(topic, obj)
 		if err != nil {
-			reject(&particle.DecodeError{Source: topic, Line: i + 1, Err: err})
+			reject(&particle.DecodeError{Source: topic, Line: i + 1, Err: err}, raw)
 			continue
 		}
 		if err := emit(p); err != nil {
@@ -226,16 +223,25 @@ func (d *decoder) decodeJSON(topic string, payload []byte, emit func(particle.Pa
 	return nil
 }
 
-// jsonSyntaxError places a JSON syntax error at its line and column.
-func jsonSyntaxError(topic string, payload []byte, err error) error {
+// jsonPosError places an error of parseJSON (a syntax error, a duplicate
+// key, an integer out of range) at its line and column: the offsets of
+// both are those of the byte at fault.
+func jsonPosError(topic string, payload []byte, err error) error {
+	var off int
 	var se *json.SyntaxError
-	if !errors.As(err, &se) {
+	var je *jsonError
+	switch {
+	case errors.As(err, &je):
+		off = je.off
+	case errors.As(err, &se):
+		off = int(se.Offset)
+	default:
 		return &particle.DecodeError{Source: topic, Line: 1, Err: err}
 	}
-	off := min(int(se.Offset), len(payload))
+	off = min(off, len(payload))
 	line := 1 + bytes.Count(payload[:off], []byte{'\n'})
 	col := off - bytes.LastIndexByte(payload[:off], '\n')
-	return &particle.DecodeError{Source: topic, Line: line, Column: max(col-1, 1), Err: err}
+	return &particle.DecodeError{Source: topic, Line: line, Column: col, Err: err}
 }
 
 // object makes a particle of one JSON object.
@@ -279,6 +285,11 @@ func (d *decoder) object(topic string, obj map[string]any) (particle.Particle, e
 }
 
 func (d *decoder) member(p *particle.Particle, key string, v any) error {
+	if key == "" {
+		// Line protocol has no empty keys: the particle could not be
+		// written out.
+		return errors.New("member with an empty key")
+	}
 	switch v := v.(type) {
 	case nil:
 	case bool:

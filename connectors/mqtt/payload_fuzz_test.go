@@ -1,6 +1,7 @@
 package mqtt
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 
@@ -40,7 +41,9 @@ func TestJSONTimeOutOfRange(t *testing.T) {
 
 // FuzzDecodePayloadTopic decodes any payload from any topic, line protocol and JSON, with a
 // topic template: nothing panics, every error is a *particle.DecodeError
-// naming the topic (at a line of a line-protocol payload), and every
+// naming the topic (at a line of a line-protocol payload) and carrying
+// text of the payload (one line of a line-protocol payload, which
+// JSON's duplicate keys and integers beyond int64 never reach), and every
 // particle can be encoded and has fields.
 func FuzzDecodePayloadTopic(f *testing.F) {
 	for _, s := range []struct {
@@ -53,6 +56,9 @@ func FuzzDecodePayloadTopic(f *testing.F) {
 		{true, "sensors/hall/h1", `{"time":"2024-01-01T00:00:00Z","v":21.5,"ok":true,"nested":{"a":[1,2]}}`},
 		{true, "sensors//", `[{"time":"3000-01-01T00:00:00Z","v":1},{"time":"x"},3,null]`},
 		{true, "s/r/x", "{\"v\":1,\n \"w\":}"},
+		{true, "s/r/x", `[{"v":1,"v":2},{"w":{"a":1,"a":[2]}},{"v":1}]`},
+		{true, "s/r/x", `{"v":18446744073709551615,"w":-9223372036854775809,"x":1e400}`},
+		{false, "s/r/x", "\xef\xbb\xbfm v=1 1\nm v=1,v=2 2\n"},
 	} {
 		f.Add(s.json, s.topic, []byte(s.payload))
 	}
@@ -76,14 +82,16 @@ func FuzzDecodePayloadTopic(f *testing.F) {
 			_, err := particle.AppendLineProtocol(nil, &p, particle.Nanosecond)
 			require.NoError(t, err, "%#v", p)
 			return nil
-		}, func(_ int, err error) {
+		}, func(_ int, err error, raw []byte) {
 			var de *particle.DecodeError
 			require.True(t, errors.As(err, &de), "%v", err)
 			require.Equal(t, topic, de.Source)
 			require.GreaterOrEqual(t, de.Line, 1)
+			require.True(t, bytes.Contains(payload, raw), "%q is not text of %q", raw, payload)
 			if !json {
 				// JSON errors count array elements, not lines.
 				require.LessOrEqual(t, de.Line, lines, "%v", err)
+				require.NotContains(t, string(raw), "\n")
 			}
 		})
 		require.NoError(t, err)

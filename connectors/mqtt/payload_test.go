@@ -3,6 +3,7 @@ package mqtt
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,6 +15,7 @@ import (
 type decoded struct {
 	ps   []particle.Particle
 	errs []*particle.DecodeError
+	raws []string // the text each error carries
 }
 
 func decodeAll(t testing.TB, cfg PayloadConfig, topic, payload string) decoded {
@@ -27,13 +29,60 @@ func decodeAll(t testing.TB, cfg PayloadConfig, topic, payload string) decoded {
 		p.Origin, p.Seq = 0, 0
 		out.ps = append(out.ps, p)
 		return nil
-	}, func(_ int, err error) {
+	}, func(_ int, err error, raw []byte) {
 		var de *particle.DecodeError
 		require.True(t, errors.As(err, &de), "%v", err)
 		out.errs = append(out.errs, de)
+		out.raws = append(out.raws, string(raw))
 	})
 	require.NoError(t, err)
 	return out
+}
+
+// TestRejectsCarryTheirEntry checks that a bad entry is rejected with its
+// own text, not the whole message: a line of line protocol, an element of
+// a JSON array; and that JSON is as strict as line protocol about keys
+// given twice, and never turns an integer beyond int64 into a float.
+func TestRejectsCarryTheirEntry(t *testing.T) {
+	jsonCfg := PayloadConfig{Format: FormatJSON}
+	for _, tc := range []struct {
+		name    string
+		cfg     PayloadConfig
+		payload string
+		errs    []string // each error's position, message and text
+	}{
+		{"bad lines of line protocol", PayloadConfig{}, "m v=1 1\nbad\nm v=2 2\nm v=x 3\n", []string{
+			`2:4 "bad"`, `4:5 "m v=x 3"`,
+		}},
+		{"a bad element of a JSON array", jsonCfg, `[{"v":1}, 3, {"v":2}]`, []string{`2:0 "3"`}},
+		{"a duplicate key", jsonCfg, "{\"v\":1,\n \"v\":2}", []string{
+			`2:2 mqtt: duplicate JSON key "v" "{\"v\":1,\n \"v\":2}"`,
+		}},
+		{"a duplicate key in a nested object", jsonCfg, `[{"v":1},{"w":{"a":1,"a":2}}]`, []string{
+			`1:22 mqtt: duplicate JSON key "a" "[{\"v\":1},{\"w\":{\"a\":1,\"a\":2}}]"`,
+		}},
+		{"an integer beyond int64", jsonCfg, `{"v":9223372036854775808}`, []string{
+			`1:6 line-protocol value out of range: integer 9223372036854775808 beyond int64 "{\"v\":9223372036854775808}"`,
+		}},
+		{"a negative integer beyond int64", jsonCfg, `{"v":-9223372036854775809}`, []string{
+			`1:6 line-protocol value out of range: integer -9223372036854775809 beyond int64 "{\"v\":-9223372036854775809}"`,
+		}},
+		{"data after the value", jsonCfg, `{"v":1} {"v":2}`, []string{`1:9 data after the JSON value "{\"v\":1} {\"v\":2}"`}},
+		{"int64 bounds and floats are fine", jsonCfg, `{"a":9223372036854775807,"b":-9223372036854775808,"c":1e300}`, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := decodeAll(t, tc.cfg, "s/x", tc.payload)
+			var errs []string
+			for i, e := range got.errs {
+				msg := fmt.Sprintf("%d:%d %q", e.Line, e.Column, got.raws[i])
+				if strings.HasPrefix(tc.payload, "{") || strings.Contains(tc.name, "nested") {
+					msg = fmt.Sprintf("%d:%d %v %q", e.Line, e.Column, e.Err, got.raws[i])
+				}
+				errs = append(errs, msg)
+			}
+			assert.Equal(t, tc.errs, errs)
+		})
+	}
 }
 
 func TestDecodePayloads(t *testing.T) {
@@ -161,7 +210,7 @@ func TestDecodeJoined(t *testing.T) {
 		sensor, _ := p.Tag("sensor")
 		ps = append(ps, got{i, p.Time, sensor})
 		return nil
-	}, func(i int, err error) {
+	}, func(i int, err error, _ []byte) {
 		errs = append(errs, fmt.Sprint(i, ": ", err))
 	}))
 	assert.Equal(t, []got{{0, 1, "a"}, {1, 200, "b"}, {2, 4, "c"}, {3, 400, "d"}}, ps)

@@ -29,7 +29,7 @@ func redecode(cfg PayloadConfig, m *message, k uint32) (particle.Particle, error
 		}
 		n++
 		return nil
-	}, func(int, error) {})
+	}, func(int, error, []byte) {})
 	if err != errFound {
 		return particle.Particle{}, fmt.Errorf("mqtt: message on %s has no particle %d", m.topic, k)
 	}

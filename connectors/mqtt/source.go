@@ -625,9 +625,9 @@ func (s *Source) emit(out topology.SourceEmitter, msgs []*message) error {
 		}
 		s.stats.Emitted.Add(1)
 		return nil
-	}, func(i int, err error) {
+	}, func(_ int, err error, raw []byte) {
 		s.stats.Invalid.Add(1)
-		out.Reject(err, ok[i].payload)
+		out.Reject(err, bytes.Clone(raw))
 	})
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"bytes"
+	"cmp"
 	"io"
 	"runtime"
 	"slices"
@@ -95,7 +96,7 @@ type input struct {
 	source string
 	reader *file.Reader
 	text   io.Reader
-	prec   particle.Precision
+	dc     particle.DecoderConfig
 	// whole says that reading text does not wait for a writer (a file,
 	// not standard input): a block is read whole before it is decoded.
 	whole bool
@@ -121,17 +122,18 @@ func openInput(in Input) (input, error) {
 		}
 		return input{source: in.Path, reader: rd, offset: rd.Offset, size: rd.Size(), close: rd.Close}, nil
 	}
-	if err := (&particle.DecoderConfig{Precision: in.Format.Precision}).Validate(); err != nil {
+	dc := particle.DecoderConfig{Precision: in.Format.Precision, MaxLineLength: in.Format.MaxLineLength}
+	if err := dc.Validate(); err != nil {
 		return input{}, err
 	}
 	if in.Reader != nil {
-		return input{source: in.Path, text: in.Reader, prec: in.Format.Precision}, nil
+		return input{source: in.Path, text: in.Reader, dc: dc}, nil
 	}
 	s, err := file.OpenStream(in.Path)
 	if err != nil {
 		return input{}, err
 	}
-	return input{source: in.Path, text: s, prec: in.Format.Precision, whole: true, offset: s.Offset, size: s.Size(), close: s.Close}, nil
+	return input{source: in.Path, text: s, dc: dc, whole: true, offset: s.Offset, size: s.Size(), close: s.Close}, nil
 }
 
 // Offset returns how many bytes of in's file were read so far.
@@ -248,6 +250,9 @@ func startBlocks(in input, workers, size int, stop <-chan struct{}, wg *sync.Wai
 // until the end of the text or until stop is closed.
 func (a *readAhead) split(in input, size int, work chan<- *batch, stop <-chan struct{}) {
 	defer close(work)
+	// A block holds whole lines: a line longer than the maximum is cut,
+	// for the block's decoder to report, so that it is never held whole.
+	r := particle.LimitLines(in.text, cmp.Or(in.dc.MaxLineLength, particle.DefaultMaxLineLength))
 	var carry []byte // the start of a line, read with the block before
 	line := 1
 	for {
@@ -255,7 +260,7 @@ func (a *readAhead) split(in input, size int, work chan<- *batch, stop <-chan st
 		if !ok {
 			return
 		}
-		text, err := readBlock(in.text, append(b.text[:0], carry...), size, in.whole)
+		text, err := readBlock(r, append(b.text[:0], carry...), size, in.whole)
 		carry = carry[:0]
 		if err == nil {
 			cut := bytes.LastIndexByte(text, '\n') + 1
@@ -330,7 +335,7 @@ func readBlock(r io.Reader, text []byte, size int, whole bool) ([]byte, error) {
 // whose intern table lasts from block to block.
 func decodeBlocks(in input, work <-chan *batch, stop <-chan struct{}) {
 	// openInput validated the configuration.
-	d, _ := particle.NewDecoderBytes(nil, in.source, particle.DecoderConfig{Precision: in.prec})
+	d, _ := particle.NewDecoderBytes(nil, in.source, in.dc)
 	for b := range work {
 		select {
 		case <-stop:

@@ -39,8 +39,8 @@ func drain(a *readAhead) []string {
 
 // records returns what a file.Reader makes of the text of r, record by
 // record: the reference for the blocks.
-func records(t *testing.T, r io.Reader, prec particle.Precision) []string {
-	rd, err := file.NewReader(r, "in.lp", file.Format{Precision: prec})
+func records(t *testing.T, r io.Reader, dc particle.DecoderConfig) []string {
+	rd, err := file.NewReader(r, "in.lp", file.Format{Precision: dc.Precision, MaxLineLength: dc.MaxLineLength})
 	require.NoError(t, err)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -51,19 +51,19 @@ func records(t *testing.T, r io.Reader, prec particle.Precision) []string {
 
 // blocks returns what decoding the text of r in blocks of size bytes
 // makes of it.
-func blocks(r io.Reader, prec particle.Precision, size, workers int, whole bool) []string {
+func blocks(r io.Reader, dc particle.DecoderConfig, size, workers int, whole bool) []string {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer close(stop)
-	in := input{source: "in.lp", text: r, prec: prec, whole: whole}
+	in := input{source: "in.lp", text: r, dc: dc, whole: whole}
 	return drain(startBlocks(in, workers, size, stop, &wg))
 }
 
 // checkBlocks requires that decoding text in blocks, from several readers,
 // in blocks of several sizes and with several workers, yields the records
 // that a file.Reader yields, the positions of errors included.
-func checkBlocks(t *testing.T, text []byte, prec particle.Precision) {
+func checkBlocks(t *testing.T, text []byte, dc particle.DecoderConfig) {
 	t.Helper()
 	broken := errors.New("broken")
 	readers := []struct {
@@ -80,10 +80,10 @@ func checkBlocks(t *testing.T, text []byte, prec particle.Precision) {
 		{"no progress", func() io.Reader { return io.MultiReader(bytes.NewReader(text), emptyReader{}) }, true},
 	}
 	for _, r := range readers {
-		want := records(t, r.new(), prec)
+		want := records(t, r.new(), dc)
 		for _, size := range []int{1, 10, 100, blockSize} {
 			for _, workers := range []int{1, 3} {
-				got := blocks(r.new(), prec, size, workers, r.whole)
+				got := blocks(r.new(), dc, size, workers, r.whole)
 				require.Equal(t, want, got, "%s, blocks of %d bytes, %d workers, text %q", r.name, size, workers, text)
 			}
 		}
@@ -105,10 +105,13 @@ func TestBlocksMatchRecords(t *testing.T) {
 		"m,t=a f=1 1\r\nm f=x 2\n\n# comment\nm s=\"open\nm f=3 3\nm,a=1,a=2 f=1 4\n  m f=5 5\nm f=6 99999999999999999999\n",
 		"m s=\"" + long + "\" 1\nm f=2 2\n" + long + " f=3 3\nm f=4 4\n",
 		"m f=1 1\nm f=2 2\nm f=3 3\nm f=4",
+		"\xef\xbb\xbfm f=1 1\n\xef\xbb\xbfm f=2 2\n",
 	} {
-		checkBlocks(t, []byte(text), particle.Nanosecond)
+		checkBlocks(t, []byte(text), particle.DecoderConfig{})
 	}
-	checkBlocks(t, []byte("m f=1 1\nm f=2 9223372036854775807\nm f=3 3\n"), particle.Second)
+	checkBlocks(t, []byte("m f=1 1\nm f=2 9223372036854775807\nm f=3 3\n"), particle.DecoderConfig{Precision: particle.Second})
+	// Lines longer than the maximum, among them the last.
+	checkBlocks(t, []byte("m f=1 1\nm s=\""+long[:100]+"\" 2\nm f=3 3\nm f=4 "+long[:50]), particle.DecoderConfig{MaxLineLength: 20})
 }
 
 // FuzzBlocks checks that line protocol decoded in blocks, in parallel,
@@ -118,7 +121,7 @@ func FuzzBlocks(f *testing.F) {
 	f.Add([]byte("m,t=a f=1 1\r\nm f=x 2\n\n# comment\nm s=\"open\nm f=3 3\n"), uint8(0))
 	f.Add([]byte("m f=1 1\nm f=2 2\nm f=3 3\nm f=4"), uint8(2))
 	f.Fuzz(func(t *testing.T, text []byte, prec uint8) {
-		checkBlocks(t, text, particle.Precision(prec%4))
+		checkBlocks(t, text, particle.DecoderConfig{Precision: particle.Precision(prec % 4), MaxLineLength: 16 + int(prec)})
 	})
 }
 
