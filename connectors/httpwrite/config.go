@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/sensorstorm/sensorstorm/httpguard"
 	"github.com/sensorstorm/sensorstorm/spool"
 	"github.com/sensorstorm/sensorstorm/streamclock"
 )
@@ -58,6 +59,10 @@ type Config struct {
 	// RetryAfter is the wait a 503 asks of the client, in whole seconds
 	// (at least one). Defaults to DefaultRetryAfter.
 	RetryAfter time.Duration `yaml:"retry_after"`
+	// Limits bounds what clients may hold: the time to send a request's
+	// header and body, an idle connection's life, the connections served
+	// at a time. Defaults to httpguard's defaults.
+	Limits httpguard.Limits `yaml:",inline"`
 	// ShutdownTimeout bounds how long Run waits, after its context
 	// ended, for the requests being handled before it closes their
 	// connections. Defaults to DefaultShutdownTimeout.
@@ -109,6 +114,9 @@ func (c *Config) Validate() error {
 	}
 	if c.RetryAfter < 0 || c.ShutdownTimeout < 0 {
 		errs = append(errs, errors.New("negative retry_after or shutdown_timeout"))
+	}
+	if err := c.Limits.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := c.Spool.Validate(); err != nil {
 		errs = append(errs, err)

@@ -6,15 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
-	"net/http"
 	"net/url"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/sensorstorm/sensorstorm/acker"
+	"github.com/sensorstorm/sensorstorm/httpguard"
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/spool"
 	"github.com/sensorstorm/sensorstorm/topology"
@@ -141,18 +139,16 @@ func (s *Source) Run(ctx context.Context, out topology.SourceEmitter) error {
 	if err := s.replay(ctx); err != nil || ctx.Err() != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", s.cfg.Addr)
+	ln, err := httpguard.Listen(s.cfg.Addr, s.cfg.Limits)
 	if err != nil {
 		return fmt.Errorf("httpwrite: %w", err)
 	}
 	s.addr = ln.Addr()
-	srv := &http.Server{
-		Handler:           s.handler(),
-		ReadHeaderTimeout: 30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn),
-	}
+	srv := httpguard.NewServer(s.handler(), s.cfg.Limits, s.cfg.Logger)
 	s.cfg.Logger.Info("httpwrite: listening", "addr", s.addr.String())
+	if s.cfg.Token == "" {
+		httpguard.WarnExposed(s.cfg.Logger, "httpwrite", s.addr)
+	}
 	close(s.ready)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
