@@ -51,9 +51,11 @@ type Config struct {
 	MaxBodySize int64 `yaml:"max_body_size"`
 	// MaxInFlightBytes bounds the bytes of the bodies spooled whose
 	// particles the pipeline has not finished, which the source also
-	// keeps in memory to decode a particle again when the engine retries
-	// it: beyond it, a write is answered 503 with Retry-After (the spool
-	// is full). One body is always taken when nothing is in flight.
+	// keeps in memory as sent to decode their particles: a body counts
+	// its bytes as sent and, for gzip, also inflated, taken as they are
+	// read and decoded. Beyond it, a write is answered 503 with
+	// Retry-After (the spool is full). A body is always taken while it
+	// is the only one in flight.
 	// Defaults to DefaultMaxInFlightBytes.
 	MaxInFlightBytes int64 `yaml:"max_in_flight_bytes"`
 	// RetryAfter is the wait a 503 asks of the client, in whole seconds
