@@ -43,7 +43,9 @@ type Config struct {
 	Replay ReplayStatus
 	// Control, if set, serves POST /speed, /pause and /resume (the
 	// handler of connectors/replay); the page then shows its buttons.
-	// Without it the server changes nothing.
+	// Without it the server changes nothing. The server passes requests
+	// to it as they come: where a browser can reach the page, guard it
+	// against other origins and foreign Host names (httpguard.Protect).
 	Control http.Handler
 	// MQTT, if set, is the MQTT source whose connection the page shows.
 	MQTT *MQTT

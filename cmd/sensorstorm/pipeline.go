@@ -195,7 +195,7 @@ func firstReader(p *pipeline.Pipeline, name string) (string, bool) {
 func serveMetrics(addr string, reg *prometheus.Registry, logger *slog.Logger) (stop func(), err error) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	bound, stop, err := serveHTTP(addr, mux)
+	bound, stop, err := serveHTTP(addr, "metrics", mux, logger)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}

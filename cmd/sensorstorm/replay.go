@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/sensorstorm/sensorstorm/connectors/file"
 	replaysrc "github.com/sensorstorm/sensorstorm/connectors/replay"
+	"github.com/sensorstorm/sensorstorm/httpguard"
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/statuspage"
@@ -32,6 +34,7 @@ type replayOptions struct {
 	concat     bool
 	out        string
 	control    string
+	allowHosts stringsFlag
 	deadLetter string
 	quiet      bool
 	status     statusFlags
@@ -68,6 +71,9 @@ func replayFlags(stderr io.Writer) (*cli, *replayOptions) {
 	fs.StringVar(&o.out, "out", "-", "append output to this `FILE`; - is stdout")
 	fs.StringVar(&o.control, "control", "", "serve HTTP control on `ADDR`, such as localhost:8089: POST /speed?factor=F|max,\n"+
 		"POST /pause, POST /resume, GET /status"+addrUsage)
+	fs.Var(&o.allowHosts, "allow-host", "also take --control and --http-control requests addressed to this host `NAME`, such as\n"+
+		"replay.example.net (repeatable); IP addresses and localhost always work, other names are refused\n"+
+		"against DNS rebinding")
 	registerDeadLetter(fs, &o.deadLetter)
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar and no keys, even on a terminal")
 	o.status.register(fs, true)
@@ -181,13 +187,14 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		}).InputStream("out", topology.LateStream, topology.Global())
 	}
 
-	stopControl, err := serveControl(o.control, src, stderr)
+	control := httpguard.Protect(replaysrc.Handler(src), o.allowHosts...)
+	stopControl, err := serveControl(o.control, control, stderr, logger)
 	if err != nil {
 		return fail(exitError, err)
 	}
 	page := statuspage.Config{Topology: t, Title: "replay " + strings.Join(o.files, " "), Tap: tap, Replay: src, Logger: logger}
 	if o.status.control {
-		page.Control = replaysrc.Handler(src)
+		page.Control = control
 	}
 	stopStatus, err := serveStatus(o.status.addr, page, func(url string) { fmt.Fprintf(stderr, "replay: status page on %s\n", url) })
 	if err != nil {
@@ -216,13 +223,13 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	return sum.write(stderr, code)
 }
 
-// serveControl serves the HTTP control endpoint on addr, if not empty,
+// serveControl serves the HTTP control endpoint h on addr, if not empty,
 // and returns the function that stops it.
-func serveControl(addr string, src *replaysrc.Source, stderr io.Writer) (func(), error) {
+func serveControl(addr string, h http.Handler, stderr io.Writer, logger *slog.Logger) (func(), error) {
 	if addr == "" {
 		return func() {}, nil
 	}
-	bound, stop, err := serveHTTP(addr, replaysrc.Handler(src))
+	bound, stop, err := serveHTTP(addr, "control", h, logger)
 	if err != nil {
 		return nil, fmt.Errorf("control: %w", err)
 	}

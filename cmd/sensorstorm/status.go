@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/sensorstorm/sensorstorm/httpguard"
 	"github.com/sensorstorm/sensorstorm/metrics"
 	"github.com/sensorstorm/sensorstorm/statuspage"
 	"github.com/sensorstorm/sensorstorm/topology"
@@ -74,7 +76,7 @@ func serveStatus(addr string, cfg statuspage.Config, announce func(url string)) 
 	if err != nil {
 		return nil, err
 	}
-	bound, stopHTTP, err := serveHTTP(addr, page)
+	bound, stopHTTP, err := serveHTTP(addr, "status page", page, cfg.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("status page: %w", err)
 	}
@@ -99,14 +101,17 @@ func metricsRegistry(topo *topology.Topology, extra ...prometheus.Collector) *pr
 	return reg
 }
 
-// serveHTTP serves h on addr until the returned stop is called, and
-// returns the address it listens on.
-func serveHTTP(addr string, h http.Handler) (net.Addr, func(), error) {
-	ln, err := net.Listen("tcp", addr)
+// serveHTTP serves h, the endpoint named endpoint, on addr with
+// httpguard's limits until the returned stop is called, and returns the
+// address it listens on. Listening beyond loopback, it warns on logger:
+// none of these endpoints authenticates its clients.
+func serveHTTP(addr, endpoint string, h http.Handler, logger *slog.Logger) (net.Addr, func(), error) {
+	ln, err := httpguard.Listen(addr, httpguard.Limits{})
 	if err != nil {
 		return nil, nil, err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	httpguard.WarnExposed(logger, endpoint, ln.Addr())
+	srv := httpguard.NewServer(h, httpguard.Limits{}, logger)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -103,43 +103,11 @@ func TestStatusPageInChromium(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	stderr := &announced{url: make(chan string, 1)}
-	out := filepath.Join(t.TempDir(), "out.lp")
 	replayCtx, stopReplay := context.WithCancel(ctx)
 	defer stopReplay()
-	code := make(chan int, 1)
-	go func() {
-		code <- runIO(replayCtx, []string{"replay", "--speed", "200", "--http-addr", "127.0.0.1:0", "--http-control",
-			"--out", out, "../../testdata/library1-r1.lp"}, nil, io.Discard, stderr)
-	}()
-	var url string
-	select {
-	case url = <-stderr.url:
-	case c := <-code:
-		t.Fatalf("replay ended with %d before serving the page:\n%s", c, stderr)
-	case <-ctx.Done():
-		t.Fatalf("no status page announced:\n%s", stderr)
-	}
-
-	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(chromium), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 1100))
-	defer cancelAlloc()
-	browser, cancelBrowser := chromedp.NewContext(alloc)
-	defer cancelBrowser()
-	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		require.NoError(t, chromedp.Do(browser, steps...), what)
-	}
-	// poll waits until the page's expression is true.
-	poll := func(what, expr string) {
-		t.Helper()
-		_, err := chromedp.Run(browser, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(10*time.Second)))
-		require.NoError(t, err, what)
-	}
+	url, stderr, code := startPagedReplay(t, replayCtx, "--speed", "200")
+	browser := startChromium(t, ctx, chromium)
+	do, poll := browserSteps(t, browser)
 
 	do("open the page", chromedp.Navigate(url), chromedp.WaitVisible(`#graph [data-component="out"]`))
 
@@ -194,6 +162,59 @@ func TestStatusPageInChromium(t *testing.T) {
 
 	stopReplay()
 	require.Equal(t, exitOK, <-code, stderr.String())
+}
+
+// startPagedReplay starts a replay of the shipped recording with a
+// status page that may change it and extra flags, until ctx ends. It
+// returns the page's URL, the replay's stderr and its exit code, once
+// sent.
+func startPagedReplay(t *testing.T, ctx context.Context, extra ...string) (string, *announced, <-chan int) {
+	t.Helper()
+	stderr := &announced{url: make(chan string, 1)}
+	out := filepath.Join(t.TempDir(), "out.lp")
+	code := make(chan int, 1)
+	args := append([]string{"replay", "--http-addr", "127.0.0.1:0", "--http-control", "--out", out}, extra...)
+	go func() { code <- runIO(ctx, append(args, "../../testdata/library1-r1.lp"), nil, io.Discard, stderr) }()
+	select {
+	case url := <-stderr.url:
+		return url, stderr, code
+	case c := <-code:
+		t.Fatalf("replay ended with %d before serving the page:\n%s", c, stderr)
+	case <-ctx.Done():
+		t.Fatalf("no status page announced:\n%s", stderr)
+	}
+	return "", nil, nil
+}
+
+// startChromium starts headless Chromium, until ctx ends or the test
+// does, and returns the context of its first tab.
+func startChromium(t *testing.T, ctx context.Context, chromium string) context.Context {
+	t.Helper()
+	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx,
+		chromedp.ExecPath(chromium), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 1100))
+	t.Cleanup(cancelAlloc)
+	browser, cancelBrowser := chromedp.NewContext(alloc)
+	t.Cleanup(cancelBrowser)
+	return browser
+}
+
+// browserSteps returns do, which runs steps in the browser, and poll,
+// which waits until the page's expression is true.
+func browserSteps(t *testing.T, browser context.Context) (do func(what string, steps ...chromedp.Action[chromedp.Void]), poll func(what, expr string)) {
+	do = func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		require.NoError(t, chromedp.Do(browser, steps...), what)
+	}
+	poll = func(what, expr string) {
+		t.Helper()
+		_, err := chromedp.Run(browser, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(10*time.Second)))
+		require.NoError(t, err, what)
+	}
+	return do, poll
 }
 
 // evaluate returns the value of the page's expression.

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/sensorstorm/sensorstorm/httpguard"
 	"github.com/sensorstorm/sensorstorm/spool"
 	"github.com/sensorstorm/sensorstorm/streamclock"
 )
@@ -50,14 +51,20 @@ type Config struct {
 	MaxBodySize int64 `yaml:"max_body_size"`
 	// MaxInFlightBytes bounds the bytes of the bodies spooled whose
 	// particles the pipeline has not finished, which the source also
-	// keeps in memory to decode a particle again when the engine retries
-	// it: beyond it, a write is answered 503 with Retry-After (the spool
-	// is full). One body is always taken when nothing is in flight.
+	// keeps in memory as sent to decode their particles: a body counts
+	// its bytes as sent and, for gzip, also inflated, taken as they are
+	// read and decoded. Beyond it, a write is answered 503 with
+	// Retry-After (the spool is full). A body is always taken while it
+	// is the only one in flight.
 	// Defaults to DefaultMaxInFlightBytes.
 	MaxInFlightBytes int64 `yaml:"max_in_flight_bytes"`
 	// RetryAfter is the wait a 503 asks of the client, in whole seconds
 	// (at least one). Defaults to DefaultRetryAfter.
 	RetryAfter time.Duration `yaml:"retry_after"`
+	// Limits bounds what clients may hold: the time to send a request's
+	// header and body, an idle connection's life, the connections served
+	// at a time. Defaults to httpguard's defaults.
+	Limits httpguard.Limits `yaml:",inline"`
 	// ShutdownTimeout bounds how long Run waits, after its context
 	// ended, for the requests being handled before it closes their
 	// connections. Defaults to DefaultShutdownTimeout.
@@ -109,6 +116,9 @@ func (c *Config) Validate() error {
 	}
 	if c.RetryAfter < 0 || c.ShutdownTimeout < 0 {
 		errs = append(errs, errors.New("negative retry_after or shutdown_timeout"))
+	}
+	if err := c.Limits.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := c.Spool.Validate(); err != nil {
 		errs = append(errs, err)

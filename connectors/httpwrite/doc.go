@@ -9,7 +9,9 @@
 //	GET  /ping, GET /health                                   (clients' health checks)
 //
 // Bodies are line protocol, plain or with Content-Encoding: gzip, decoded
-// by particle.Decoder; a line without a timestamp takes the time it was
+// by particle.Decoder one line at a time: a gzip body is kept, spooled and
+// decoded as sent, never inflated whole, and its inflated bytes count
+// against Config.MaxInFlightBytes as they are decoded; a line without a timestamp takes the time it was
 // received, as InfluxDB gives it the server's. With Config.Token set, a
 // write must carry "Authorization: Token <token>"; the 1.x API also takes
 // the token as the password of Basic authentication or of the p query
@@ -36,9 +38,10 @@
 //     bucket or db, an unknown precision and a broken gzip stream are
 //     400 too, with nothing written.
 //   - 401: the token is missing or wrong.
-//   - 413: a body larger than Config.MaxBodySize after decompression.
+//   - 413: a body larger than Config.MaxBodySize after decompression;
+//     the message names the limit.
 //   - 503 with Retry-After: the spool is full (Config.MaxInFlightBytes of
-//     bodies wait for the pipeline), the process is stopping, or the
+//     bodies wait for the pipeline, or would with this one), the process is stopping, or the
 //     spool cannot be written (which also stops Run with the error).
 //     InfluxDB's clients write again after the wait.
 //

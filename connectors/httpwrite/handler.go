@@ -78,79 +78,136 @@ func (s *Source) write(w http.ResponseWriter, r *http.Request, a api) {
 		return
 	}
 	s.stats.Requests.Add(1)
-	buf := s.buffer()
-	defer s.buffers.Put(buf)
-	wr, b, err := s.accept(w, r, a, buf)
-	for _, l := range b.bad {
-		s.stats.Invalid.Add(1)
-		s.out.Reject(l.err, l.raw)
-	}
+	wr, sc, err := s.accept(w, r, a)
 	switch {
 	case err != nil:
-		s.refused(w, a, err, b.bad)
+		s.refused(w, a, err, sc.listed)
 		return
-	case len(b.bad) == 0:
+	case sc.bad == 0:
 		w.WriteHeader(http.StatusNoContent)
 	default:
 		a.respond(w, http.StatusBadRequest, fmt.Sprintf("partial write error (%d written): %d bad lines, the first %s",
-			len(b.particles), len(b.bad), position(b.bad[0].err)), b.bad)
+			sc.valid, sc.bad, position(sc.listed[0].err)), sc.listed)
 	}
 	if wr == nil {
 		return
 	}
 	_ = http.NewResponseController(w).Flush() // the answer is due now; an error is the client's
-	s.emit(wr, b.particles)
+	// accept decoded the same bytes without a read error, and a body the
+	// stopping topology did not take stays in the spool.
+	_, _ = s.emit(wr)
 }
 
-// accept checks a write request, reads and decodes its body into buf and
-// spools it. It returns the spooled write (nil when there was nothing to
-// spool) and the body, or a *requestError.
-func (s *Source) accept(w http.ResponseWriter, r *http.Request, a api, buf *bytes.Buffer) (*write, body, error) {
+// scanned is what the first pass over a body found.
+type scanned struct {
+	valid, bad int
+	listed     []badLine // the first maxListed bad lines, for the answer
+	size       int64     // the body's bytes, decompressed
+}
+
+// accept checks a write request, reads its body as sent (plain or gzip),
+// scans it line by line, dead-letters its bad lines and spools it. It
+// returns the spooled write (nil when there was nothing to spool) and
+// what the scan found, or a *requestError. The body's bytes as sent,
+// and a gzip body's bytes decompressed, are taken from the in-flight
+// bound as they are read: the write keeps that charge until its
+// particles are done.
+func (s *Source) accept(w http.ResponseWriter, r *http.Request, a api) (*write, scanned, error) {
 	if !s.authorized(r, a) {
-		return nil, body{}, refuse(http.StatusUnauthorized, "unauthorized access")
+		return nil, scanned{}, refuse(http.StatusUnauthorized, "unauthorized access")
 	}
 	if s.stopping.Load() {
-		return nil, body{}, refuse(http.StatusServiceUnavailable, "stopping: write again shortly")
+		return nil, scanned{}, refuse(http.StatusServiceUnavailable, "stopping: write again shortly")
 	}
 	source, prec, err := a.target(r.URL.Query())
 	if err != nil {
-		return nil, body{}, err
+		return nil, scanned{}, err
 	}
-	if err := s.readBody(w, r, buf); err != nil {
-		return nil, body{}, err
-	}
-	size := int64(buf.Len())
-	if !s.admit(size) {
-		return nil, body{}, refuse(http.StatusServiceUnavailable, "spool full: %d bytes in flight", s.stats.InFlightBytes.Load())
-	}
+	var charge int64
+	body, err := s.readBody(w, r, &charge)
 	recv := s.cfg.Wall.Now().UnixNano()
-	b, err := s.decode(source, prec, recv, buf.Bytes())
-	if err == nil && len(b.particles) == 0 && len(b.bad) > 0 {
-		err = refuse(http.StatusBadRequest, "no valid line: %d bad lines, the first %s", len(b.bad), position(b.bad[0].err))
+	var sc scanned
+	if err == nil {
+		sc, err = s.scan(source, prec, recv, body, &charge)
 	}
-	if err != nil || len(b.particles) == 0 {
-		s.stats.InFlightBytes.Add(-size)
-		return nil, b, err
+	if err == nil && sc.valid == 0 && sc.bad > 0 {
+		s.rejectBad(source, prec, recv, body)
+		err = refuse(http.StatusBadRequest, "no valid line: %d bad lines, the first %s", sc.bad, position(sc.listed[0].err))
+	}
+	if err != nil || sc.valid == 0 {
+		s.stats.InFlightBytes.Add(-charge)
+		return nil, sc, err
 	}
 	rec := s.buffer()
-	rec.Write(spool.AppendRecord(rec.AvailableBuffer(), spool.Record{Source: source, Received: recv, Payload: buf.Bytes()}))
+	rec.Write(spool.AppendRecord(rec.AvailableBuffer(), spool.Record{Source: source, Received: recv, Payload: body}))
 	seq, err := s.spool.Append(rec.Bytes()) // copies
 	s.buffers.Put(rec)
 	if err == nil {
 		err = s.spool.Sync()
 	}
 	if err != nil {
-		s.stats.InFlightBytes.Add(-size)
+		s.stats.InFlightBytes.Add(-charge)
 		if !errors.Is(err, spool.ErrClosed) {
 			s.fail(err)
 		}
 		// Nothing written: the client writes the body again, and its bad
 		// lines are reported then.
-		return nil, body{}, refuse(http.StatusServiceUnavailable, "spool: %v", err)
+		return nil, scanned{}, refuse(http.StatusServiceUnavailable, "spool: %v", err)
+	}
+	if sc.bad > 0 {
+		s.rejectBad(source, prec, recv, body)
 	}
 	s.stats.Accepted.Add(1)
-	s.stats.Bytes.Add(uint64(size))
-	return &write{seq: seq, source: source, prec: prec, recv: recv, body: bytes.Clone(buf.Bytes())}, b, nil
+	s.stats.Bytes.Add(uint64(sc.size))
+	return &write{seq: seq, source: source, prec: prec, recv: recv, body: body, charge: charge}, sc, nil
+}
+
+// scan makes the first pass over a body as received: it counts the valid
+// and the bad lines, keeping the first maxListed bad ones for the
+// answer. A gzip body's decompressed bytes are taken from the in-flight
+// bound into *charge as they are decoded, and refused 413 past
+// Config.MaxBodySize.
+func (s *Source) scan(source string, prec particle.Precision, recv int64, body []byte, charge *int64) (scanned, error) {
+	sc := scanned{size: int64(len(body))}
+	var m *meter
+	inflated := func(r io.Reader) io.Reader {
+		m = &meter{s: s, r: r, limit: s.cfg.MaxBodySize, charge: charge, what: " after decompression"}
+		return m
+	}
+	err := s.each(source, prec, recv, body, inflated, func(_ particle.Particle, bad *particle.DecodeError, raw []byte) bool {
+		if bad == nil {
+			sc.valid++
+			return true
+		}
+		sc.bad++
+		if len(sc.listed) < maxListed {
+			sc.listed = append(sc.listed, badLine{err: bad, raw: bytes.Clone(raw)})
+		}
+		return true
+	})
+	if m != nil {
+		sc.size = m.n
+	}
+	if err == nil {
+		return sc, nil
+	}
+	if re, ok := errors.AsType[*requestError](err); ok {
+		return scanned{}, re
+	}
+	return scanned{}, refuse(http.StatusBadRequest, "gzip: %v", err)
+}
+
+// rejectBad sends each bad line of a scanned body to the dead-letter
+// sink, counted as invalid.
+func (s *Source) rejectBad(source string, prec particle.Precision, recv int64, body []byte) {
+	// The scan read the same bytes without a read error.
+	_ = s.each(source, prec, recv, body, nil, func(_ particle.Particle, bad *particle.DecodeError, raw []byte) bool {
+		if bad != nil {
+			s.stats.Invalid.Add(1)
+			s.out.Reject(bad, bytes.Clone(raw))
+		}
+		return true
+	})
 }
 
 // refused answers a write refused, counting it by status; bad are the
@@ -235,38 +292,65 @@ func (a api) target(q url.Values) (string, particle.Precision, error) {
 	return path + "?" + kept.Encode(), prec, nil
 }
 
-// readBody reads r's body into buf, decompressing gzip, within
-// Config.MaxBodySize.
-func (s *Source) readBody(w http.ResponseWriter, r *http.Request, buf *bytes.Buffer) error {
+// readBody reads r's body as sent, plain or gzip, within
+// Config.MaxBodySize, taking its bytes from the in-flight bound into
+// *charge as they arrive.
+func (s *Source) readBody(w http.ResponseWriter, r *http.Request, charge *int64) ([]byte, error) {
 	limit := s.cfg.MaxBodySize
 	if r.ContentLength > limit {
-		return refuse(http.StatusRequestEntityTooLarge, "body of %d bytes, more than %d", r.ContentLength, limit)
+		return nil, refuse(http.StatusRequestEntityTooLarge, "body of %d bytes, more than the limit of %d bytes (max_body_size)", r.ContentLength, limit)
 	}
-	var rd io.Reader = http.MaxBytesReader(w, r.Body, limit)
-	switch enc := r.Header.Get("Content-Encoding"); enc {
-	case "", "identity":
-	case "gzip":
-		zr, err := gzip.NewReader(rd)
-		if err != nil {
-			return refuse(http.StatusBadRequest, "gzip: %v", err)
-		}
-		defer zr.Close()
-		rd = io.LimitReader(zr, limit+1)
+	enc := r.Header.Get("Content-Encoding")
+	switch enc {
+	case "", "identity", "gzip":
 	default:
-		return refuse(http.StatusUnsupportedMediaType, "content encoding %q: want gzip or identity", enc)
+		return nil, refuse(http.StatusUnsupportedMediaType, "content encoding %q: want gzip or identity", enc)
 	}
-	_, err := buf.ReadFrom(rd)
+	buf := s.buffer()
+	defer s.buffers.Put(buf)
+	_, err := buf.ReadFrom(&meter{s: s, r: http.MaxBytesReader(w, r.Body, limit), limit: limit, charge: charge})
+	if err != nil {
+		if re, ok := errors.AsType[*requestError](err); ok {
+			return nil, re
+		}
+		if errors.As(err, new(*http.MaxBytesError)) {
+			return nil, refuse(http.StatusRequestEntityTooLarge, "body larger than the limit of %d bytes (max_body_size)", limit)
+		}
+		return nil, refuse(http.StatusBadRequest, "reading the body: %v", err)
+	}
+	gz := isGzip(buf.Bytes())
 	switch {
-	case errors.As(err, new(*http.MaxBytesError)):
-		return refuse(http.StatusRequestEntityTooLarge, "body larger than %d bytes", limit)
-	case errors.Is(err, gzip.ErrHeader), errors.Is(err, gzip.ErrChecksum), errors.Is(err, io.ErrUnexpectedEOF):
-		return refuse(http.StatusBadRequest, "gzip: %v", err)
-	case err != nil:
-		return refuse(http.StatusBadRequest, "reading the body: %v", err)
-	case int64(buf.Len()) > limit:
-		return refuse(http.StatusRequestEntityTooLarge, "body larger than %d bytes", limit)
+	case enc == "gzip" && !gz:
+		return nil, refuse(http.StatusBadRequest, "gzip: %v", gzip.ErrHeader)
+	case enc != "gzip" && gz:
+		return nil, refuse(http.StatusBadRequest, "a gzip body without Content-Encoding: gzip")
 	}
-	return nil
+	return bytes.Clone(buf.Bytes()), nil
+}
+
+// meter reads a body's bytes, taking each chunk from the in-flight bound
+// into *charge: past limit bytes it fails with 413, and with 503 when the
+// bound is reached.
+type meter struct {
+	s      *Source
+	r      io.Reader
+	n      int64 // bytes read
+	limit  int64
+	charge *int64
+	what   string // said of the limit in a 413: the body is measured so
+}
+
+func (m *meter) Read(p []byte) (int, error) {
+	n, err := m.r.Read(p)
+	m.n += int64(n)
+	if m.n > m.limit {
+		return n, refuse(http.StatusRequestEntityTooLarge, "body larger than the limit of %d bytes (max_body_size)%s", m.limit, m.what)
+	}
+	if n > 0 && !m.s.admit(int64(n), *m.charge) {
+		return n, refuse(http.StatusServiceUnavailable, "spool full: %d bytes in flight", m.s.stats.InFlightBytes.Load())
+	}
+	*m.charge += int64(n)
+	return n, err
 }
 
 // lineError is one bad line in an error body.

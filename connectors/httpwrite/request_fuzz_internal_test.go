@@ -51,26 +51,37 @@ func FuzzRequest(f *testing.F) {
 				t.Fatalf("spooled name %q gives precision %v, %v; want %v", source, got, err, prec)
 			}
 		}
-		var buf bytes.Buffer
-		if err := s.readBody(httptest.NewRecorder(), req, &buf); err != nil {
+		var charge int64
+		got, err := s.readBody(httptest.NewRecorder(), req, &charge)
+		if err != nil {
 			wantStatus(t, err, http.StatusBadRequest, http.StatusRequestEntityTooLarge)
 			return
 		}
-		if !zipped && !bytes.Equal(buf.Bytes(), raw) {
-			t.Fatalf("body read as %q, sent %q", buf.Bytes(), raw)
+		if !bytes.Equal(got, body) {
+			t.Fatalf("body read as %q, sent %q", got, body)
 		}
-		b, err := s.decode("/api/v2/write?bucket=b", 0, 1, buf.Bytes())
+		sc, err := s.scan("/api/v2/write?bucket=b", 0, 1, got, &charge)
 		if err != nil {
-			t.Fatal(err)
+			wantStatus(t, err, http.StatusBadRequest, http.StatusRequestEntityTooLarge)
+			return
 		}
-		if lines := bytes.Count(buf.Bytes(), []byte("\n")) + 1; len(b.particles)+len(b.bad) > lines {
-			t.Fatalf("%d particles and %d bad lines from %d lines", len(b.particles), len(b.bad), lines)
+		if lines := bytes.Count(raw, []byte("\n")) + 1; sc.valid+sc.bad > lines {
+			t.Fatalf("%d particles and %d bad lines from %d lines", sc.valid, sc.bad, lines)
 		}
-		for _, l := range b.bad {
+		for _, l := range sc.listed {
 			if l.err.Line < 1 {
 				t.Fatalf("bad line without a position: %v", l.err)
 			}
 		}
+		// A body is charged as sent, and a gzip body also decompressed.
+		want := int64(len(body))
+		if zipped {
+			want += sc.size
+		}
+		if charge != want {
+			t.Fatalf("charged %d for a body of %d bytes, %d decompressed", charge, len(body), sc.size)
+		}
+		s.stats.InFlightBytes.Add(-charge)
 	})
 }
 

@@ -2,19 +2,18 @@ package httpwrite
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
-	"net/http"
 	"net/url"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/sensorstorm/sensorstorm/acker"
+	"github.com/sensorstorm/sensorstorm/httpguard"
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/spool"
 	"github.com/sensorstorm/sensorstorm/topology"
@@ -75,8 +74,9 @@ type Source struct {
 }
 
 // write is one body in the spool whose particles are in the pipeline. It
-// keeps the body, to decode a particle again when the engine redelivers
-// it: the particles are not kept.
+// keeps the body as received, plain or gzip, to decode its particles one
+// at a time when they are emitted and again when the engine redelivers
+// one: the particles are not kept.
 type write struct {
 	seq    uint64
 	number uint32 // in Source.inflight: its particles' message ids are MessageID(number, k)
@@ -85,6 +85,8 @@ type write struct {
 	prec   particle.Precision
 	recv   int64
 	body   []byte
+	// charge is the body's share of Stats.InFlightBytes.
+	charge int64
 	// remaining counts the particles not finished, plus one while they
 	// are being emitted.
 	remaining atomic.Int32
@@ -141,18 +143,16 @@ func (s *Source) Run(ctx context.Context, out topology.SourceEmitter) error {
 	if err := s.replay(ctx); err != nil || ctx.Err() != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", s.cfg.Addr)
+	ln, err := httpguard.Listen(s.cfg.Addr, s.cfg.Limits)
 	if err != nil {
 		return fmt.Errorf("httpwrite: %w", err)
 	}
 	s.addr = ln.Addr()
-	srv := &http.Server{
-		Handler:           s.handler(),
-		ReadHeaderTimeout: 30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn),
-	}
+	srv := httpguard.NewServer(s.handler(), s.cfg.Limits, s.cfg.Logger)
 	s.cfg.Logger.Info("httpwrite: listening", "addr", s.addr.String())
+	if s.cfg.Token == "" {
+		httpguard.WarnExposed(s.cfg.Logger, "httpwrite", s.addr)
+	}
 	close(s.ready)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -193,14 +193,14 @@ func (s *Source) replay(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("%w: record %d: %w", spool.ErrBadRecord, seq, err)
 		}
-		b, err := s.decode(r.Source, prec, r.Received, r.Payload)
-		if err != nil {
-			return err
-		}
 		s.stats.Replayed.Add(1)
-		w := &write{seq: seq, source: r.Source, prec: prec, recv: r.Received, body: bytes.Clone(r.Payload)}
-		s.stats.InFlightBytes.Add(int64(len(w.body)))
-		if !s.emit(w, b.particles) {
+		w := &write{seq: seq, source: r.Source, prec: prec, recv: r.Received, body: bytes.Clone(r.Payload), charge: int64(len(r.Payload))}
+		s.stats.InFlightBytes.Add(w.charge)
+		taken, err := s.emit(w)
+		if err != nil {
+			return fmt.Errorf("%w: record %d: %w", spool.ErrBadRecord, seq, err)
+		}
+		if !taken {
 			return ctx.Err()
 		}
 		return nil
@@ -227,29 +227,36 @@ func precisionOf(source string) (particle.Precision, error) {
 	return particle.Nanosecond, nil
 }
 
-// body is a decoded request body.
-type body struct {
-	particles []particle.Particle
-	bad       []badLine
-}
-
 // badLine is a malformed line: a *particle.DecodeError and the line.
 type badLine struct {
 	err *particle.DecodeError
 	raw []byte
 }
 
-// bodyDecoder is a line-protocol decoder whose lines without a timestamp
-// take recv, the time the body was received.
+// bodyDecoder decodes the bodies of one precision; lines without a
+// timestamp take recv, the time the body was received.
 type bodyDecoder struct {
 	dec  *particle.Decoder
+	zr   *gzip.Reader // nil until the first gzip body
 	recv int64
 }
 
-// decode decodes a body of line protocol named source (the request's path
-// and query), in which lines without a timestamp take recv. It is safe for
+// isGzip reports whether a body as received is gzip: it starts with
+// gzip's magic and method, as no line protocol does (no UTF-8 text
+// starts with 0x1f 0x8b: 0x8b is a continuation byte).
+func isGzip(b []byte) bool { return len(b) >= 3 && b[0] == 0x1f && b[1] == 0x8b && b[2] == 8 }
+
+// each decodes body, a body as received (line protocol, plain or gzip)
+// named source, whose lines without a timestamp take recv, one line at a
+// time: a gzip body is never inflated whole. It calls fn for each line,
+// with the particle and a nil *particle.DecodeError, or with the error
+// and the line's bytes (valid until fn returns) for a bad line; fn
+// returns false to stop. inflated, when not nil, wraps a gzip body's
+// decompressed stream, to meter it. each returns the error that stopped
+// the reading: a broken gzip stream, or inflated's. It is safe for
 // concurrent use: each call takes a decoder of its own from a pool.
-func (s *Source) decode(source string, prec particle.Precision, recv int64, b []byte) (body, error) {
+func (s *Source) each(source string, prec particle.Precision, recv int64, body []byte,
+	inflated func(io.Reader) io.Reader, fn func(p particle.Particle, bad *particle.DecodeError, raw []byte) bool) error {
 	bd, ok := s.decoders[prec].Get().(*bodyDecoder)
 	if !ok {
 		bd = &bodyDecoder{}
@@ -258,47 +265,77 @@ func (s *Source) decode(source string, prec particle.Precision, recv int64, b []
 			DefaultTime: func() int64 { return bd.recv },
 		})
 		if err != nil {
-			return body{}, err
+			return err
 		}
 		bd.dec = dec
 	}
 	defer s.decoders[prec].Put(bd)
 	bd.recv = recv
-	bd.dec.ResetBytes(b, source)
-	out := body{particles: make([]particle.Particle, 0, bytes.Count(b, []byte{'\n'})+1)}
+	if isGzip(body) {
+		var err error
+		if bd.zr == nil {
+			bd.zr, err = gzip.NewReader(bytes.NewReader(body))
+		} else {
+			err = bd.zr.Reset(bytes.NewReader(body))
+		}
+		if err != nil {
+			return fmt.Errorf("gzip: %w", err)
+		}
+		var r io.Reader = bd.zr
+		if inflated != nil {
+			r = inflated(r)
+		}
+		bd.dec.Reset(r, source)
+	} else {
+		bd.dec.ResetBytes(body, source)
+	}
 	for {
 		var p particle.Particle
 		err := bd.dec.Decode(&p)
-		if err == nil {
-			out.particles = append(out.particles, p)
-			continue
-		}
 		if errors.Is(err, io.EOF) {
-			return out, nil
+			return nil
 		}
-		de, ok := errors.AsType[*particle.DecodeError](err)
-		if !ok {
-			return out, fmt.Errorf("decode: %w", err) // no read errors from bytes
+		var bad *particle.DecodeError
+		if err != nil {
+			var ok bool
+			if bad, ok = errors.AsType[*particle.DecodeError](err); !ok {
+				return err
+			}
 		}
-		out.bad = append(out.bad, badLine{err: de, raw: bytes.Clone(bd.dec.Raw())})
+		if !fn(p, bad, bd.dec.Raw()) {
+			return nil
+		}
 	}
 }
 
-// emit emits a spooled body's particles. It reports false when the
-// topology did not accept one, because it is stopping: the body stays in
-// the spool, replayed at the next start.
-func (s *Source) emit(w *write, ps []particle.Particle) bool {
+// emit emits a spooled body's particles, decoding it again. It reports
+// false when the topology did not accept one, because it is stopping:
+// the body stays in the spool, replayed at the next start; and the error
+// that stopped the decoding, which a body scanned at its write never
+// has.
+func (s *Source) emit(w *write) (bool, error) {
 	w.remaining.Store(1)
 	w.number = s.inflight.Add(w)
-	for k, p := range ps {
+	var k uint32
+	taken := true
+	err := s.each(w.source, w.prec, w.recv, w.body, nil, func(p particle.Particle, bad *particle.DecodeError, _ []byte) bool {
+		if bad != nil {
+			return true // dead-lettered at the write
+		}
 		w.remaining.Add(1)
-		if err := s.out.EmitTracked(p, topology.MessageID(w.number, uint32(k))); err != nil {
+		if err := s.out.EmitTracked(p, topology.MessageID(w.number, k)); err != nil {
+			taken = false
 			return false
 		}
+		k++
 		s.stats.Emitted.Add(1)
+		return true
+	})
+	if !taken || err != nil {
+		return taken, err
 	}
 	s.finish(w)
-	return true
+	return true, nil
 }
 
 // Ack implements topology.Acknowledger.
@@ -318,19 +355,38 @@ func (s *Source) Fail(msgID uint64, _ acker.Reason, _ error) {
 }
 
 // Redeliver implements topology.Acknowledger: it decodes the particle's
-// body again, which stays in memory until all of its particles are
-// finished. The particle is the same as the first time: lines without a
-// timestamp take the receive time kept with the body.
+// body again, which stays in memory as received until all of its
+// particles are finished. The particle is the same as the first time:
+// lines without a timestamp take the receive time kept with the body.
 func (s *Source) Redeliver(msgID uint64) (particle.Particle, error) {
 	w, ok := s.inflight.Get(msgID)
 	if !ok {
 		return particle.Particle{}, fmt.Errorf("httpwrite: no body in flight for particle %#x", msgID)
 	}
-	b, err := s.decode(w.source, w.prec, w.recv, w.body)
-	if k := topology.MessagePlace(msgID); err == nil && int(k) < len(b.particles) {
-		return b.particles[k], nil
+	k := topology.MessagePlace(msgID)
+	var (
+		got   particle.Particle
+		found bool
+		i     uint32
+	)
+	err := s.each(w.source, w.prec, w.recv, w.body, nil, func(p particle.Particle, bad *particle.DecodeError, _ []byte) bool {
+		if bad != nil {
+			return true
+		}
+		if i == k {
+			got, found = p, true
+			return false
+		}
+		i++
+		return true
+	})
+	switch {
+	case found:
+		return got, nil
+	case err != nil:
+		return particle.Particle{}, fmt.Errorf("httpwrite: body of %s: %w", w.source, err)
 	}
-	return particle.Particle{}, fmt.Errorf("httpwrite: body of %s has no particle %d: %v", w.source, topology.MessagePlace(msgID), err)
+	return particle.Particle{}, fmt.Errorf("httpwrite: body of %s has no particle %d", w.source, k)
 }
 
 // finish marks a body complete in the spool once all its particles are
@@ -341,16 +397,17 @@ func (s *Source) finish(w *write) {
 	}
 	s.inflight.Remove(w.number)
 	s.stats.Completed.Add(1)
-	s.stats.InFlightBytes.Add(-int64(len(w.body)))
+	s.stats.InFlightBytes.Add(-w.charge)
 	s.spool.Complete(w.seq)
 }
 
-// admit takes n bytes of the in-flight bound, reporting false when they
-// do not fit. One body is always let through when nothing is in flight.
-func (s *Source) admit(n int64) bool {
+// admit takes n more bytes of the in-flight bound for a body that holds
+// own bytes of it already, reporting false when they do not fit. A body
+// is always let through while it is the only one in flight.
+func (s *Source) admit(n, own int64) bool {
 	for {
 		cur := s.stats.InFlightBytes.Load()
-		if cur > 0 && cur+n > s.cfg.MaxInFlightBytes {
+		if cur != own && cur+n > s.cfg.MaxInFlightBytes {
 			return false
 		}
 		if s.stats.InFlightBytes.CompareAndSwap(cur, cur+n) {

@@ -165,6 +165,10 @@ func (c *conn) setUp(up bool) {
 // for good.
 func (c *conn) supervise(ctx context.Context) error {
 	log := c.cfg.Logger.With("client_id", c.cfg.ClientID)
+	if c.cfg.TLS.InsecureSkipVerify {
+		log.Warn("mqtt: TLS certificate verification is off (--tls-insecure, insecure_skip_verify): anyone on the path to the broker can read and change the traffic",
+			"brokers", c.cfg.Brokers)
+	}
 	b := &backoff.ExponentialBackOff{InitialInterval: c.cfg.ReconnectWait, Multiplier: 2, MaxInterval: c.cfg.MaxReconnectInterval}
 	short := 0 // connections in a row lost soon after being made
 	for attempt := 1; ; attempt++ {
@@ -173,6 +177,11 @@ func (c *conn) supervise(ctx context.Context) error {
 			return nil
 		}
 		if err != nil {
+			if broker := c.counters.broker.Load(); broker != nil {
+				if mm := tlsMismatch(ctx, *broker, err, &net.Dialer{Timeout: c.cfg.ConnectTimeout}); mm != nil {
+					err = mm
+				}
+			}
 			if permanent(err) {
 				err = &ConnectError{Brokers: c.cfg.Brokers, ClientID: c.cfg.ClientID, Err: err}
 				log.Error("mqtt: connection refused, not retrying", "err", err)
@@ -254,11 +263,13 @@ func sleep(ctx context.Context, d time.Duration) bool {
 
 // permanent reports whether a failed connection attempt would fail again
 // the same way: the broker refused the client (bad credentials, not
-// authorized, client id rejected, protocol version), or TLS found the
-// broker's certificate untrusted or the broker rejected the client's.
+// authorized, client id rejected, protocol version), TLS found the
+// broker's certificate untrusted or the broker rejected the client's, or
+// the broker URL and the broker's port disagree on TLS.
 // An unreachable or unavailable broker is worth retrying.
 func permanent(err error) bool {
 	for _, refused := range []error{
+		ErrTLSMismatch,
 		packets.ErrorRefusedBadProtocolVersion, packets.ErrorRefusedIDRejected,
 		packets.ErrorRefusedBadUsernameOrPassword, packets.ErrorRefusedNotAuthorised,
 	} {

@@ -101,12 +101,14 @@ func TestConnectUnknownHost(t *testing.T) {
 
 // TestConnectRefused makes connections that retrying cannot fix: the
 // source's Run returns a *ConnectError after one attempt, saying why.
+// TLS against a plain port, or plain MQTT against a TLS port, is one.
 func TestConnectRefused(t *testing.T) {
 	users := mosquittotest.Start(t, mosquittotest.Config{Users: map[string]string{"alice": "secret"}})
 	secure := mosquittotest.Start(t, mosquittotest.Config{TLS: true})
 	for _, tc := range []struct {
 		name   string
 		broker *mosquittotest.Broker
+		url    string // defaults to the broker's
 		conf   func(*mqtt.Config)
 		is     error
 		reason string
@@ -132,10 +134,28 @@ func TestConnectRefused(t *testing.T) {
 		broker: secure,
 		conf:   func(c *mqtt.Config) { c.TLS.CAFile, c.TLS.ServerName = secure.CAFile(), "broker.example" },
 		reason: "not broker.example",
+	}, {
+		name:   "TLS to a plain port",
+		broker: users,
+		url:    "ssl://" + users.Addr(),
+		conf:   func(c *mqtt.Config) { c.TLS.CAFile = secure.CAFile() },
+		reason: "its port speaks plain MQTT; use tcp://" + users.Addr(),
+		is:     mqtt.ErrTLSMismatch,
+	}, {
+		name:   "plain MQTT to a TLS port",
+		broker: secure,
+		url:    "tcp://" + secure.Addr(),
+		conf:   func(*mqtt.Config) {},
+		reason: "speaks TLS: use ssl://" + secure.Addr(),
+		is:     mqtt.ErrTLSMismatch,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			logger, log := logged()
-			cfg := sourceConfig(tc.broker.URL(), "refused", t.TempDir())
+			url := tc.url
+			if url == "" {
+				url = tc.broker.URL()
+			}
+			cfg := sourceConfig(url, "refused", t.TempDir())
 			cfg.Logger, cfg.ReconnectWait = logger, 10*time.Millisecond
 			tc.conf(&cfg)
 			src, err := mqtt.NewSource(cfg)
@@ -157,14 +177,33 @@ func TestConnectRefused(t *testing.T) {
 	}
 }
 
-// TestTLS connects to a TLS broker whose authority is given.
+// TestTLS connects to a TLS broker whose authority is given, and to one
+// whose certificate is not checked, which it warns of once.
 func TestTLS(t *testing.T) {
 	broker := mosquittotest.Start(t, mosquittotest.Config{TLS: true})
-	cfg := sourceConfig(broker.URL(), "tls", t.TempDir())
-	cfg.TLS.CAFile = broker.CAFile()
-	rec := &recorder{}
-	p := startPipeline(t, cfg, rec, 0, 1)
-	waitFor(t, 10*time.Second, "first connection", func() bool { return p.src.Stats().Connects.Load() > 0 })
+	const warning = `level=WARN msg="mqtt: TLS certificate verification is off`
+	for _, tc := range []struct {
+		name     string
+		insecure bool
+	}{{"authority given", false}, {"not verified", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			logger, log := logged()
+			cfg := sourceConfig(broker.URL(), "tls", t.TempDir())
+			cfg.Logger = logger
+			if tc.insecure {
+				cfg.TLS.InsecureSkipVerify = true
+			} else {
+				cfg.TLS.CAFile = broker.CAFile()
+			}
+			p := startPipeline(t, cfg, &recorder{}, 0, 1)
+			waitFor(t, 10*time.Second, "first connection", func() bool { return p.src.Stats().Connects.Load() > 0 })
+			want := 0
+			if tc.insecure {
+				want = 1
+			}
+			assert.Equal(t, want, strings.Count(log.String(), warning))
+		})
+	}
 }
 
 // TestBrokerURL rejects at validation the URLs paho could never connect

@@ -20,6 +20,11 @@ var (
 	// ConnConfig.MaxTakeovers times in a row: another client is using
 	// the same client id.
 	ErrTakeover = errors.New("mqtt: session taken over again and again")
+	// ErrTLSMismatch is wrapped by the *ConnectError of a client whose
+	// broker URL says TLS (ssl://) where the broker's port speaks plain
+	// MQTT, or the reverse: the broker only resets the connection, and
+	// retrying cannot change that.
+	ErrTLSMismatch = errors.New("mqtt: TLS and plain MQTT mixed up")
 	// ErrNoTopic is returned for a source config without topic filters.
 	ErrNoTopic = errors.New("mqtt: no topic filter")
 	// ErrNoStateDir is returned for a source in ModeSpool without a
@@ -54,9 +59,11 @@ var (
 // ConnectError reports why a client stopped connecting: the broker
 // refused it (bad credentials, not authorized, client id rejected), TLS
 // found the broker's certificate untrusted or the broker rejected the
-// client's, or its session was taken over ConnConfig.MaxTakeovers times.
-// Retrying cannot fix any of these. Err is paho's error, a
-// *tls.CertificateVerificationError, or wraps ErrTakeover.
+// client's, the broker URL and the broker's port disagree on TLS, or its
+// session was taken over ConnConfig.MaxTakeovers times. Retrying cannot
+// fix any of these. Err is paho's error, a
+// *tls.CertificateVerificationError, or wraps ErrTLSMismatch or
+// ErrTakeover.
 type ConnectError struct {
 	Brokers  []string
 	ClientID string
