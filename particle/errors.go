@@ -44,8 +44,9 @@ type DecodeError struct {
 	// when the error concerns the whole line.
 	Column int
 	// Err is the cause: line protocol's syntax error, ErrValueOutOfRange,
-	// ErrNoTime, ErrDuplicateTag, ErrDuplicateField or
-	// ErrUnterminatedString.
+	// ErrNoTime, ErrDuplicateTag, ErrDuplicateField,
+	// ErrUnterminatedString, or, where a source checked what it decoded,
+	// the error of CheckEncodable.
 	Err error
 }
 

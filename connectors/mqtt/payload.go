@@ -85,7 +85,12 @@ func (d *decoder) decode(msgs []*message, emit func(i int, p particle.Particle) 
 			d.recv = m.recv
 			tags := d.topicTags(m.topic)
 			err := d.decodeJSON(m.topic, m.payload, func(p particle.Particle) error {
-				return emit(i, withTags(p, tags))
+				p = withTags(p, tags)
+				if err := particle.CheckEncodable(&p); err != nil {
+					reject(i, &particle.DecodeError{Source: m.topic, Line: 1, Err: err})
+					return nil
+				}
+				return emit(i, p)
 			}, func(err error) { reject(i, err) })
 			if err != nil {
 				return err
@@ -144,6 +149,12 @@ func (d *decoder) decodeLines(msgs []*message, off int, emit func(int, particle.
 		}
 		if d.tmpl != nil {
 			p = withTags(p, d.tags[i])
+		}
+		// A topic's tags, for one, may be what line protocol cannot
+		// hold: rejected here, before the message is acknowledged.
+		if err := particle.CheckEncodable(&p); err != nil {
+			reject(off+i, &particle.DecodeError{Source: msgs[i].topic, Line: d.lp.Line() - d.starts[i] + 1, Err: err})
+			continue
 		}
 		if err := emit(off+i, p); err != nil {
 			return err
