@@ -444,6 +444,7 @@ func (b *boltInstance) failInput(ctx context.Context, env *envelope, err error) 
 		reason = acker.Panic
 	}
 	if !env.tracked {
+		b.stats.DeadLettered.Add(1)
 		p := env.p
 		b.topo.deadLetter(DeadLetter{Component: b.name, Instance: b.index, Reason: reason.String(), Err: err, Particle: &p})
 		return

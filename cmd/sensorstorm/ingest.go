@@ -53,7 +53,9 @@ Subscribes to MQTT topics, or serves InfluxDB's write API (POST
 /api/v2/write and /write) on --http-write, or both, aligns the readings in
 a synchronization buffer and appends them as line protocol to --out.
 SIGINT or SIGTERM drains and stops; the last line on stderr is
-  summary: read=N emitted=N late=N invalid=N skipped=N outside=N duplicates=N
+  summary: read=N emitted=N late=N invalid=N skipped=N outside=N duplicates=N refused=N
+where read = emitted + late + invalid + skipped + outside + duplicates, and
+refused counts the emitted readings dead-lettered as failed.
 `
 
 func (f *ingestFlags) register(fs *flag.FlagSet) {
@@ -253,9 +255,6 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 		fmt.Fprintf(stderr, "ingest: messages=%d written=%d replayed=%d redelivered=%d acked=%d failed=%d reconnects=%d elapsed=%s\n",
 			st.Received.Load(), out.Written(), st.Replayed.Load(), st.Redelivered.Load(), st.Acked.Load(), st.Failed.Load(),
 			max(int64(st.Connects.Load())-1, 0), elapsed)
-		emitted += st.Emitted.Load()
-		sum.Read += st.Emitted.Load() + st.Invalid.Load()
-		sum.Invalid += st.Invalid.Load()
 	}
 	if hsrc != nil {
 		closeErrs = append(closeErrs, hsrc.Close())
@@ -263,10 +262,13 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 		fmt.Fprintf(stderr, "ingest: http requests=%d accepted=%d bytes=%d points=%d invalid=%d replayed=%d refused=%d written=%d elapsed=%s\n",
 			st.Requests.Load(), st.Accepted.Load(), st.Bytes.Load(), st.Emitted.Load(), st.Invalid.Load(), st.Replayed.Load(),
 			st.BadRequests.Load()+st.Unauthorized.Load()+st.TooLarge.Load()+st.Unavailable.Load(), out.Written(), elapsed)
-		emitted += st.Emitted.Load()
-		sum.Read += st.Emitted.Load() + st.Invalid.Load()
-		sum.Invalid += st.Invalid.Load()
 	}
+	for _, in := range inputs {
+		// The engine's count: it rejects particles beyond the future bound
+		// that the source counted as emitted.
+		emitted += sum.addSource(t.Stats(in))
+	}
+	sum.addRefused(t.Stats, t.Components())
 	code := exitOK
 	err = errors.Join(closeErrs...)
 	if errors.Is(err, context.Canceled) {

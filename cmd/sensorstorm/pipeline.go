@@ -23,9 +23,10 @@ const runUsage = `usage: sensorstorm run [flags] PIPELINE.yaml
 Runs a pipeline file until its sources end (recordings) or until SIGINT or
 SIGTERM (MQTT feeds), then writes what each component did and, last on
 stderr, a summary of the records the sources read:
-  summary: read=N emitted=N late=N invalid=N skipped=N outside=N duplicates=N
+  summary: read=N emitted=N late=N invalid=N skipped=N outside=N duplicates=N refused=N
 where read = emitted + late + invalid + skipped + outside + duplicates,
-late, invalid and duplicates counted at the first bolt reading each source.
+late, invalid and duplicates counted at the first bolt reading each source,
+and refused counts the emitted records dead-lettered as failed.
 It exits 1 if every record read was invalid.
 
 With --cluster, the first SIGINT or SIGTERM makes the worker hand its share
@@ -146,10 +147,7 @@ func pipelineSummary(p *pipeline.Pipeline, topo *pipeline.Built) summary {
 	first := map[string]bool{}
 	emitted := map[string]uint64{}
 	for _, src := range p.Sources {
-		s := topo.Stats(src.Name)
-		out, invalid := s.Out.Load(), s.Invalid.Load()
-		sum.Read += out + invalid
-		sum.Invalid += invalid
+		out := sum.addSource(topo.Stats(src.Name))
 		if st, ok := topo.ReplayStatus(src.Name); ok {
 			sum.Read += st.Skipped + st.Outside
 			sum.Skipped += st.Skipped
@@ -162,6 +160,7 @@ func pipelineSummary(p *pipeline.Pipeline, topo *pipeline.Built) summary {
 			sum.Emitted += out
 		}
 	}
+	sum.addRefused(topo.Stats, topo.Components())
 	for _, b := range p.Bolts {
 		if !first[b.Name] {
 			continue

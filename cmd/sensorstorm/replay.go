@@ -44,8 +44,9 @@ const replayUsage = `usage: sensorstorm replay [flags] FILE...
 Replays recordings (line protocol, plain or gzip, or delimited text) merged
 by event time, paced at --speed, and writes the particles as line protocol
 in event-time order. FILE - is standard input. It ends with this line on
-stderr, where read = emitted + late + invalid + skipped + outside + duplicates:
-  summary: read=N emitted=N late=N invalid=N skipped=N outside=N duplicates=N
+stderr, where read = emitted + late + invalid + skipped + outside + duplicates
+and refused counts the emitted particles dead-lettered as failed:
+  summary: read=N emitted=N late=N invalid=N skipped=N outside=N duplicates=N refused=N
 and exits 1 if every record read was invalid. On a terminal it shows
 progress, and keys change the replay:
   + faster (x2), - slower (/2), space pause/resume, m max, 1 real time, q quit
@@ -213,6 +214,7 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	sum := summary{Read: st.Read, Invalid: st.Invalid, Skipped: st.Skipped, Outside: st.Outside}
 	sum.addBolt(st.Emitted, t.Stats("out"))
+	sum.addRefused(t.Stats, t.Components())
 	return sum.write(stderr, code)
 }
 
