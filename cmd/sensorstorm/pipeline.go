@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -102,6 +103,7 @@ func runPipeline(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if t, ok := opts.Transport.(*jetstreamedge.Transport); ok {
 		extra = append(extra, jetstreamedge.NewCollector(t.Stats()))
 	}
+	extra = append(extra, postgresCollectors(p, topo)...)
 	reg := metricsRegistry(topo.Topology, extra...)
 	if *metricsAddr != "" {
 		stop, err := serveMetrics(*metricsAddr, reg, logger)
@@ -169,12 +171,34 @@ func pipelineSummary(p *pipeline.Pipeline, topo *pipeline.Built) summary {
 		sum.addBolt(emitted[b.Name], s)
 		if b.Op == "dedup" {
 			// A dedup operation emits each particle it keeps.
-			d := s.Processed.Load() - min(s.Processed.Load(), s.Out.Load())
-			sum.Duplicates += d
-			sum.Emitted -= min(sum.Emitted, d)
+			sum.duplicates(s.Processed.Load() - min(s.Processed.Load(), s.Out.Load()))
+		}
+		if st, ok := topo.PostgresStats(b.Name); ok {
+			// Points that changed nothing in the table were read before.
+			sum.duplicates(st.Duplicates.Load())
 		}
 	}
 	return sum
+}
+
+// postgresCollectors returns the counters of the pipeline's PostgreSQL
+// sinks, as sensorstorm_postgres_points_total by component and result.
+func postgresCollectors(p *pipeline.Pipeline, topo *pipeline.Built) []prometheus.Collector {
+	var cs []prometheus.Collector
+	for _, b := range p.Bolts {
+		st, ok := topo.PostgresStats(b.Name)
+		if !ok {
+			continue
+		}
+		for result, n := range map[string]*atomic.Uint64{"written": &st.Written, "merged": &st.Merged, "duplicate": &st.Duplicates, "rejected": &st.Rejected} {
+			cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name:        "sensorstorm_postgres_points_total",
+				Help:        "Points a PostgreSQL sink wrote as new rows, merged into a row, dropped as duplicates (they changed nothing) or rejected.",
+				ConstLabels: prometheus.Labels{"component": b.Name, "result": result},
+			}, func() float64 { return float64(n.Load()) }))
+		}
+	}
+	return cs
 }
 
 // firstReader returns the first bolt of p, in file order, reading the

@@ -31,7 +31,8 @@ type summary struct {
 	// Skipped counts records without a value (every one missing);
 	// Outside records outside the replay's --from/--to range.
 	Skipped, Outside uint64
-	// Duplicates counts particles a dedup operation dropped.
+	// Duplicates counts particles a dedup operation dropped, and points
+	// a PostgreSQL sink dropped because they changed nothing in its table.
 	Duplicates uint64
 	// Refused counts the particles dead-lettered as failed: trees given
 	// up on, untracked inputs an operation failed.
@@ -77,6 +78,12 @@ func (s *summary) addRefused(stats func(string) *topology.ComponentStats, compon
 	for _, name := range components {
 		s.Refused += stats(name).DeadLettered.Load()
 	}
+}
+
+// duplicates counts n particles emitted as duplicates dropped.
+func (s *summary) duplicates(n uint64) {
+	s.Duplicates += n
+	s.Emitted -= min(s.Emitted, n)
 }
 
 // addBolt counts what a bolt that sources feed did with the particles
