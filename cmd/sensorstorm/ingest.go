@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sensorstorm/sensorstorm/connectors/file"
 	"github.com/sensorstorm/sensorstorm/connectors/httpwrite"
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt"
 	"github.com/sensorstorm/sensorstorm/operation"
@@ -144,6 +145,26 @@ func ingest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
+// unwrittenAdvice says what becomes of the readings ingest stopped
+// without writing, whose messages it did not acknowledge.
+func unwrittenAdvice(f *ingestFlags) string {
+	var where []string
+	if len(f.src.Brokers) > 0 {
+		switch f.src.Mode {
+		case mqtt.ModeSpool:
+			where = append(where, "their MQTT messages stay in the spool in "+f.src.StateDir+" for the next start")
+		case mqtt.ModeTree:
+			where = append(where, "the broker delivers their MQTT messages again at the next start")
+		default:
+			where = append(where, "their MQTT messages were acknowledged on receipt (--mode receipt): lost")
+		}
+	}
+	if f.http.Addr != "" {
+		where = append(where, "their HTTP writes stay in the spool in "+f.http.StateDir+" for the next start")
+	}
+	return "readings not written: " + strings.Join(where, "; ")
+}
+
 func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, logger *slog.Logger) (int, error) {
 	// A connection refused for good, by the source or the publishing
 	// sink, stops the run with its error.
@@ -173,7 +194,7 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 			return exitUsage, err
 		}
 	}
-	out, err := openSink(f.out, stdout, f.src.Payload.Precision)
+	out, err := openSink(f.out, stdout, f.src.Payload.Precision, logger)
 	if err != nil {
 		return exitError, err
 	}
@@ -227,7 +248,7 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 			return exitError, err
 		}
 		path := filepath.Join(f.record, "ingest-"+time.Now().UTC().Format("20060102T150405Z")+".lp")
-		rec, err := openSink(path, nil, particle.Nanosecond)
+		rec, err := openSink(path, nil, particle.Nanosecond, logger)
 		if err != nil {
 			return exitError, err
 		}
@@ -277,6 +298,9 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 	var refused *mqtt.ConnectError
 	if cause := context.Cause(ctx); errors.As(cause, &refused) {
 		err = cause
+	}
+	if we, ok := errors.AsType[*file.WriteError](err); ok && we.Unwritten > 0 {
+		err = fmt.Errorf("%w\n%s", err, unwrittenAdvice(f))
 	}
 	if _, ok := errors.AsType[*spool.CorruptError](err); ok {
 		err = fmt.Errorf("%w\nthe spool in %s is damaged; start with --spool-repair to go on without the messages lost", err, f.src.StateDir)

@@ -143,21 +143,21 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			return fail(exitError, err)
 		}
 	}
-	out, err := openSink(o.out, stdout, o.format.precision)
+	term := newTerminal(stderr, o.quiet, slices.Contains(o.files, "-"))
+	logger, logs := c.log.logger(term.logWriter())
+	out, err := openSink(o.out, stdout, o.format.precision, logger)
 	if err != nil {
 		return fail(exitError, err)
 	}
 	var late *file.Sink
 	if o.late == syncbuffer.LateSide {
-		if late, err = openSink(o.lateOut, stdout, o.format.precision); err != nil {
+		if late, err = openSink(o.lateOut, stdout, o.format.precision, logger); err != nil {
 			return fail(exitError, err)
 		}
 	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	term := newTerminal(stderr, o.quiet, slices.Contains(o.files, "-"))
-	logger, logs := c.log.logger(term.logWriter())
 	dead, err := openDeadLetters(o.deadLetter, logger)
 	if err != nil {
 		return fail(exitError, err)
@@ -232,11 +232,12 @@ func serveControl(addr string, src *replaysrc.Source, stderr io.Writer) (func(),
 	return stop, nil
 }
 
-// openSink returns a file sink appending to path, created when missing;
-// "-" is stdout, which the sink leaves open.
-func openSink(path string, stdout io.Writer, prec particle.Precision) (*file.Sink, error) {
+// openSink returns a file sink appending to path, created when missing,
+// after cutting a torn last line off, which it logs; "-" is stdout, which
+// the sink leaves open.
+func openSink(path string, stdout io.Writer, prec particle.Precision, logger *slog.Logger) (*file.Sink, error) {
 	if path == "-" || path == "" {
 		return file.NewSink(stdout, prec), nil
 	}
-	return file.OpenSink(path, file.SinkConfig{Precision: prec, Append: true})
+	return file.OpenSink(path, file.SinkConfig{Precision: prec, Append: true, Logger: logger})
 }
