@@ -59,7 +59,7 @@ func New(topo *topology.Topology, now func() time.Time) *Collector {
 		acked:         desc("acked_total", "Trees of the source that completed.", comp...),
 		failed:        desc("failed_total", "Failed attempts of the source's trees, by reason.", "component", "reason"),
 		replayed:      desc("replayed_total", "Particles the source emitted again after a failure.", comp...),
-		dead:          desc("dead_letters_total", "Particles of the source given up on and dead-lettered.", comp...),
+		dead:          desc("dead_letters_total", "Particles given up on and dead-lettered: a source's trees, a bolt's untracked inputs its operation failed.", comp...),
 		pending:       desc("pending_trees", "Trees not finished yet."),
 		stale:         desc("stale_acks_total", "Acks and fails for trees that had already finished."),
 	}

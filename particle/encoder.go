@@ -62,40 +62,67 @@ func (e *Encoder) Encode(p *Particle) error {
 	return nil
 }
 
+// CheckEncodable returns the error Encode would return for p, without
+// encoding it. Sources call it where a particle enters, so that one line
+// protocol cannot hold is rejected there, with its position and payload,
+// before it is acknowledged, rather than failed later by a sink.
+func CheckEncodable(p *Particle) error {
+	// Encoding into a scratch buffer applies exactly Encode's rules; the
+	// buffer stays on the stack for all but long lines.
+	var (
+		scratch [512]byte
+		tags    []Tag
+	)
+	_, err := encodeLine(scratch[:0], p, &tags, 1)
+	return err
+}
+
 // precisionUnits holds the nanoseconds in a unit of each Precision.
 var precisionUnits = [...]int64{Nanosecond: 1, Microsecond: 1e3, Millisecond: 1e6, Second: 1e9}
 
 func (e *Encoder) encode(p *Particle) error {
+	if !e.prec.valid() {
+		return fmt.Errorf("particle: encode: %w %d", ErrUnknownPrecision, e.prec)
+	}
+	b, err := encodeLine(e.buf, p, &e.tags, precisionUnits[e.prec])
+	if err != nil {
+		return err
+	}
+	e.buf = b
+	return nil
+}
+
+// encodeLine appends the line of p to b, with its timestamp in units of
+// unit nanoseconds, or reports why line protocol cannot hold p. Unsorted
+// tags are sorted in *sorted, reused between calls.
+func encodeLine(b []byte, p *Particle, sorted *[]Tag, unit int64) ([]byte, error) {
 	switch {
 	case p.Meta != nil:
-		return ErrMetaParticle
+		return nil, ErrMetaParticle
 	case len(p.Fields) == 0:
-		return ErrNoFields
-	case !e.prec.valid():
-		return fmt.Errorf("particle: encode: %w %d", ErrUnknownPrecision, e.prec)
+		return nil, ErrNoFields
 	case strings.HasPrefix(p.Measurement, "#"):
-		return fmt.Errorf("particle: encode: measurement %q starts with '#', which would make a comment line", p.Measurement)
+		return nil, fmt.Errorf("particle: encode: measurement %q starts with '#', which would make a comment line", p.Measurement)
 	}
 	// Values are checked first, so that a bad value is reported before a
 	// bad name, as the line-protocol encoder, which takes values ready
 	// made, would.
 	for _, f := range p.Fields {
 		if err := checkValue(f.Value); err != nil {
-			return fmt.Errorf("particle: encode: field %q: %w", f.Key, err)
+			return nil, fmt.Errorf("particle: encode: field %q: %w", f.Key, err)
 		}
 	}
 	tags := p.Tags
 	if !slices.IsSortedFunc(tags, compareTags) {
-		e.tags = append(e.tags[:0], tags...)
-		slices.SortFunc(e.tags, compareTags)
-		tags = e.tags
+		*sorted = append((*sorted)[:0], tags...)
+		slices.SortFunc(*sorted, compareTags)
+		tags = *sorted
 	}
-	b, err := appendLine(e.buf, p, tags, precisionUnits[e.prec])
+	b, err := appendLine(b, p, tags, unit)
 	if err != nil {
-		return fmt.Errorf("particle: encode: %w", err)
+		return nil, fmt.Errorf("particle: encode: %w", err)
 	}
-	e.buf = b
-	return nil
+	return b, nil
 }
 
 // appendLine appends the line of p, with its tags sorted as given and its

@@ -100,7 +100,7 @@ func anyValueGen() *rapid.Generator[particle.Value] {
 
 // TestEncoderMatchesLineProtocol checks that Encoder writes what line
 // protocol's own encoder writes, and fails where it fails, with the same
-// error, for any particle, valid or not.
+// error, for any particle, valid or not; CheckEncodable fails alike.
 func TestEncoderMatchesLineProtocol(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		prec := rapid.SampledFrom([]particle.Precision{particle.Nanosecond, particle.Microsecond, particle.Millisecond, particle.Second}).Draw(t, "precision")
@@ -118,12 +118,23 @@ func TestEncoderMatchesLineProtocol(t *testing.T) {
 		var e particle.Encoder
 		e.SetPrecision(prec)
 		err := e.Encode(&p)
+		checkErr := particle.CheckEncodable(&p)
 		if wantErr != nil {
 			require.EqualError(t, err, wantErr.Error())
+			require.EqualError(t, checkErr, wantErr.Error())
 			require.Empty(t, e.Bytes())
 			return
 		}
 		require.NoError(t, err)
+		require.NoError(t, checkErr)
 		require.Equal(t, string(want), string(e.Bytes()))
 	})
+}
+
+// TestCheckEncodableAllocatesNothing checks that checking a particle of a
+// usual size costs no allocation: sources check every particle.
+func TestCheckEncodableAllocatesNothing(t *testing.T) {
+	p := particle.Particle{Measurement: "env", Tags: []particle.Tag{{Key: "room", Value: "a"}},
+		Fields: []particle.Field{{Key: "temp", Value: particle.Float(21.5)}, {Key: "hum", Value: particle.Int(40)}}}
+	require.Zero(t, testing.AllocsPerRun(100, func() { _ = particle.CheckEncodable(&p) }))
 }

@@ -49,7 +49,8 @@ type DecodeError struct {
 	Column int
 	// Err is the cause: line protocol's syntax error, ErrValueOutOfRange,
 	// ErrNoTime, ErrDuplicateTag, ErrDuplicateField,
-	// ErrUnterminatedString or ErrLineTooLong.
+	// ErrUnterminatedString or ErrLineTooLong, or, where a source checked
+	// what it decoded, the error of CheckEncodable.
 	Err error
 }
 

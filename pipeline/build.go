@@ -153,6 +153,7 @@ type Built struct {
 	// sources are closed by Run.
 	sources []io.Closer
 	replays map[string][]*replay.Source
+	tables  map[string]*postgres.Sink // the PostgreSQL sinks by bolt
 }
 
 // ReplayStatus returns the progress of the source name if it replays
@@ -172,6 +173,17 @@ func (b *Built) ReplayStatus(name string) (replay.Status, bool) {
 		sum.Outside += st.Outside
 	}
 	return sum, ok
+}
+
+// PostgresStats returns the counters of the bolt name's PostgreSQL sink,
+// and false if it has none. Its Duplicates are points the sink dropped
+// because they changed nothing in the table.
+func (b *Built) PostgresStats(name string) (*postgres.Stats, bool) {
+	t, ok := b.tables[name]
+	if !ok {
+		return nil, false
+	}
+	return t.Stats(), true
 }
 
 // Run runs the topology until its sources end (recordings) or ctx is
@@ -214,7 +226,7 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: %w", err)
 	}
-	built := &Built{Topology: topo, replays: map[string][]*replay.Source{}}
+	built := &Built{Topology: topo, replays: map[string][]*replay.Source{}, tables: map[string]*postgres.Sink{}}
 	// opened is what a failed build closes: MQTT sources (their spools)
 	// and sink files.
 	var opened []io.Closer
@@ -273,6 +285,9 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 			}
 			if c != nil {
 				opened = append(opened, c)
+			}
+			if t, ok := op.(*postgres.Sink); ok {
+				built.tables[b.Name] = t
 			}
 			// The engine closes an operation its instances share once,
 			// after the last of them.

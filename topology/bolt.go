@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"runtime/debug"
+	"sync/atomic"
 
 	"github.com/sensorstorm/sensorstorm/acker"
 	"github.com/sensorstorm/sensorstorm/metaparticle"
@@ -117,7 +118,9 @@ type boltInstance struct {
 	full bool
 	// gaveUp is set once a destination failed for good: the instance
 	// stops, acknowledging and failing nothing more.
-	gaveUp    error
+	gaveUp error
+	// failing is set while attempt retries a failing destination.
+	failing   atomic.Pointer[destinationFailure]
 	sentDrain bool
 	buffered  int64 // this instance's share of stats.Buffered
 	bytes     int64 // and of stats.BufferedBytes
@@ -444,6 +447,7 @@ func (b *boltInstance) failInput(ctx context.Context, env *envelope, err error) 
 		reason = acker.Panic
 	}
 	if !env.tracked {
+		b.stats.DeadLettered.Add(1)
 		p := env.p
 		b.topo.deadLetter(DeadLetter{Component: b.name, Instance: b.index, Reason: reason.String(), Err: err, Particle: &p})
 		return

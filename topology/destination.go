@@ -33,11 +33,22 @@ func (b *boltInstance) attempt(ctx context.Context, fn func() error) error {
 	}
 	bo.Reset()
 	start := b.topo.wallNanos()
-	b.topo.cfg.Logger.Warn("destination failing: retrying", "component", b.name, "instance", b.index, "err", err)
-	for errors.Is(err, operation.ErrDestination) {
-		if time.Duration(b.topo.wallNanos()-start) >= cfg.GiveUpAfter {
+	defer b.failing.Store(nil)
+	// Loud at the first failure, then again at a backoff of its own, so
+	// that a failure that lasts is seen however long it lasts.
+	b.topo.cfg.Logger.Error("destination failing: retrying", "component", b.name, "instance", b.index, "err", err)
+	nextLog := failingLogFirst
+	for attempts := 1; errors.Is(err, operation.ErrDestination); attempts++ {
+		elapsed := time.Duration(b.topo.wallNanos() - start)
+		b.failing.Store(&destinationFailure{failedFor: elapsed, err: err})
+		if elapsed >= cfg.GiveUpAfter {
 			b.gaveUp = fmt.Errorf("%w: bolt %s[%d] after %v: %w", ErrGaveUp, b.name, b.index, cfg.GiveUpAfter, err)
 			return b.gaveUp
+		}
+		if elapsed >= nextLog {
+			b.topo.cfg.Logger.Error("destination still failing: retrying", "component", b.name, "instance", b.index,
+				"for", elapsed.Round(time.Millisecond), "attempts", attempts, "err", err)
+			nextLog = min(2*nextLog, elapsed+failingLogMax)
 		}
 		b.stats.DestinationRetries.Add(1)
 		// Waiting for the destination is work waiting, not a lost tree.
@@ -50,6 +61,34 @@ func (b *boltInstance) attempt(ctx context.Context, fn func() error) error {
 	b.topo.cfg.Logger.Info("destination recovered", "component", b.name, "instance", b.index,
 		"after", time.Duration(b.topo.wallNanos()-start))
 	return err
+}
+
+// The backoff of the logs of a failing destination: the second comes
+// after failingLogFirst, the next ones at double the time, at most
+// failingLogMax apart.
+const (
+	failingLogFirst = 5 * time.Second
+	failingLogMax   = time.Minute
+)
+
+// destinationFailure is what an instance retrying a failing destination
+// reports when a drain times out.
+type destinationFailure struct {
+	failedFor time.Duration // how long it has failed
+	err       error
+}
+
+// failingDestinations returns, for each instance of r retrying a failing
+// destination, an error saying so, for the error of a drain that timed
+// out: the destination's failure is what it waited for.
+func (r *run) failingDestinations() []error {
+	var errs []error
+	for _, b := range r.bolts {
+		if f := b.failing.Load(); f != nil {
+			errs = append(errs, fmt.Errorf("bolt %s[%d]: destination failing for %v: %w", b.name, b.index, f.failedFor.Round(time.Millisecond), f.err))
+		}
+	}
+	return errs
 }
 
 // sleep waits d on the wall clock, or until ctx ends.

@@ -296,7 +296,11 @@ func (t *Topology) Run(ctx context.Context) error {
 		select {
 		case <-finished:
 		case <-timer.C:
-			fail(ErrDrainTimeout)
+			err := ErrDrainTimeout
+			if failing := r.failingDestinations(); len(failing) > 0 {
+				err = fmt.Errorf("%w after %v, waiting for a failing destination: %w", ErrDrainTimeout, t.cfg.DrainTimeout, errors.Join(failing...))
+			}
+			fail(err)
 			abort()
 			<-finished
 		}

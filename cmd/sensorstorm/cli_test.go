@@ -114,7 +114,7 @@ func TestReplayStdin(t *testing.T) {
 	code, stdout, stderr := runCmd(t, "m v=2 2\nm v=1 1\n", "replay", "--speed", "max", "--window", "1s", "-")
 	require.Equal(t, exitOK, code, stderr)
 	assert.Equal(t, "m v=1 1\nm v=2 2\n", stdout)
-	assert.Equal(t, "summary: read=2 emitted=2 late=0 invalid=0 skipped=0 outside=0 duplicates=0", lastLine(stderr))
+	assert.Equal(t, "summary: read=2 emitted=2 late=0 invalid=0 skipped=0 outside=0 duplicates=0 refused=0", lastLine(stderr))
 }
 
 // TestReplayUnterminatedQuote is the recording of the issue: one line with
@@ -133,7 +133,7 @@ func TestReplayUnterminatedQuote(t *testing.T) {
 	code, _, stderr := runReplay(t, "--speed", "max", "--window", "1s", path)
 	require.Equal(t, exitOK, code, stderr)
 	assert.Contains(t, stderr, path+":8730:7: particle: string field value not closed before the end of the line")
-	assert.Equal(t, "summary: read=12040 emitted=12039 late=0 invalid=1 skipped=0 outside=0 duplicates=0", lastLine(stderr))
+	assert.Equal(t, "summary: read=12040 emitted=12039 late=0 invalid=1 skipped=0 outside=0 duplicates=0 refused=0", lastLine(stderr))
 }
 
 // TestReplayAllInvalid checks that input that is all invalid fails the

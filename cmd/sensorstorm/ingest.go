@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sensorstorm/sensorstorm/connectors/file"
 	"github.com/sensorstorm/sensorstorm/connectors/httpwrite"
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt"
 	"github.com/sensorstorm/sensorstorm/operation"
@@ -53,7 +54,9 @@ Subscribes to MQTT topics, or serves InfluxDB's write API (POST
 /api/v2/write and /write) on --http-write, or both, aligns the readings in
 a synchronization buffer and appends them as line protocol to --out.
 SIGINT or SIGTERM drains and stops; the last line on stderr is
-  summary: read=N emitted=N late=N invalid=N skipped=N outside=N duplicates=N
+  summary: read=N emitted=N late=N invalid=N skipped=N outside=N duplicates=N refused=N
+where read = emitted + late + invalid + skipped + outside + duplicates, and
+refused counts the emitted readings dead-lettered as failed.
 `
 
 func (f *ingestFlags) register(fs *flag.FlagSet) {
@@ -142,6 +145,26 @@ func ingest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
+// unwrittenAdvice says what becomes of the readings ingest stopped
+// without writing, whose messages it did not acknowledge.
+func unwrittenAdvice(f *ingestFlags) string {
+	var where []string
+	if len(f.src.Brokers) > 0 {
+		switch f.src.Mode {
+		case mqtt.ModeSpool:
+			where = append(where, "their MQTT messages stay in the spool in "+f.src.StateDir+" for the next start")
+		case mqtt.ModeTree:
+			where = append(where, "the broker delivers their MQTT messages again at the next start")
+		default:
+			where = append(where, "their MQTT messages were acknowledged on receipt (--mode receipt): lost")
+		}
+	}
+	if f.http.Addr != "" {
+		where = append(where, "their HTTP writes stay in the spool in "+f.http.StateDir+" for the next start")
+	}
+	return "readings not written: " + strings.Join(where, "; ")
+}
+
 func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, logger *slog.Logger) (int, error) {
 	// A connection refused for good, by the source or the publishing
 	// sink, stops the run with its error.
@@ -171,7 +194,7 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 			return exitUsage, err
 		}
 	}
-	out, err := openSink(f.out, stdout, f.src.Payload.Precision)
+	out, err := openSink(f.out, stdout, f.src.Payload.Precision, logger)
 	if err != nil {
 		return exitError, err
 	}
@@ -225,7 +248,7 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 			return exitError, err
 		}
 		path := filepath.Join(f.record, "ingest-"+time.Now().UTC().Format("20060102T150405Z")+".lp")
-		rec, err := openSink(path, nil, particle.Nanosecond)
+		rec, err := openSink(path, nil, particle.Nanosecond, logger)
 		if err != nil {
 			return exitError, err
 		}
@@ -253,9 +276,6 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 		fmt.Fprintf(stderr, "ingest: messages=%d written=%d replayed=%d redelivered=%d acked=%d failed=%d reconnects=%d elapsed=%s\n",
 			st.Received.Load(), out.Written(), st.Replayed.Load(), st.Redelivered.Load(), st.Acked.Load(), st.Failed.Load(),
 			max(int64(st.Connects.Load())-1, 0), elapsed)
-		emitted += st.Emitted.Load()
-		sum.Read += st.Emitted.Load() + st.Invalid.Load()
-		sum.Invalid += st.Invalid.Load()
 	}
 	if hsrc != nil {
 		closeErrs = append(closeErrs, hsrc.Close())
@@ -263,10 +283,13 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 		fmt.Fprintf(stderr, "ingest: http requests=%d accepted=%d bytes=%d points=%d invalid=%d replayed=%d refused=%d written=%d elapsed=%s\n",
 			st.Requests.Load(), st.Accepted.Load(), st.Bytes.Load(), st.Emitted.Load(), st.Invalid.Load(), st.Replayed.Load(),
 			st.BadRequests.Load()+st.Unauthorized.Load()+st.TooLarge.Load()+st.Unavailable.Load(), out.Written(), elapsed)
-		emitted += st.Emitted.Load()
-		sum.Read += st.Emitted.Load() + st.Invalid.Load()
-		sum.Invalid += st.Invalid.Load()
 	}
+	for _, in := range inputs {
+		// The engine's count: it rejects particles beyond the future bound
+		// that the source counted as emitted.
+		emitted += sum.addSource(t.Stats(in))
+	}
+	sum.addRefused(t.Stats, t.Components())
 	code := exitOK
 	err = errors.Join(closeErrs...)
 	if errors.Is(err, context.Canceled) {
@@ -275,6 +298,9 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 	var refused *mqtt.ConnectError
 	if cause := context.Cause(ctx); errors.As(cause, &refused) {
 		err = cause
+	}
+	if we, ok := errors.AsType[*file.WriteError](err); ok && we.Unwritten > 0 {
+		err = fmt.Errorf("%w\n%s", err, unwrittenAdvice(f))
 	}
 	if _, ok := errors.AsType[*spool.CorruptError](err); ok {
 		err = fmt.Errorf("%w\nthe spool in %s is damaged; start with --spool-repair to go on without the messages lost", err, f.src.StateDir)

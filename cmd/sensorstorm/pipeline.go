@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,9 +24,10 @@ const runUsage = `usage: sensorstorm run [flags] PIPELINE.yaml
 Runs a pipeline file until its sources end (recordings) or until SIGINT or
 SIGTERM (MQTT feeds), then writes what each component did and, last on
 stderr, a summary of the records the sources read:
-  summary: read=N emitted=N late=N invalid=N skipped=N outside=N duplicates=N
+  summary: read=N emitted=N late=N invalid=N skipped=N outside=N duplicates=N refused=N
 where read = emitted + late + invalid + skipped + outside + duplicates,
-late, invalid and duplicates counted at the first bolt reading each source.
+late, invalid and duplicates counted at the first bolt reading each source,
+and refused counts the emitted records dead-lettered as failed.
 It exits 1 if every record read was invalid.
 
 With --cluster, the first SIGINT or SIGTERM makes the worker hand its share
@@ -101,6 +103,7 @@ func runPipeline(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if t, ok := opts.Transport.(*jetstreamedge.Transport); ok {
 		extra = append(extra, jetstreamedge.NewCollector(t.Stats()))
 	}
+	extra = append(extra, postgresCollectors(p, topo)...)
 	reg := metricsRegistry(topo.Topology, extra...)
 	if *metricsAddr != "" {
 		stop, err := serveMetrics(*metricsAddr, reg, logger)
@@ -146,10 +149,7 @@ func pipelineSummary(p *pipeline.Pipeline, topo *pipeline.Built) summary {
 	first := map[string]bool{}
 	emitted := map[string]uint64{}
 	for _, src := range p.Sources {
-		s := topo.Stats(src.Name)
-		out, invalid := s.Out.Load(), s.Invalid.Load()
-		sum.Read += out + invalid
-		sum.Invalid += invalid
+		out := sum.addSource(topo.Stats(src.Name))
 		if st, ok := topo.ReplayStatus(src.Name); ok {
 			sum.Read += st.Skipped + st.Outside
 			sum.Skipped += st.Skipped
@@ -162,6 +162,7 @@ func pipelineSummary(p *pipeline.Pipeline, topo *pipeline.Built) summary {
 			sum.Emitted += out
 		}
 	}
+	sum.addRefused(topo.Stats, topo.Components())
 	for _, b := range p.Bolts {
 		if !first[b.Name] {
 			continue
@@ -170,12 +171,34 @@ func pipelineSummary(p *pipeline.Pipeline, topo *pipeline.Built) summary {
 		sum.addBolt(emitted[b.Name], s)
 		if b.Op == "dedup" {
 			// A dedup operation emits each particle it keeps.
-			d := s.Processed.Load() - min(s.Processed.Load(), s.Out.Load())
-			sum.Duplicates += d
-			sum.Emitted -= min(sum.Emitted, d)
+			sum.duplicates(s.Processed.Load() - min(s.Processed.Load(), s.Out.Load()))
+		}
+		if st, ok := topo.PostgresStats(b.Name); ok {
+			// Points that changed nothing in the table were read before.
+			sum.duplicates(st.Duplicates.Load())
 		}
 	}
 	return sum
+}
+
+// postgresCollectors returns the counters of the pipeline's PostgreSQL
+// sinks, as sensorstorm_postgres_points_total by component and result.
+func postgresCollectors(p *pipeline.Pipeline, topo *pipeline.Built) []prometheus.Collector {
+	var cs []prometheus.Collector
+	for _, b := range p.Bolts {
+		st, ok := topo.PostgresStats(b.Name)
+		if !ok {
+			continue
+		}
+		for result, n := range map[string]*atomic.Uint64{"written": &st.Written, "merged": &st.Merged, "duplicate": &st.Duplicates, "rejected": &st.Rejected} {
+			cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name:        "sensorstorm_postgres_points_total",
+				Help:        "Points a PostgreSQL sink wrote as new rows, merged into a row, dropped as duplicates (they changed nothing) or rejected.",
+				ConstLabels: prometheus.Labels{"component": b.Name, "result": result},
+			}, func() float64 { return float64(n.Load()) }))
+		}
+	}
+	return cs
 }
 
 // firstReader returns the first bolt of p, in file order, reading the

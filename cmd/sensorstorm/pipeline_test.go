@@ -35,5 +35,5 @@ func TestRunPipelineServesMetrics(t *testing.T) {
 	assert.Equal(t, 779, strings.Count(stdout.String(), "\n"), "19 motes, 41 ten-minute windows, less the missing readings")
 	assert.Contains(t, stderr.String(), "serving metrics")
 	assert.Contains(t, stderr.String(), `component=out in=779 out=0`, "meta particles are not counted")
-	assert.Equal(t, "summary: read=7563 emitted=7563 late=0 invalid=0 skipped=0 outside=0 duplicates=0", lastLine(stderr.String()))
+	assert.Equal(t, "summary: read=7563 emitted=7563 late=0 invalid=0 skipped=0 outside=0 duplicates=0 refused=0", lastLine(stderr.String()))
 }

@@ -47,8 +47,9 @@ const replayUsage = `usage: sensorstorm replay [flags] FILE...
 Replays recordings (line protocol, plain or gzip, or delimited text) merged
 by event time, paced at --speed, and writes the particles as line protocol
 in event-time order. FILE - is standard input. It ends with this line on
-stderr, where read = emitted + late + invalid + skipped + outside + duplicates:
-  summary: read=N emitted=N late=N invalid=N skipped=N outside=N duplicates=N
+stderr, where read = emitted + late + invalid + skipped + outside + duplicates
+and refused counts the emitted particles dead-lettered as failed:
+  summary: read=N emitted=N late=N invalid=N skipped=N outside=N duplicates=N refused=N
 and exits 1 if every record read was invalid. On a terminal it shows
 progress, and keys change the replay:
   + faster (x2), - slower (/2), space pause/resume, m max, 1 real time, q quit
@@ -148,21 +149,21 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			return fail(exitError, err)
 		}
 	}
-	out, err := openSink(o.out, stdout, o.format.precision)
+	term := newTerminal(stderr, o.quiet, slices.Contains(o.files, "-"))
+	logger, logs := c.log.logger(term.logWriter())
+	out, err := openSink(o.out, stdout, o.format.precision, logger)
 	if err != nil {
 		return fail(exitError, err)
 	}
 	var late *file.Sink
 	if o.late == syncbuffer.LateSide {
-		if late, err = openSink(o.lateOut, stdout, o.format.precision); err != nil {
+		if late, err = openSink(o.lateOut, stdout, o.format.precision, logger); err != nil {
 			return fail(exitError, err)
 		}
 	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	term := newTerminal(stderr, o.quiet, slices.Contains(o.files, "-"))
-	logger, logs := c.log.logger(term.logWriter())
 	dead, err := openDeadLetters(o.deadLetter, logger)
 	if err != nil {
 		return fail(exitError, err)
@@ -220,6 +221,7 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	sum := summary{Read: st.Read, Invalid: st.Invalid, Skipped: st.Skipped, Outside: st.Outside}
 	sum.addBolt(st.Emitted, t.Stats("out"))
+	sum.addRefused(t.Stats, t.Components())
 	return sum.write(stderr, code)
 }
 
@@ -237,11 +239,12 @@ func serveControl(addr string, h http.Handler, stderr io.Writer, logger *slog.Lo
 	return stop, nil
 }
 
-// openSink returns a file sink appending to path, created when missing;
-// "-" is stdout, which the sink leaves open.
-func openSink(path string, stdout io.Writer, prec particle.Precision) (*file.Sink, error) {
+// openSink returns a file sink appending to path, created when missing,
+// after cutting a torn last line off, which it logs; "-" is stdout, which
+// the sink leaves open.
+func openSink(path string, stdout io.Writer, prec particle.Precision, logger *slog.Logger) (*file.Sink, error) {
 	if path == "-" || path == "" {
 		return file.NewSink(stdout, prec), nil
 	}
-	return file.OpenSink(path, file.SinkConfig{Precision: prec, Append: true})
+	return file.OpenSink(path, file.SinkConfig{Precision: prec, Append: true, Logger: logger})
 }

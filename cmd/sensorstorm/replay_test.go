@@ -63,17 +63,17 @@ func TestReplayDatasets(t *testing.T) {
 		written int
 	}{
 		{"airquality", []string{"--format", "uci-airquality", aq},
-			"summary: read=9357 emitted=9326 late=0 invalid=0 skipped=31 outside=0 duplicates=0", 0},
+			"summary: read=9357 emitted=9326 late=0 invalid=0 skipped=31 outside=0 duplicates=0 refused=0", 0},
 		{"occupancy merged", []string{"--format", "uci-occupancy", occ("datatraining.txt"), occ("datatest.txt"), occ("datatest2.txt")},
-			"summary: read=20560 emitted=20560 late=0 invalid=0 skipped=0 outside=0 duplicates=0", 0},
+			"summary: read=20560 emitted=20560 late=0 invalid=0 skipped=0 outside=0 duplicates=0 refused=0", 0},
 		{"occupancy concatenated", []string{"--format", "uci-occupancy", "--concat", occ("datatraining.txt"), occ("datatest.txt"), occ("datatest2.txt")},
-			"summary: read=20560 emitted=17895 late=2665 invalid=0 skipped=0 outside=0 duplicates=0", 0},
+			"summary: read=20560 emitted=17895 late=2665 invalid=0 skipped=0 outside=0 duplicates=0 refused=0", 0},
 		{"occupancy concatenated, late passed", []string{"--format", "uci-occupancy", "--concat", "--late", "pass", occ("datatraining.txt"), occ("datatest.txt"), occ("datatest2.txt")},
-			"summary: read=20560 emitted=17895 late=2665 invalid=0 skipped=0 outside=0 duplicates=0", 20560},
+			"summary: read=20560 emitted=17895 late=2665 invalid=0 skipped=0 outside=0 duplicates=0 refused=0", 20560},
 		{"ulb", []string{"--format", "ulb-wsn", ulb("R3.txt"), ulb("R1.txt"), ulb("R2.txt")},
-			"summary: read=29702 emitted=29702 late=0 invalid=0 skipped=0 outside=0 duplicates=0", 0},
+			"summary: read=29702 emitted=29702 late=0 invalid=0 skipped=0 outside=0 duplicates=0 refused=0", 0},
 		{"ulb R1 as line protocol", []string{filepath.Join("..", "..", "testdata", "library1-r1.lp")},
-			"summary: read=7563 emitted=7563 late=0 invalid=0 skipped=0 outside=0 duplicates=0", 0},
+			"summary: read=7563 emitted=7563 late=0 invalid=0 skipped=0 outside=0 duplicates=0 refused=0", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := runReplay(t, append([]string{"--speed", "max"}, tc.args...)...)
@@ -141,7 +141,7 @@ func TestReplayMalformed(t *testing.T) {
 	assert.Equal(t, "m v=1 1\nm v=3 3\n", stdout)
 	assert.Contains(t, stderr, path+":2:")
 	assert.Contains(t, stderr, path+":4:")
-	assert.Equal(t, "summary: read=4 emitted=2 late=0 invalid=2 skipped=0 outside=0 duplicates=0", lastLine(stderr))
+	assert.Equal(t, "summary: read=4 emitted=2 late=0 invalid=2 skipped=0 outside=0 duplicates=0 refused=0", lastLine(stderr))
 }
 
 // TestReplayOptions covers flags after files, the time range, CSV with
@@ -168,7 +168,7 @@ func TestReplayOptions(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, string(late))
 	assert.Contains(t, stderr, "skipped=1 outside=2")
-	assert.Equal(t, "summary: read=4 emitted=1 late=0 invalid=0 skipped=1 outside=2 duplicates=0", lastLine(stderr))
+	assert.Equal(t, "summary: read=4 emitted=1 late=0 invalid=0 skipped=1 outside=2 duplicates=0 refused=0", lastLine(stderr))
 }
 
 // TestReplayLateSide checks that with -late side the late particles go to
@@ -191,7 +191,7 @@ func TestReplayLateSide(t *testing.T) {
 	late, err := os.ReadFile(lateOut)
 	require.NoError(t, err)
 	assert.Equal(t, "m old=1 5\n", string(late))
-	assert.Equal(t, "summary: read=1002 emitted=1001 late=1 invalid=0 skipped=0 outside=0 duplicates=0", lastLine(stderr))
+	assert.Equal(t, "summary: read=1002 emitted=1001 late=1 invalid=0 skipped=0 outside=0 duplicates=0 refused=0", lastLine(stderr))
 }
 
 func TestReplayUsage(t *testing.T) {
@@ -231,7 +231,7 @@ func TestReplayControlEndpoint(t *testing.T) {
 	code, _, stderr := runReplay(t, "--speed", "max", "--control", "127.0.0.1:0", filepath.Join("..", "..", "testdata", "library1-r1.lp"))
 	require.Equal(t, exitOK, code, stderr)
 	assert.Contains(t, stderr, "replay: control on http://127.0.0.1:")
-	assert.Equal(t, "summary: read=7563 emitted=7563 late=0 invalid=0 skipped=0 outside=0 duplicates=0", lastLine(stderr))
+	assert.Equal(t, "summary: read=7563 emitted=7563 late=0 invalid=0 skipped=0 outside=0 duplicates=0 refused=0", lastLine(stderr))
 }
 
 func TestReplayKeys(t *testing.T) {

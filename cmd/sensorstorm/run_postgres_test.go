@@ -27,6 +27,23 @@ func postgresURL() string {
 	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 }
 
+// postgresSchema connects to the server and creates schema, dropped when
+// t ends with the connection.
+func postgresSchema(t *testing.T, schema string) *pgx.Conn {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, postgresURL())
+	require.NoError(t, err, "PostgreSQL is not reachable at %s: run scripts/test.sh, which starts it, or set SENSORSTORM_POSTGRES_URL", postgresURL())
+	_, err = conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE; CREATE SCHEMA "+schema)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
+		assert.NoError(t, err)
+		conn.Close(ctx)
+	})
+	return conn
+}
+
 // TestRunPostgresKill runs a pipeline from InfluxDB writes (the official
 // Go client, batching with retries) to a PostgreSQL table, kills the
 // sensorstorm process with SIGKILL mid-stream and starts it again: the
@@ -36,16 +53,8 @@ func postgresURL() string {
 func TestRunPostgresKill(t *testing.T) {
 	const n = 10000
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, postgresURL())
-	require.NoError(t, err, "PostgreSQL is not reachable at %s: run scripts/test.sh, which starts it, or set SENSORSTORM_POSTGRES_URL", postgresURL())
-	defer conn.Close(ctx)
 	const schema = "test_run_postgres_kill"
-	_, err = conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE; CREATE SCHEMA "+schema)
-	require.NoError(t, err)
-	defer func() {
-		_, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
-		assert.NoError(t, err)
-	}()
+	conn := postgresSchema(t, schema)
 
 	bin := buildBinary(t)
 	dir := t.TempDir()
@@ -103,4 +112,53 @@ bolts:
 	require.NoError(t, conn.QueryRow(ctx, "SELECT count(DISTINCT n), min(n), max(n) FROM "+schema+".readings WHERE n >= 0").Scan(&distinct, &lo, &hi))
 	assert.Equal(t, []int{n, 0, n - 1}, []int{distinct, lo, hi}, "one row per point")
 	t.Logf("killed with %d rows in the table; %d rows after the restart, one per point", killedAt, n)
+}
+
+// TestRunPostgresSummary replays a recording into a PostgreSQL table that
+// already holds some of its points, and points that share a series and a
+// time: the fields of one point merge into its row, readings nanoseconds
+// apart are rows of their own, and a point the table holds already is
+// the one thing dropped, counted as a duplicate in the summary.
+func TestRunPostgresSummary(t *testing.T) {
+	ctx := context.Background()
+	const schema = "test_run_postgres_summary"
+	conn := postgresSchema(t, schema)
+	dir := t.TempDir()
+	rec := filepath.Join(dir, "env.lp")
+	require.NoError(t, os.WriteFile(rec, []byte(strings.Join([]string{
+		"env,room=a temp=21.5 1700000000000000000",
+		"env,room=a hum=40i 1700000000000000000",
+		"env,room=a temp=21.6 1700000000000000001",
+		"env,room=a temp=21.7 1700000000000000002",
+	}, "\n")+"\n"), 0o644))
+	file := filepath.Join(dir, "p.yaml")
+	require.NoError(t, os.WriteFile(file, fmt.Appendf(nil, `
+sources:
+  - name: rec
+    file: {paths: [env.lp]}
+bolts:
+  - name: store
+    input: rec
+    sink:
+      postgres: {url: %q, table: %s.env}
+`, postgresURL(), schema), 0o644))
+	for _, tc := range []struct{ name, summary string }{
+		{"first run", "summary: read=4 emitted=4 late=0 invalid=0 skipped=0 outside=0 duplicates=0 refused=0"},
+		{"the same again", "summary: read=4 emitted=0 late=0 invalid=0 skipped=0 outside=0 duplicates=4 refused=0"},
+	} {
+		var stdout, stderr strings.Builder
+		require.Equal(t, exitOK, run(ctx, []string{"run", file}, &stdout, &stderr), "%s: %s", tc.name, stderr.String())
+		assert.Equal(t, tc.summary, lastLine(stderr.String()), tc.name)
+		parseSummary(t, stderr.String())
+	}
+	var rows []string
+	r, err := conn.Query(ctx, "SELECT concat_ws(' ', time_ns - 1700000000000000000, temp, hum) FROM "+schema+".env ORDER BY time_ns")
+	require.NoError(t, err)
+	for r.Next() {
+		var s string
+		require.NoError(t, r.Scan(&s))
+		rows = append(rows, s)
+	}
+	require.NoError(t, r.Err())
+	assert.Equal(t, []string{"0 21.5 40", "1 21.6", "2 21.7"}, rows)
 }

@@ -13,6 +13,8 @@ import (
 //
 //	read = emitted + late + invalid + skipped + outside + duplicates
 //
+// Refused, apart, counts emitted particles that a bolt refused for good
+// (a sink that failed them, dead-lettered): they are part of Emitted.
 // Meta particles are not records and are not counted.
 type summary struct {
 	// Read counts the records read: lines, rows, JSON objects.
@@ -29,14 +31,18 @@ type summary struct {
 	// Skipped counts records without a value (every one missing);
 	// Outside records outside the replay's --from/--to range.
 	Skipped, Outside uint64
-	// Duplicates counts particles a dedup operation dropped.
+	// Duplicates counts particles a dedup operation dropped, and points
+	// a PostgreSQL sink dropped because they changed nothing in its table.
 	Duplicates uint64
+	// Refused counts the particles dead-lettered as failed: trees given
+	// up on, untracked inputs an operation failed.
+	Refused uint64
 }
 
 // String returns the summary line, without a newline.
 func (s summary) String() string {
-	return fmt.Sprintf("summary: read=%d emitted=%d late=%d invalid=%d skipped=%d outside=%d duplicates=%d",
-		s.Read, s.Emitted, s.Late, s.Invalid, s.Skipped, s.Outside, s.Duplicates)
+	return fmt.Sprintf("summary: read=%d emitted=%d late=%d invalid=%d skipped=%d outside=%d duplicates=%d refused=%d",
+		s.Read, s.Emitted, s.Late, s.Invalid, s.Skipped, s.Outside, s.Duplicates, s.Refused)
 }
 
 // valid tells whether any record read was valid, or nothing was read.
@@ -55,6 +61,29 @@ func (s summary) write(w io.Writer, code int) int {
 		return exitError
 	}
 	return code
+}
+
+// addSource counts what a source's instances read: the particles they
+// emitted and the bad input they rejected, malformed or beyond the future
+// bound. It returns how many they emitted.
+func (s *summary) addSource(c *topology.ComponentStats) uint64 {
+	out, invalid := c.Out.Load(), c.Invalid.Load()
+	s.Read += out + invalid
+	s.Invalid += invalid
+	return out
+}
+
+// addRefused counts what the components refused for good.
+func (s *summary) addRefused(stats func(string) *topology.ComponentStats, components []string) {
+	for _, name := range components {
+		s.Refused += stats(name).DeadLettered.Load()
+	}
+}
+
+// duplicates counts n particles emitted as duplicates dropped.
+func (s *summary) duplicates(n uint64) {
+	s.Duplicates += n
+	s.Emitted -= min(s.Emitted, n)
 }
 
 // addBolt counts what a bolt that sources feed did with the particles

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -29,6 +30,9 @@ var bom = []byte{0xef, 0xbb, 0xbf}
 
 // errNoValues marks a record all of whose field values are missing.
 var errNoValues = errors.New("file: record without values")
+
+// errNotFinite is the cause of an ErrBadValue for NaN or an infinity.
+var errNotFinite = errors.New("not a finite number")
 
 // boundColumn is a Column resolved to its index and key.
 type boundColumn struct {
@@ -479,6 +483,10 @@ func (d *delimitedDecoder) value(c boundColumn) (v particle.Value, ok bool, err 
 		switch {
 		case err == nil && d.missingNumber(x):
 			return particle.Value{}, false, nil
+		case err == nil && (math.IsNaN(x) || math.IsInf(x, 0)):
+			// Line protocol has no NaN or infinity; list the text in
+			// DelimitedConfig.Missing to read it as a missing value.
+			return particle.Value{}, false, bad(errNotFinite)
 		case err == nil:
 			return particle.Float(x), true, nil
 		case c.typ == ValueFloat:

@@ -124,6 +124,19 @@ func TestDelimited(t *testing.T) {
 			},
 		},
 		{
+			name: "what line protocol cannot hold is malformed where it is read: NaN, infinities, a tag ending in a backslash",
+			cfg: file.DelimitedConfig{Header: true, Measurement: "m", Missing: []string{"nan"},
+				Tags: []file.Column{{Name: "room"}}},
+			input: "time,room,v\n1,a,NaN\n2,a,-Inf\n3,a\\,4\n4,a,nan\n5,a,5\n",
+			want:  []string{`m,room=a v=5 5`},
+			errs: []string{
+				`particle: decode in.csv:2:5: file: bad value: v "NaN": not a finite number`,
+				`particle: decode in.csv:3:5: file: bad value: v "-Inf": not a finite number`,
+				`particle: decode in.csv:4: particle: encode: invalid tag value room="a\\"`,
+			},
+			skipped: 1,
+		},
+		{
 			name:  "without a header, the first record sets the width",
 			cfg:   file.DelimitedConfig{Measurement: "m"},
 			input: "1,2\n2,3,4\n3,5\n",

@@ -119,11 +119,23 @@ func NewReader(r io.Reader, source string, f Format) (*Reader, error) {
 // column of a malformed record, after which Read may be called again and
 // goes on with the next record; any other error is final and names the
 // source and the line where the input broke off (a truncated gzip file,
-// for example). *p is only written when the error is nil.
+// for example). *p is only written when the error is nil. A record that
+// line protocol cannot hold (see particle.CheckEncodable) is malformed:
+// its output could not be written.
 //
 // Decoded particles are independent of the Reader and stay valid, but
 // they may share memory with each other and must be treated as read-only.
-func (r *Reader) Read(p *particle.Particle) error { return r.dec.decode(p) }
+func (r *Reader) Read(p *particle.Particle) error {
+	var q particle.Particle
+	if err := r.dec.decode(&q); err != nil {
+		return err
+	}
+	if err := particle.CheckEncodable(&q); err != nil {
+		return &particle.DecodeError{Source: r.source, Line: r.Line(), Err: err}
+	}
+	*p = q
+	return nil
+}
 
 // Source returns the name of the input, as given to NewReader or
 // OpenReader.

@@ -1,10 +1,13 @@
 package file
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"log/slog"
 	"os"
 	"sync"
 
@@ -32,16 +35,23 @@ type SinkConfig struct {
 	// system, which survives the process being killed.
 	Fsync bool `yaml:"fsync"`
 	// Append makes OpenSink add to an existing file instead of truncating
-	// it. Defaults to false.
+	// it. A last line without its newline, torn by a crash or a full
+	// disk, is cut off first, and the cut logged: what follows would run
+	// into it. Defaults to false.
 	Append bool `yaml:"append"`
 	// BufferSize is how many bytes of lines the Sink gathers before it
 	// writes them, whatever the watermark. Defaults to DefaultSinkBuffer.
 	BufferSize int `yaml:"buffer_size"`
+	// Logger receives what OpenSink cuts off. Defaults to discarding it.
+	Logger *slog.Logger `yaml:"-"`
 }
 
 func (c *SinkConfig) setDefaults() {
 	if c.BufferSize == 0 {
 		c.BufferSize = DefaultSinkBuffer
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
 }
 
@@ -64,15 +74,22 @@ func (c *SinkConfig) Validate() error {
 type WriteError struct {
 	// Path is the file written, empty for a writer the Sink did not open.
 	Path string
-	Err  error
+	// Unwritten is, in the error of Close, how many lines were left
+	// unwritten (a torn one counts); their inputs were not acknowledged.
+	Unwritten int
+	Err       error
 }
 
 // Error implements error.
 func (e *WriteError) Error() string {
-	if e.Path == "" {
-		return fmt.Sprintf("file: write: %v", e.Err)
+	what := "file: write"
+	if e.Path != "" {
+		what += " " + e.Path
 	}
-	return fmt.Sprintf("file: write %s: %v", e.Path, e.Err)
+	if e.Unwritten > 0 {
+		return fmt.Sprintf("%s: %d lines left unwritten, their inputs not acknowledged: %v", what, e.Unwritten, e.Err)
+	}
+	return fmt.Sprintf("%s: %v", what, e.Err)
 }
 
 // Unwrap returns operation.ErrDestination and the error of the write.
@@ -144,21 +161,27 @@ func newSink(w io.Writer, cfg SinkConfig) *Sink {
 
 // OpenSink opens or creates the file at path, truncating it unless
 // cfg.Append, and returns a Sink writing to it. Closing the Sink closes the
-// file.
+// file. With cfg.Append, a torn last line is cut off first.
 func OpenSink(path string, cfg SinkConfig) (*Sink, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	flag := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
 	if cfg.Append {
-		flag = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+		flag = os.O_RDWR | os.O_CREATE | os.O_APPEND
 	}
 	f, err := os.OpenFile(path, flag, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("file: %w", err)
 	}
-	s, err := NewSinkConfig(f, cfg)
-	if err != nil {
-		f.Close()
-		return nil, err
+	if cfg.Append {
+		if err := cutTornLine(f, cfg.Logger); err != nil {
+			f.Close()
+			return nil, err
+		}
 	}
+	s := newSink(f, cfg)
 	s.file = f
 	return s, nil
 }
@@ -264,6 +287,10 @@ func (s *Sink) writeError(err error) *WriteError {
 	e := &WriteError{Err: err}
 	if s.file != nil {
 		e.Path = s.file.Name()
+		// The error names the file already.
+		if pe, ok := err.(*fs.PathError); ok && pe.Path == e.Path {
+			e.Err = pe.Err
+		}
 	}
 	return e
 }
@@ -278,7 +305,9 @@ func (s *Sink) Written() uint64 {
 
 // Close writes what is left and closes the file if OpenSink opened it; a
 // writer given to NewSink stays open. Calls after the first do nothing,
-// so that instances sharing the Sink may each close it.
+// so that instances sharing the Sink may each close it. When what is left
+// cannot be written, the *WriteError says how many lines that is; their
+// inputs were never acknowledged.
 func (s *Sink) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -286,7 +315,11 @@ func (s *Sink) Close() error {
 		return nil
 	}
 	s.closed = true
+	lines := bytes.Count(s.buf, []byte{'\n'})
 	err := s.write()
+	if we, ok := err.(*WriteError); ok {
+		we.Unwritten = lines
+	}
 	if s.file != nil {
 		if cerr := s.file.Close(); err == nil && cerr != nil {
 			err = fmt.Errorf("file: %w", cerr)

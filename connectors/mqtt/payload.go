@@ -87,7 +87,12 @@ func (d *decoder) decode(msgs []*message, emit func(i int, p particle.Particle) 
 			d.recv = m.recv
 			tags := d.topicTags(m.topic)
 			err := d.decodeJSON(m.topic, m.payload, func(p particle.Particle) error {
-				return emit(i, withTags(p, tags))
+				p = withTags(p, tags)
+				if err := particle.CheckEncodable(&p); err != nil {
+					reject(i, &particle.DecodeError{Source: m.topic, Line: 1, Err: err}, m.payload)
+					return nil
+				}
+				return emit(i, p)
 			}, func(err error, raw []byte) { reject(i, err, raw) })
 			if err != nil {
 				return err
@@ -146,6 +151,12 @@ func (d *decoder) decodeLines(msgs []*message, off int, emit func(int, particle.
 		}
 		if d.tmpl != nil {
 			p = withTags(p, d.tags[i])
+		}
+		// A topic's tags, for one, may be what line protocol cannot
+		// hold: rejected here, before the message is acknowledged.
+		if err := particle.CheckEncodable(&p); err != nil {
+			reject(off+i, &particle.DecodeError{Source: msgs[i].topic, Line: d.lp.Line() - d.starts[i] + 1, Err: err}, d.lp.Raw())
+			continue
 		}
 		if err := emit(off+i, p); err != nil {
 			return err

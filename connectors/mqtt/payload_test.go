@@ -111,6 +111,19 @@ func TestDecodePayloads(t *testing.T) {
 		payload: "m,x=p v=1i 5",
 		want:    []particle.Particle{{Time: 5, Measurement: "m", Tags: []particle.Tag{tag("x", "p")}, Fields: []particle.Field{f("v", particle.Int(1))}}},
 	}, {
+		name:    "a topic tag line protocol cannot hold is rejected on each line",
+		cfg:     PayloadConfig{TopicTags: "sensors/{room}"},
+		topic:   `sensors/a\`,
+		payload: "m v=1 1\nm v=2 2",
+		errAt:   [][2]int{{1, 0}, {2, 0}},
+	}, {
+		name:    "a json tag line protocol cannot hold is rejected",
+		cfg:     PayloadConfig{Format: FormatJSON, JSON: JSONConfig{TagFields: []string{"room"}}},
+		topic:   "x",
+		payload: `[{"room":"a\\","v":1},{"room":"b","v":2}]`,
+		want:    []particle.Particle{{Time: 42, Measurement: "x", Tags: []particle.Tag{tag("room", "b")}, Fields: []particle.Field{f("v", particle.Float(2))}}},
+		errAt:   [][2]int{{1, 0}},
+	}, {
 		name:    "missing timestamp takes the receive time",
 		topic:   "t",
 		payload: "m v=1",

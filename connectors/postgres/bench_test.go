@@ -30,10 +30,10 @@ func BenchmarkSink(b *testing.B) {
 	require.NoError(b, sink.Process(ctx, ps[0], &out))
 	require.NoError(b, sink.Flush(ctx, &out))
 	d.exec(b, fmt.Sprintf("CREATE TABLE %s (LIKE %s INCLUDING ALL)", d.table("plain"), d.table("readings")))
-	columns := []string{"time", "series", "measurement", "sensor", "n", "v"}
+	columns := []string{"time", "time_ns", "series", "measurement", "sensor", "n", "v"}
 	values := make([][]any, rows)
 	for i, p := range ps {
-		values[i] = []any{time.Unix(0, p.Time).UTC(), "reading,sensor=" + p.Tags[0].Value, p.Measurement, p.Tags[0].Value,
+		values[i] = []any{time.Unix(0, p.Time).UTC(), p.Time, "reading,sensor=" + p.Tags[0].Value, p.Measurement, p.Tags[0].Value,
 			p.Fields[0].Value.IntValue(), p.Fields[1].Value.FloatValue()}
 	}
 	var sinkTime, copyTime time.Duration

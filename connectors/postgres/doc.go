@@ -1,5 +1,6 @@
 // Package postgres writes particles to a PostgreSQL (or TimescaleDB) table,
-// in batches, exactly once per (series, time).
+// in batches: one row per point, a series at a time in nanoseconds, the
+// fields of a point written twice merged as InfluxDB merges them.
 //
 // # Table
 //
@@ -7,29 +8,45 @@
 // Grafana's PostgreSQL data source query directly:
 //
 //	time         timestamptz NOT NULL  the particle's event time (microseconds: PostgreSQL's precision)
+//	time_ns      bigint NOT NULL       the event time in nanoseconds since the Unix epoch
 //	series       text NOT NULL         measurement and sorted tags in line protocol: cpu,host=a
 //	measurement  text NOT NULL
 //	<tag>        text                  one column per tag key
 //	<field>      per the field's kind:  float double precision, int and uint bigint,
 //	                                   string text, bool boolean
-//	PRIMARY KEY (series, time)
+//	PRIMARY KEY (series, time_ns)
+//
+// Rows are keyed on the nanoseconds, not on time, which would make
+// readings a few nanoseconds apart one row; time is there to be queried.
 //
 // A tag or field key not yet in the table is added as a column (ALTER
 // TABLE ADD COLUMN, nullable) in the transaction that writes the first
 // particle carrying it; rows written before have NULL there. A table made
-// by hand must have the time, series and measurement columns and a unique
-// index on (series, time).
+// by hand must have the time, time_ns, series and measurement columns and
+// a unique index on (series, time_ns), and no unique index on (series,
+// time). The sink refuses a table without time_ns (ErrNoTimeNS), such as
+// one an earlier version keyed on (series, time); to keep it:
 //
-// # Exactly once in the table
+//	ALTER TABLE t ADD COLUMN time_ns bigint;
+//	UPDATE t SET time_ns = (extract(epoch FROM time) * 1000000)::bigint * 1000;
+//	ALTER TABLE t ALTER COLUMN time_ns SET NOT NULL;
+//	ALTER TABLE t DROP CONSTRAINT t_pkey, ADD PRIMARY KEY (series, time_ns);
 //
-// A batch is copied (COPY) straight into the table in one transaction
-// (the COPY statement alone when no column is added). When a row of it
-// is there already, the COPY fails whole and writes nothing; the batch is
-// then copied into a temporary staging table and inserted with INSERT ...
-// ON CONFLICT (series, time) DO NOTHING, in one transaction. A particle
-// delivered again, after a crash or a replay, so adds no row: the first
-// particle of a series at a time wins, also over a later one with other
-// fields (counted as Duplicates).
+// # One row per point, nothing lost
+//
+// Points of a series at the same nanosecond are one point, as in
+// InfluxDB: the fields of a later one merge into the row, its values
+// winning, the row's other columns kept. Within a batch they merge before
+// the write. A batch is copied (COPY) straight into the table in one
+// transaction (the COPY statement alone when no column is added). When a
+// row of it is there already, the COPY fails whole and writes nothing; the
+// batch is then copied into a temporary staging table and merged with
+// INSERT ... ON CONFLICT (series, time_ns) DO UPDATE, in one transaction,
+// updating only rows it changes. A point delivered again, after a crash or
+// a replay, so changes nothing: it is acknowledged and counted in
+// Stats.Duplicates, the one thing the sink drops. Every point held is
+// counted once: Written (a new row), Merged (it changed a row),
+// Duplicates or Rejected.
 //
 // # Acknowledgement and failures
 //

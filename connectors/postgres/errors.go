@@ -9,3 +9,8 @@ var ErrInvalidConfig = errors.New("postgres: invalid config")
 // take: a key that names no usable column, or a value whose kind does not
 // match its column's type. It comes wrapped with operation.ErrRejected.
 var ErrColumn = errors.New("postgres: particle does not fit the table")
+
+// ErrNoTimeNS reports a table without the time_ns column that keys the
+// rows: one made by hand without it, or by a version that keyed rows on
+// (series, time). The package documentation says how to add it.
+var ErrNoTimeNS = errors.New("postgres: table has no time_ns column")

@@ -16,11 +16,15 @@ import (
 )
 
 // TestSinkModel writes random particles, whose keys come and go, whose
-// field kinds conflict and whose times repeat, in random batches, and
-// compares the table with a simple model: a particle with a key of
-// another type than the key's first is rejected; of the others, the first
-// of each series and time is a row, with NULL in the columns it does not
-// fill.
+// field kinds conflict and whose times repeat, to the microsecond or to
+// the nanosecond, in random batches, and compares the table with a simple
+// model: a particle with a key of another type than the key's first is
+// rejected; of the others, the first of each series and time (in
+// nanoseconds) is a row, with NULL in the columns it does not fill, and
+// each later one merges its fields into that row, as InfluxDB merges the
+// fields of a point written again. Each point is counted once: written,
+// merged or duplicate; a point that changed nothing is a duplicate, or a
+// merge when a point merged into in its batch did change the row.
 func TestSinkModel(t *testing.T) {
 	ctx := context.Background()
 	d := openDB(t)
@@ -44,6 +48,7 @@ func TestSinkModel(t *testing.T) {
 			time   int64
 		}
 		want := map[key]map[string]any{}
+		var accepted, unchanged int
 		var out recordingEmitter
 		n := rapid.IntRange(1, 40).Draw(rt, "n")
 		for i := range n {
@@ -72,8 +77,19 @@ func TestSinkModel(t *testing.T) {
 			for _, f := range p.Fields {
 				types[f.Key] = kindType(f.Value.Kind())
 			}
-			if k := (key{series, p.Time / 1000}); want[k] == nil {
+			accepted++
+			k := key{series, p.Time}
+			if want[k] == nil {
 				want[k] = cols
+			} else {
+				same := true
+				for _, f := range p.Fields {
+					same = same && want[k][f.Key] == jsonValue(f.Value)
+					want[k][f.Key] = jsonValue(f.Value)
+				}
+				if same {
+					unchanged++
+				}
 			}
 			if rapid.IntRange(0, 9).Draw(rt, "tick") == 0 {
 				require.NoError(rt, sink.OnTick(ctx, 0, &out))
@@ -84,7 +100,11 @@ func TestSinkModel(t *testing.T) {
 		require.Equal(rt, int(out.next), out.acked, "every held particle is acknowledged")
 
 		got := map[key]map[string]any{}
-		rows, err := d.conn.Query(ctx, fmt.Sprintf(`SELECT series, (extract(epoch FROM time) * 1000000)::bigint, to_jsonb(t) - 'series' - 'time' FROM %s t`, table))
+		st := sink.Stats()
+		require.Equal(rt, uint64(len(want)), st.Written.Load(), "written")
+		require.Equal(rt, uint64(accepted-len(want)), st.Merged.Load()+st.Duplicates.Load(), "merged and duplicates")
+		require.LessOrEqual(rt, st.Duplicates.Load(), uint64(unchanged), "duplicates")
+		rows, err := d.conn.Query(ctx, fmt.Sprintf(`SELECT series, time_ns, to_jsonb(t) - 'series' - 'time' - 'time_ns' FROM %s t WHERE time = to_timestamp(0) + time_ns / 1000 * interval '1 microsecond'`, table))
 		require.NoError(rt, err)
 		for rows.Next() {
 			var k key
@@ -108,7 +128,7 @@ func TestSinkModel(t *testing.T) {
 // field keys that come and go, few values and a few times.
 func drawParticle(rt *rapid.T, i int) particle.Particle {
 	p := particle.Particle{
-		Time:        1_700_000_000_000_000_000 + int64(rapid.IntRange(0, 4).Draw(rt, "time"))*1000,
+		Time:        1_700_000_000_000_000_000 + int64(rapid.IntRange(0, 4).Draw(rt, "time"))*1000 + rapid.SampledFrom([]int64{0, 0, 1, 999}).Draw(rt, "ns"),
 		Measurement: rapid.SampledFrom([]string{"m", "n"}).Draw(rt, "measurement"),
 		Seq:         uint64(i),
 	}

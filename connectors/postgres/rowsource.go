@@ -35,7 +35,7 @@ type cell struct {
 var _ pgx.CopyFromSource = (*rowSource)(nil)
 
 // newRowSource returns a source of rows as the columns names: time,
-// series, measurement, then the tag and field keys of the rows.
+// time_ns, series, measurement, then the tag and field keys of the rows.
 func newRowSource(rows []row, names []string) *rowSource {
 	index := make(map[string]int, len(names))
 	for i, n := range names {
@@ -67,8 +67,10 @@ func (s *rowSource) Values() ([]any, error) {
 	clear(s.values) // a column this row does not fill is NULL
 	s.time = eventTime(p.Time)
 	s.values[0] = &s.time
-	s.values[1] = s.setText(1, r.series)
-	s.values[2] = s.setText(2, p.Measurement)
+	s.cells[1].int = pgtype.Int8{Int64: p.Time, Valid: true}
+	s.values[1] = &s.cells[1].int
+	s.values[2] = s.setText(2, r.series)
+	s.values[3] = s.setText(3, p.Measurement)
 	for i, t := range p.Tags {
 		s.values[s.pos[i]] = s.setText(s.pos[i], t.Value)
 	}

@@ -14,12 +14,18 @@ import (
 // name one column.
 const maxIdentifier = 63
 
-// The columns every table has.
+// The columns every table has. time_ns keys the rows with the event
+// time's nanoseconds, which time (timestamptz: microseconds) would round.
 const (
 	colTime        = "time"
+	colTimeNS      = "time_ns"
 	colSeries      = "series"
 	colMeasurement = "measurement"
 )
+
+// fixedColumns are the columns every row fills, in the order a batch
+// gives them.
+var fixedColumns = []string{colTime, colTimeNS, colSeries, colMeasurement}
 
 // colType is the type of a column, as format_type names it.
 type colType string
@@ -145,7 +151,7 @@ func sameColumns(a, b *particle.Particle) bool {
 // it needs one.
 func (c *columns) claim(p *particle.Particle, added *[]column, key string, t colType) error {
 	switch key {
-	case colTime, colSeries, colMeasurement:
+	case colTime, colTimeNS, colSeries, colMeasurement:
 		return fmt.Errorf("%w: key %q is a reserved column", ErrColumn, key)
 	case "":
 		return fmt.Errorf("%w: empty key", ErrColumn)

@@ -24,10 +24,15 @@ const stageTable = "sensorstorm_stage"
 // Stats counts what a Sink did. The counters are safe to read while it
 // runs.
 type Stats struct {
-	// Written counts rows inserted; Duplicates rows already in the table
-	// (a redelivery), acknowledged without a write; Rejected particles
-	// the table cannot take or the database refused, dead-lettered.
-	Written, Duplicates, Rejected atomic.Uint64
+	// Written counts rows inserted. Merged counts points merged into a
+	// row of the same series and time, in the table or in their batch,
+	// that they changed; Duplicates those that changed nothing (a point
+	// delivered again), acknowledged without a write. Rejected counts
+	// particles the table cannot take or the database refused,
+	// dead-lettered. Each point held is counted once, when its batch is
+	// written; the points of a batch's row that changed nothing in the
+	// table are all duplicates.
+	Written, Merged, Duplicates, Rejected atomic.Uint64
 	// Batches counts committed transactions.
 	Batches atomic.Uint64
 }
@@ -46,19 +51,38 @@ type Sink struct {
 	mu      sync.Mutex
 	pool    *pgxpool.Pool
 	cols    *columns // nil until read from the database
-	pending map[operation.Emitter][]row
+	pending map[operation.Emitter]*batch
 	closed  bool
 }
 
-// row is a held input waiting for its batch to be written.
+// batch is what an emitter's inputs hold: one row per series and time.
+type batch struct {
+	rows  []row
+	index map[rowKey]int // the position of each row in rows
+}
+
+// row is a held input waiting for its batch to be written, with the
+// inputs of the same series and time merged into it.
 type row struct {
 	p      particle.Particle
 	series string
 	anchor operation.Anchor
+	// merged are the anchors of the inputs merged into p; merges and
+	// dups count those that changed p and those that did not.
+	merged       []operation.Anchor
+	merges, dups int
 	// likePrev is whether p has the columns of the row before it in the
 	// batch (sameColumns), which then need no second look. It tells
 	// nothing of the first row of a slice of rows.
 	likePrev bool
+}
+
+// each calls fn with the anchor of every input of r.
+func (r *row) each(fn func(operation.Anchor)) {
+	fn(r.anchor)
+	for _, a := range r.merged {
+		fn(a)
+	}
 }
 
 var (
@@ -76,7 +100,7 @@ func NewSink(cfg Config) (*Sink, error) {
 		return nil, err
 	}
 	table, _ := tableName(cfg.Table)
-	return &Sink{cfg: cfg, table: table, pending: map[operation.Emitter][]row{}}, nil
+	return &Sink{cfg: cfg, table: table, pending: map[operation.Emitter]*batch{}}, nil
 }
 
 // Stats returns the sink's counters.
@@ -89,7 +113,7 @@ func (s *Sink) Stats() *Stats { return &s.stats }
 // means that nothing was held and the call may be made again.
 func (s *Sink) Process(ctx context.Context, in particle.Particle, out operation.Emitter) error {
 	s.mu.Lock()
-	full := len(s.pending[out]) >= s.cfg.BatchSize
+	full := s.batch(out).len() >= s.cfg.BatchSize
 	if !full && s.cols != nil && !s.closed {
 		defer s.mu.Unlock()
 		return s.hold(&in, out)
@@ -108,10 +132,24 @@ func (s *Sink) Process(ctx context.Context, in particle.Particle, out operation.
 	return s.hold(&in, out)
 }
 
-// hold checks that p fits the table and holds it in out's batch. s.mu is
-// held and the table's columns are read.
+// batch returns out's batch. s.mu is held.
+func (s *Sink) batch(out operation.Emitter) *batch {
+	b := s.pending[out]
+	if b == nil {
+		b = &batch{index: map[rowKey]int{}}
+		s.pending[out] = b
+	}
+	return b
+}
+
+func (b *batch) len() int { return len(b.rows) }
+
+// hold checks that p fits the table and holds it in out's batch, merged
+// into the row of its series and time if the batch has one. s.mu is held
+// and the table's columns are read.
 func (s *Sink) hold(p *particle.Particle, out operation.Emitter) error {
-	rows := s.pending[out]
+	b := s.batch(out)
+	rows := b.rows
 	like := len(rows) > 0 && sameColumns(&rows[len(rows)-1].p, p)
 	var err error
 	if like {
@@ -123,8 +161,43 @@ func (s *Sink) hold(p *particle.Particle, out operation.Emitter) error {
 		s.stats.Rejected.Add(1)
 		return fmt.Errorf("%w: %w", operation.ErrRejected, err)
 	}
-	s.pending[out] = append(rows, row{p: *p, series: seriesKey(p), anchor: out.Hold(), likePrev: like})
+	series := seriesKey(p)
+	k := rowKey{series, p.Time}
+	if i, ok := b.index[k]; ok {
+		b.merge(i, p, out.Hold())
+		return nil
+	}
+	b.index[k] = len(rows)
+	b.rows = append(rows, row{p: *p, series: series, anchor: out.Hold(), likePrev: like})
 	return nil
+}
+
+// merge merges p, held under anchor, into row i.
+func (b *batch) merge(i int, p *particle.Particle, anchor operation.Anchor) {
+	r := &b.rows[i]
+	r.merged = append(r.merged, anchor)
+	changed, newKey := mergeFields(&r.p, p)
+	if !changed {
+		r.dups++
+		return
+	}
+	r.merges++
+	if newKey {
+		// The row's columns changed: it is like neither neighbour.
+		r.likePrev = false
+		if i+1 < len(b.rows) {
+			b.rows[i+1].likePrev = false
+		}
+	}
+}
+
+// keep keeps the rows from done on, once those before are written.
+func (b *batch) keep(done int) {
+	b.rows = b.rows[:copy(b.rows, b.rows[done:])]
+	clear(b.index)
+	for i := range b.rows {
+		b.index[rowKey{b.rows[i].series, b.rows[i].p.Time}] = i
+	}
 }
 
 // OnWatermark implements operation.WatermarkHandler: it writes what out
@@ -179,8 +252,8 @@ func (s *Sink) connect(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)
 	defer cancel()
 	table := s.table.Sanitize()
-	create := fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (%s timestamptz NOT NULL, %s text NOT NULL, %s text NOT NULL, PRIMARY KEY (%[3]s, %[2]s))`,
-		table, quote(colTime), quote(colSeries), quote(colMeasurement))
+	create := fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (%s timestamptz NOT NULL, %s bigint NOT NULL, %s text NOT NULL, %s text NOT NULL, PRIMARY KEY (%[4]s, %[3]s))`,
+		table, quote(colTime), quote(colTimeNS), quote(colSeries), quote(colMeasurement))
 	if _, err := s.pool.Exec(ctx, create); err != nil {
 		return fmt.Errorf("%w: postgres: create table %s: %w", operation.ErrDestination, table, err)
 	}
@@ -196,6 +269,9 @@ func (s *Sink) connect(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("%w: postgres: read columns of %s: %w", operation.ErrDestination, table, err)
 	}
+	if _, ok := cols.types[colTimeNS]; !ok {
+		return fmt.Errorf("%w: postgres: table %s: %w", operation.ErrDestination, table, ErrNoTimeNS)
+	}
 	s.cols = cols
 	s.cfg.Logger.Info("postgres: table ready", "table", table, "columns", len(cols.types))
 	return nil
@@ -207,18 +283,15 @@ func (s *Sink) connect(ctx context.Context) error {
 // error wraps operation.ErrDestination.
 func (s *Sink) write(ctx context.Context, out operation.Emitter) error {
 	s.mu.Lock()
-	rows := s.pending[out]
+	b := s.batch(out)
+	rows := b.rows
 	s.mu.Unlock()
 	if len(rows) == 0 {
 		return nil
 	}
 	done, err := s.writeRows(ctx, rows, out)
 	s.mu.Lock()
-	if done == len(rows) {
-		s.pending[out] = rows[:0]
-	} else {
-		s.pending[out] = rows[done:]
-	}
+	b.keep(done)
 	s.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("%w: postgres: %w", operation.ErrDestination, err)
@@ -234,15 +307,18 @@ func (s *Sink) writeRows(ctx context.Context, rows []row, out operation.Emitter)
 	err := s.tx(ctx, rows)
 	switch {
 	case err == nil:
-		for _, r := range rows {
-			out.Ack(r.anchor)
+		for i := range rows {
+			rows[i].each(out.Ack)
 		}
 		return len(rows), nil
 	case !dataError(err):
 		return 0, err
 	case len(rows) == 1:
-		s.stats.Rejected.Add(1)
-		out.Fail(rows[0].anchor, fmt.Errorf("%w: postgres: %w", operation.ErrRejected, err))
+		err = fmt.Errorf("%w: postgres: %w", operation.ErrRejected, err)
+		rows[0].each(func(a operation.Anchor) {
+			s.stats.Rejected.Add(1)
+			out.Fail(a, err)
+		})
 		return 1, nil
 	}
 	half := len(rows) / 2
@@ -256,16 +332,19 @@ func (s *Sink) writeRows(ctx context.Context, rows []row, out operation.Emitter)
 
 // tx writes rows in one transaction. It copies them straight into the
 // table, with the columns they need added first, and only when that meets
-// a row already there (a redelivery) goes through the staging table.
+// a row already there (a redelivery, or more fields of a point) goes
+// through the staging table, merging into the rows there.
 func (s *Sink) tx(ctx context.Context, rows []row) error {
 	s.mu.Lock()
 	names, added := s.batchColumns(rows)
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)
 	defer cancel()
-	inserted, err := s.copyRows(ctx, rows, names, added)
+	// Without a row in the table already, every row is inserted.
+	var upserted map[rowKey]bool
+	err := s.copyRows(ctx, rows, names, added)
 	if duplicateKey(err) {
-		inserted, err = s.insertRows(ctx, rows, names, added)
+		upserted, err = s.upsertRows(ctx, rows, names, added)
 	}
 	if err != nil {
 		return err
@@ -276,8 +355,26 @@ func (s *Sink) tx(ctx context.Context, rows []row) error {
 	}
 	s.mu.Unlock()
 	s.stats.Batches.Add(1)
-	s.stats.Written.Add(uint64(inserted))
-	s.stats.Duplicates.Add(uint64(int64(len(rows)) - inserted))
+	for i := range rows {
+		r := &rows[i]
+		inserted, changed := true, true
+		if upserted != nil {
+			inserted, changed = upserted[rowKey{r.series, r.p.Time}]
+		}
+		switch {
+		case !changed:
+			// The table had all of it: every point of the row is one
+			// delivered again.
+			s.stats.Duplicates.Add(uint64(1 + r.merges + r.dups))
+			continue
+		case inserted:
+			s.stats.Written.Add(1)
+		default:
+			s.stats.Merged.Add(1)
+		}
+		s.stats.Merged.Add(uint64(r.merges))
+		s.stats.Duplicates.Add(uint64(r.dups))
+	}
 	return nil
 }
 
@@ -287,33 +384,48 @@ func (s *Sink) tx(ctx context.Context, rows []row) error {
 // in a BEGIN ... COMMIT without the round trips of those two. With
 // columns to add, the COPY follows the ALTER TABLEs in one transaction.
 // Nothing is written when a row is in the table already.
-func (s *Sink) copyRows(ctx context.Context, rows []row, names []string, added []column) (int64, error) {
+func (s *Sink) copyRows(ctx context.Context, rows []row, names []string, added []column) error {
 	if len(added) == 0 {
-		n, err := s.pool.CopyFrom(ctx, s.table, names, newRowSource(rows, names))
-		if err != nil {
-			return 0, fmt.Errorf("copy: %w", err)
+		if _, err := s.pool.CopyFrom(ctx, s.table, names, newRowSource(rows, names)); err != nil {
+			return fmt.Errorf("copy: %w", err)
 		}
-		return n, nil
+		return nil
 	}
-	var n int64
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := s.addColumns(ctx, tx, added); err != nil {
 			return err
 		}
-		var err error
-		if n, err = tx.CopyFrom(ctx, s.table, names, newRowSource(rows, names)); err != nil {
+		if _, err := tx.CopyFrom(ctx, s.table, names, newRowSource(rows, names)); err != nil {
 			return fmt.Errorf("copy: %w", err)
 		}
 		return nil
 	})
-	return n, err
 }
 
-// insertRows writes rows in one transaction through the staging table,
-// skipping those already in the table, and returns how many it inserted.
-func (s *Sink) insertRows(ctx context.Context, rows []row, names []string, added []column) (int64, error) {
+// upsertRows writes rows in one transaction through the staging table,
+// merging each into the row of its series and time if the table has one:
+// a column the row fills takes its value. It returns the keys of the rows
+// it inserted (true) and of those it merged into, which changed (false); a
+// row that would change nothing is a duplicate, left alone.
+func (s *Sink) upsertRows(ctx context.Context, rows []row, names []string, added []column) (map[rowKey]bool, error) {
 	table := s.table.Sanitize()
-	var inserted int64
+	keys := names[len(fixedColumns):]
+	set := make([]string, len(keys))
+	changes := make([]string, len(keys))
+	for i, k := range keys {
+		q := quote(k)
+		set[i] = fmt.Sprintf("%s = COALESCE(EXCLUDED.%[1]s, t.%[1]s)", q)
+		changes[i] = fmt.Sprintf("(EXCLUDED.%[1]s IS NOT NULL AND EXCLUDED.%[1]s IS DISTINCT FROM t.%[1]s)", q)
+	}
+	// A batch of particles without tags or fields has nothing to merge.
+	action := "NOTHING"
+	if len(keys) > 0 {
+		action = fmt.Sprintf("UPDATE SET %s WHERE %s", strings.Join(set, ", "), strings.Join(changes, " OR "))
+	}
+	// xmax is 0 in a row version that an insert made, not an update.
+	upsert := fmt.Sprintf("INSERT INTO %s AS t (%s) SELECT %[2]s FROM %s ON CONFLICT (%[4]s, %[5]s) DO %[6]s RETURNING t.%[4]s, t.%[5]s, t.xmax = 0",
+		table, quoteAll(names), stageTable, quote(colSeries), quote(colTimeNS), action)
+	var upserted map[rowKey]bool
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := s.addColumns(ctx, tx, added); err != nil {
 			return err
@@ -324,16 +436,24 @@ func (s *Sink) insertRows(ctx context.Context, rows []row, names []string, added
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{stageTable}, names, newRowSource(rows, names)); err != nil {
 			return fmt.Errorf("copy to staging table: %w", err)
 		}
-		list := quoteAll(names)
-		tag, err := tx.Exec(ctx, fmt.Sprintf("INSERT INTO %s (%s) SELECT %[2]s FROM %s ON CONFLICT (%s, %s) DO NOTHING",
-			table, list, stageTable, quote(colSeries), quote(colTime)))
+		res, err := tx.Query(ctx, upsert)
 		if err != nil {
-			return fmt.Errorf("insert: %w", err)
+			return fmt.Errorf("upsert: %w", err)
 		}
-		inserted = tag.RowsAffected()
+		upserted = make(map[rowKey]bool, len(rows))
+		var (
+			k        rowKey
+			inserted bool
+		)
+		if _, err := pgx.ForEachRow(res, []any{&k.series, &k.time, &inserted}, func() error {
+			upserted[k] = inserted
+			return nil
+		}); err != nil {
+			return fmt.Errorf("upsert: %w", err)
+		}
 		return nil
 	})
-	return inserted, err
+	return upserted, err
 }
 
 // addColumns adds the columns added to the table in tx.
@@ -372,7 +492,7 @@ func (s *Sink) batchColumns(rows []row) (names []string, added []column) {
 	}
 	slices.Sort(keys)
 	slices.SortFunc(added, func(a, b column) int { return strings.Compare(a.name, b.name) })
-	return append([]string{colTime, colSeries, colMeasurement}, keys...), added
+	return append(slices.Clone(fixedColumns), keys...), added
 }
 
 // dataError reports whether the database refused err's statement for the

@@ -2,7 +2,9 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,7 +35,7 @@ func TestSink(t *testing.T) {
 	assert.Equal(t, n, d.count(t, "SELECT count(*) FROM "+d.table("readings")))
 	assert.Equal(t, n*(n-1)/2, d.count(t, "SELECT sum(n) FROM "+d.table("readings")))
 	assert.Equal(t, 1, d.count(t, "SELECT count(*) FROM "+d.table("readings")+
-		` WHERE series = 'reading,sensor=s1' AND sensor = 's1' AND measurement = 'reading' AND ok AND note = 'hi' AND v = 3.5 AND time = '2023-11-14 22:13:20.000007+00'`))
+		` WHERE series = 'reading,sensor=s1' AND sensor = 's1' AND measurement = 'reading' AND ok AND note = 'hi' AND v = 3.5 AND time = '2023-11-14 22:13:20.000007+00' AND time_ns = 1700000000000007000`))
 	types := map[string]string{}
 	rows, err := d.conn.Query(context.Background(), `SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'readings'`, d.schema)
 	require.NoError(t, err)
@@ -43,7 +45,7 @@ func TestSink(t *testing.T) {
 		types[name] = typ
 	}
 	require.NoError(t, rows.Err())
-	assert.Equal(t, map[string]string{"time": "timestamp with time zone", "series": "text", "measurement": "text", "sensor": "text",
+	assert.Equal(t, map[string]string{"time": "timestamp with time zone", "time_ns": "bigint", "series": "text", "measurement": "text", "sensor": "text",
 		"n": "bigint", "v": "double precision", "ok": "boolean", "note": "text"}, types)
 }
 
@@ -106,8 +108,8 @@ func TestSinkRowRefused(t *testing.T) {
 	}{
 		{
 			name: "check constraint",
-			table: `(time timestamptz NOT NULL, series text NOT NULL, measurement text NOT NULL,
-				sensor text, n bigint CHECK (n <> 40), v double precision, PRIMARY KEY (series, time))`,
+			table: `(time timestamptz NOT NULL, time_ns bigint NOT NULL, series text NOT NULL, measurement text NOT NULL,
+				sensor text, n bigint CHECK (n <> 40), v double precision, PRIMARY KEY (series, time_ns))`,
 			bad:    func(*particle.Particle) {},
 			reason: "violates check constraint",
 		},
@@ -230,4 +232,98 @@ func TestSinkUnreachable(t *testing.T) {
 	assert.ErrorIs(t, err, operation.ErrDestination)
 	assert.Empty(t, dead.All())
 	assert.Zero(t, topo.Stats("gen").Acked.Load())
+}
+
+// TestSinkMerge writes points of one series that share a time, in one
+// batch and one point a batch: the fields of points at the same
+// nanosecond merge into one row as InfluxDB merges them, later values
+// winning; points nanoseconds apart are rows of their own; a point
+// written again changes nothing and is counted as a duplicate.
+func TestSinkMerge(t *testing.T) {
+	const at = 1_700_000_000_000_000_000
+	point := func(ns int64, fields ...particle.Field) particle.Particle {
+		return particle.Particle{Time: at + ns, Measurement: "env", Tags: []particle.Tag{{Key: "room", Value: "a"}}, Fields: fields}
+	}
+	temp := func(v float64) particle.Field { return particle.Field{Key: "temp", Value: particle.Float(v)} }
+	hum := func(v int64) particle.Field { return particle.Field{Key: "hum", Value: particle.Int(v)} }
+	for _, tc := range []struct {
+		name                        string
+		ps                          []particle.Particle
+		rows                        string // time_ns offset, temp, hum of each row, by time
+		written, merged, duplicates uint64
+	}{
+		{
+			name:    "fields merge", // of one point
+			ps:      []particle.Particle{point(0, temp(21.5)), point(0, hum(40))},
+			rows:    "0 21.5 40",
+			written: 1, merged: 1,
+		},
+		{
+			name:    "later wins",
+			ps:      []particle.Particle{point(0, temp(21.5), hum(40)), point(0, temp(22))},
+			rows:    "0 22 40",
+			written: 1, merged: 1,
+		},
+		{
+			name:    "duplicate", // the same point again
+			ps:      []particle.Particle{point(0, temp(21.5), hum(40)), point(0, hum(40), temp(21.5)), point(0, temp(21.5))},
+			rows:    "0 21.5 40",
+			written: 1, duplicates: 2,
+		},
+		{
+			name:    "ns apart", // in one microsecond: rows of their own
+			ps:      []particle.Particle{point(0, temp(1)), point(1, temp(2)), point(999, hum(3))},
+			rows:    "0 1 NULL|1 2 NULL|999 NULL 3",
+			written: 3,
+		},
+	} {
+		for _, batch := range []int{1, 100} {
+			t.Run(fmt.Sprintf("%s/batch=%d", tc.name, batch), func(t *testing.T) {
+				d := openDB(t)
+				sink := newSink(t, postgres.Config{Table: d.table("env"), BatchSize: batch})
+				var out recordingEmitter
+				for _, p := range tc.ps {
+					require.NoError(t, sink.Process(context.Background(), p, &out))
+				}
+				require.NoError(t, sink.Flush(context.Background(), &out))
+				assert.Equal(t, len(tc.ps), out.acked, "every point is acknowledged")
+				assert.Empty(t, out.failed)
+				var got []string
+				rows, err := d.conn.Query(context.Background(), fmt.Sprintf(
+					`SELECT concat_ws(' ', time_ns - %d, coalesce(temp::text, 'NULL'), coalesce(hum::text, 'NULL')) FROM %s ORDER BY time_ns`, int64(at), d.table("env")))
+				require.NoError(t, err)
+				for rows.Next() {
+					var r string
+					require.NoError(t, rows.Scan(&r))
+					got = append(got, r)
+				}
+				require.NoError(t, rows.Err())
+				assert.Equal(t, tc.rows, strings.Join(got, "|"))
+				st := sink.Stats()
+				assert.Equal(t, []uint64{tc.written, tc.merged, tc.duplicates}, []uint64{st.Written.Load(), st.Merged.Load(), st.Duplicates.Load()},
+					"written, merged, duplicates")
+			})
+		}
+	}
+}
+
+// TestSinkNanoseconds writes 3,000 readings of one series inside 3 µs,
+// which timestamptz cannot tell apart: each is a row.
+func TestSinkNanoseconds(t *testing.T) {
+	const n = 3000
+	d := openDB(t)
+	sink := newSink(t, postgres.Config{Table: d.table("readings"), BatchSize: 500})
+	ps := make([]particle.Particle, n)
+	for i := range ps {
+		ps[i] = reading(0)
+		ps[i].Time += int64(i)
+		ps[i].Fields = []particle.Field{{Key: "n", Value: particle.Int(int64(i))}}
+	}
+	topo, err := run(t, sink, topology.Config{}, ps, nil)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(n), topo.Stats("gen").Acked.Load())
+	assert.Equal(t, n, d.count(t, "SELECT count(*) FROM "+d.table("readings")))
+	assert.Equal(t, 3, d.count(t, "SELECT count(DISTINCT time) FROM "+d.table("readings")))
+	assert.Equal(t, uint64(n), sink.Stats().Written.Load())
+	assert.Zero(t, sink.Stats().Duplicates.Load())
 }
