@@ -18,7 +18,8 @@ import (
 // meanwhile, which holds its upstream back. Once the destination has
 // failed for Config.Destination.GiveUpAfter, attempt sets b.gaveUp and
 // returns it; the instance then stops without acknowledging or failing
-// anything more.
+// anything more. A destination that refuses for good
+// (operation.ErrRefused) is given up on at once.
 func (b *boltInstance) attempt(ctx context.Context, fn func() error) error {
 	err := b.call(fn)
 	if !errors.Is(err, operation.ErrDestination) {
@@ -33,9 +34,15 @@ func (b *boltInstance) attempt(ctx context.Context, fn func() error) error {
 	}
 	bo.Reset()
 	start := b.topo.wallNanos()
-	b.topo.cfg.Logger.Warn("destination failing: retrying", "component", b.name, "instance", b.index, "err", err)
+	if !errors.Is(err, operation.ErrRefused) {
+		b.topo.cfg.Logger.Warn("destination failing: retrying", "component", b.name, "instance", b.index, "err", err)
+	}
 	for errors.Is(err, operation.ErrDestination) {
-		if time.Duration(b.topo.wallNanos()-start) >= cfg.GiveUpAfter {
+		switch {
+		case errors.Is(err, operation.ErrRefused):
+			b.gaveUp = fmt.Errorf("%w: bolt %s[%d]: %w", ErrGaveUp, b.name, b.index, err)
+			return b.gaveUp
+		case time.Duration(b.topo.wallNanos()-start) >= cfg.GiveUpAfter:
 			b.gaveUp = fmt.Errorf("%w: bolt %s[%d] after %v: %w", ErrGaveUp, b.name, b.index, cfg.GiveUpAfter, err)
 			return b.gaveUp
 		}
