@@ -41,7 +41,12 @@ func checkInflux(t *testing.T, srv *influxtest.Server, db string, n int) {
 // and labels.
 func checkVictoria(t *testing.T, srv *influxtest.Server, labels map[string]string, n int) {
 	t.Helper()
-	samples := srv.Export(`{__name__="reading_n"}`)
+	var samples []influxtest.Sample
+	// It makes what it took searchable within a second or so.
+	waitUntil(t, "VictoriaMetrics shows the readings", func() bool {
+		samples = srv.Export(`{__name__="reading_n"}`)
+		return len(samples) >= n
+	})
 	require.Len(t, samples, n)
 	seen := map[int]bool{}
 	for _, s := range samples {

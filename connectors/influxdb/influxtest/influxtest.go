@@ -392,3 +392,6 @@ func freePort(t testing.TB) int {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
 }
+
+// Kind returns the kind of the server.
+func (s *Server) Kind() Kind { return s.cfg.Kind }
