@@ -23,6 +23,14 @@ var ErrDecode = errors.New("operation: decode")
 // err). A call that fails this way must not have emitted anything.
 var ErrDestination = errors.New("operation: destination failed")
 
+// ErrRefused marks the error of a destination that refuses the writes for
+// good: credentials it does not accept, a database or bucket that does not
+// exist. Retrying cannot help, so the engine stops the run at once, as when
+// it gives up on a failing destination, with the error as the reason; it
+// wraps ErrDestination, so that nothing is acknowledged or dead-lettered
+// because of it. Wrap it: fmt.Errorf("%w: %w", operation.ErrRefused, err).
+var ErrRefused = fmt.Errorf("%w: refused", ErrDestination)
+
 // ErrRejected marks the error of an input that an operation rejects as
 // bad data: the engine dead-letters it with the error and acknowledges it
 // at once, without retrying.

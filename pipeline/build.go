@@ -12,6 +12,7 @@ import (
 
 	"github.com/sensorstorm/sensorstorm/connectors/file"
 	"github.com/sensorstorm/sensorstorm/connectors/httpwrite"
+	"github.com/sensorstorm/sensorstorm/connectors/influxdb"
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt"
 	"github.com/sensorstorm/sensorstorm/connectors/postgres"
 	"github.com/sensorstorm/sensorstorm/connectors/replay"
@@ -384,8 +385,17 @@ func mqttSources(s *Source, opts Options) ([]*mqtt.Source, error) {
 // openSink returns a sink's operation and, for a file, what to close if
 // the build fails: for "-" a sink on standard output (never closed), else
 // a sink on the file, created or truncated, which closes it; or an MQTT
-// publisher or a PostgreSQL writer, which connect when Run starts.
+// publisher or a PostgreSQL or InfluxDB writer, which connect when Run
+// starts.
 func openSink(s *Sink, name string, opts Options) (operation.Operation, io.Closer, error) {
+	if s.InfluxDB != nil {
+		cfg := *s.InfluxDB
+		if cfg.Logger == nil {
+			cfg.Logger = opts.Logger
+		}
+		sink, err := influxdb.NewSink(cfg)
+		return sink, nil, err
+	}
 	if s.Postgres != nil {
 		cfg := *s.Postgres
 		if cfg.Logger == nil {

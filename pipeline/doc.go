@@ -114,6 +114,16 @@
 //	sink:
 //	  postgres: {url: "postgres://sensorstorm@localhost/metrics", table: readings}
 //
+// # InfluxDB
+//
+// An influxdb sink takes the keys of connectors/influxdb's Config: url
+// (the write URL, 1.x's /write?db=NAME or 2.x's
+// /api/v2/write?org=ORG&bucket=BUCKET), token, username, password,
+// precision, batch_size, flush_interval, gzip and timeout:
+//
+//	sink:
+//	  influxdb: {url: "http://localhost:8086/write?db=sensors", gzip: true}
+//
 // # Defaults
 //
 // Every bolt instance forwards its watermark to the instances downstream,

@@ -425,7 +425,7 @@ func (d *decoder) input(n *yaml.Node, what string) Input {
 }
 
 func (d *decoder) sink(n *yaml.Node, what, name string) *Sink {
-	m := d.mapping(n, what+": sink", "file", "precision", "mqtt", "postgres")
+	m := d.mapping(n, what+": sink", "file", "precision", "mqtt", "postgres", "influxdb")
 	if m == nil {
 		return nil
 	}
@@ -439,22 +439,24 @@ func (d *decoder) sink(n *yaml.Node, what, name string) *Sink {
 		s.Precision, prec = p, &p
 	}
 	set := 0
-	for _, k := range []string{"file", "mqtt", "postgres"} {
+	for _, k := range []string{"file", "mqtt", "postgres", "influxdb"} {
 		if m[k] != nil {
 			set++
 		}
 	}
 	switch {
 	case set > 1:
-		d.fail(n, "%s: sink: set one of file, mqtt and postgres (add a bolt for each other)", what)
+		d.fail(n, "%s: sink: set one of file, mqtt, postgres and influxdb (add a bolt for each other)", what)
 	case m["mqtt"] != nil:
 		s.MQTT = d.mqttSink(m["mqtt"], what, name, prec)
 	case m["postgres"] != nil:
 		s.Postgres = d.postgresSink(m["postgres"], what)
+	case m["influxdb"] != nil:
+		s.InfluxDB = d.influxSink(m["influxdb"], what, prec)
 	case m["file"] != nil:
 		s.File, _ = d.str(m["file"], what+": sink: file")
 	default:
-		d.fail(n, "%s: sink: set file (a path, or - for standard output), mqtt or postgres", what)
+		d.fail(n, "%s: sink: set file (a path, or - for standard output), mqtt, postgres or influxdb", what)
 	}
 	return s
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/sensorstorm/sensorstorm/connectors/file"
 	"github.com/sensorstorm/sensorstorm/connectors/httpwrite"
+	"github.com/sensorstorm/sensorstorm/connectors/influxdb"
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt"
 	"github.com/sensorstorm/sensorstorm/connectors/postgres"
 	"github.com/sensorstorm/sensorstorm/connectors/replay"
@@ -90,7 +91,7 @@ type Input struct {
 	pos      pos
 }
 
-// Sink writes particles out: File, MQTT or Postgres is set.
+// Sink writes particles out: File, MQTT, Postgres or InfluxDB is set.
 type Sink struct {
 	// File is the path written as line protocol, "-" for standard output.
 	File string
@@ -101,6 +102,8 @@ type Sink struct {
 	MQTT *mqtt.SinkConfig
 	// Postgres is set for sinks writing to a PostgreSQL table.
 	Postgres *postgres.Config
+	// InfluxDB is set for sinks writing to an InfluxDB write API.
+	InfluxDB *influxdb.Config
 }
 
 type pos struct{ line, col int }

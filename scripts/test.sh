@@ -9,7 +9,10 @@
 # installs the Debian package, trusting loopback connections, when it is
 # missing. The status page's browser test drives Chromium (/usr/bin/chromium):
 # as root this script installs the Debian packages chromium and
-# chromium-driver when they are missing.
+# chromium-driver when they are missing. The InfluxDB sink's tests start
+# their own InfluxDB 1.x and VictoriaMetrics servers: as root this script
+# installs the Debian packages influxdb and victoria-metrics when they are
+# missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,6 +34,18 @@ if [ ! -x /usr/bin/chromium ] || ! command -v chromedriver >/dev/null 2>&1; then
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
 	else
 		echo "chromium is missing: install the Debian packages 'chromium' and 'chromium-driver' (the status page's browser test needs them)" >&2
+		exit 1
+	fi
+fi
+
+if ! command -v influxd >/dev/null 2>&1 || ! command -v victoria-metrics >/dev/null 2>&1; then
+	if [ "$(id -u)" = 0 ]; then
+		echo "installing influxdb and victoria-metrics (Debian packages) for the InfluxDB sink's tests"
+		apt-get update -qq
+		# The tests start their own servers on free ports, not the packages' services.
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq influxdb victoria-metrics >/dev/null
+	else
+		echo "influxd or victoria-metrics is missing: install the Debian packages 'influxdb' and 'victoria-metrics' (the InfluxDB sink's tests need them)" >&2
 		exit 1
 	fi
 fi

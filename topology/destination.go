@@ -18,7 +18,8 @@ import (
 // meanwhile, which holds its upstream back. Once the destination has
 // failed for Config.Destination.GiveUpAfter, attempt sets b.gaveUp and
 // returns it; the instance then stops without acknowledging or failing
-// anything more.
+// anything more. A destination that refuses for good
+// (operation.ErrRefused) is given up on at once.
 func (b *boltInstance) attempt(ctx context.Context, fn func() error) error {
 	err := b.call(fn)
 	if !errors.Is(err, operation.ErrDestination) {
@@ -34,13 +35,19 @@ func (b *boltInstance) attempt(ctx context.Context, fn func() error) error {
 	bo.Reset()
 	start := b.topo.wallNanos()
 	defer b.failing.Store(nil)
-	// Loud at the first failure, then again at a backoff of its own, so
-	// that a failure that lasts is seen however long it lasts.
-	b.topo.cfg.Logger.Error("destination failing: retrying", "component", b.name, "instance", b.index, "err", err)
+	if !errors.Is(err, operation.ErrRefused) {
+		// Loud at the first failure, then again at a backoff of its own,
+		// so that a failure that lasts is seen however long it lasts.
+		b.topo.cfg.Logger.Error("destination failing: retrying", "component", b.name, "instance", b.index, "err", err)
+	}
 	nextLog := failingLogFirst
 	for attempts := 1; errors.Is(err, operation.ErrDestination); attempts++ {
 		elapsed := time.Duration(b.topo.wallNanos() - start)
 		b.failing.Store(&destinationFailure{failedFor: elapsed, err: err})
+		if errors.Is(err, operation.ErrRefused) {
+			b.gaveUp = fmt.Errorf("%w: bolt %s[%d]: %w", ErrGaveUp, b.name, b.index, err)
+			return b.gaveUp
+		}
 		if elapsed >= cfg.GiveUpAfter {
 			b.gaveUp = fmt.Errorf("%w: bolt %s[%d] after %v: %w", ErrGaveUp, b.name, b.index, cfg.GiveUpAfter, err)
 			return b.gaveUp

@@ -21,10 +21,11 @@ import (
 
 var errDiskFull = fmt.Errorf("%w: write out.lp: no space left on device", operation.ErrDestination)
 
-// flakySink fails the particles that fail says with errDiskFull, and
-// records the others.
+// flakySink fails the particles that fail says with err (errDiskFull when
+// nil), and records the others.
 type flakySink struct {
 	fail     func(p particle.Particle) bool
+	err      error
 	mu       sync.Mutex
 	got      []particle.Particle
 	failures atomic.Int64
@@ -33,6 +34,9 @@ type flakySink struct {
 func (s *flakySink) Process(_ context.Context, in particle.Particle, _ operation.Emitter) error {
 	if s.fail(in) {
 		s.failures.Add(1)
+		if s.err != nil {
+			return s.err
+		}
 		return errDiskFull
 	}
 	s.mu.Lock()
@@ -116,4 +120,27 @@ func TestDestinationGivenUpOnStopsTheRun(t *testing.T) {
 		assert.Equal(t, 1, src.acked[i])
 	}
 	assert.Len(t, sink.all(), 4)
+}
+
+// A destination that refuses for good (operation.ErrRefused) stops the run
+// at its first refusal, with its error: no retry, nothing dead-lettered,
+// nothing failed, and what it refused is not acknowledged.
+func TestDestinationRefusedStopsTheRunAtOnce(t *testing.T) {
+	const n = 20
+	src, dead, topo := destinationRig(t, n, 50*time.Millisecond,
+		topology.DestinationConfig{InitialInterval: 10 * time.Millisecond, GiveUpAfter: time.Hour})
+	refused := fmt.Errorf("%w: no such database", operation.ErrRefused)
+	sink := &flakySink{fail: func(p particle.Particle) bool { return p.Time >= 5 }, err: refused}
+	topo.AddBolt("sink", operation.Stateless(sink), topology.BoltConfig{}).Input("src", topology.Global())
+	err := topo.Run(context.Background())
+	require.ErrorIs(t, err, topology.ErrGaveUp)
+	require.ErrorIs(t, err, operation.ErrRefused)
+	assert.ErrorContains(t, err, "no such database")
+	assert.Zero(t, topo.Stats("sink").DestinationRetries.Load())
+
+	assert.Empty(t, dead.All())
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	assert.Empty(t, src.failed)
+	assert.Len(t, src.acked, 4, "what was written is acknowledged, nothing else")
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sensorstorm/sensorstorm/connectors/file"
 	"github.com/sensorstorm/sensorstorm/connectors/httpwrite"
+	"github.com/sensorstorm/sensorstorm/connectors/influxdb"
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt"
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
@@ -41,6 +42,7 @@ type ingestFlags struct {
 	window     time.Duration
 	late       syncbuffer.LatePolicy
 	out        string
+	influx     influxFlags
 	publish    string
 	record     string
 	deadLetter string
@@ -52,7 +54,8 @@ const ingestUsage = `usage: sensorstorm ingest --broker URL --topic FILTER [--to
 
 Subscribes to MQTT topics, or serves InfluxDB's write API (POST
 /api/v2/write and /write) on --http-write, or both, aligns the readings in
-a synchronization buffer and appends them as line protocol to --out.
+a synchronization buffer and appends them as line protocol to --out, or
+writes them to InfluxDB (--influx-out).
 SIGINT or SIGTERM drains and stops; the last line on stderr is
   summary: read=N emitted=N late=N invalid=N skipped=N outside=N duplicates=N refused=N
 where read = emitted + late + invalid + skipped + outside + duplicates, and
@@ -98,6 +101,7 @@ func (f *ingestFlags) register(fs *flag.FlagSet) {
 	f.late = syncbuffer.LatePass
 	fs.TextVar(&f.late, "late", syncbuffer.LatePass, "late particles: pass (written out of order) or drop")
 	fs.StringVar(&f.out, "out", "-", "append line protocol to this file (created when missing); - is stdout")
+	f.influx.register(fs)
 	fs.StringVar(&f.publish, "publish", "", "also publish results to this topic template, e.g. results/{sensor}")
 	fs.StringVar(&f.record, "record", "", "also record everything that came in to DIR/ingest-<start time>.lp, for sensorstorm replay")
 	registerDeadLetter(fs, &f.deadLetter)
@@ -128,6 +132,9 @@ func ingest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		f.http.Addr = addr
 	}
 	if code, ok := f.status.check(c); !ok {
+		return code
+	}
+	if code := f.influx.check(c); code != 0 {
 		return code
 	}
 	if f.src.Password == "" {
@@ -194,8 +201,12 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 			return exitUsage, err
 		}
 	}
-	out, err := openSink(f.out, stdout, f.src.Payload.Precision, logger)
-	if err != nil {
+	out, written, err := f.influx.sink(f.src.Payload.Precision, logger, func() (writtenSink, error) {
+		return openSink(f.out, stdout, f.src.Payload.Precision, logger)
+	})
+	if errors.Is(err, influxdb.ErrInvalidConfig) {
+		return exitUsage, fmt.Errorf("--influx-out: %w", err)
+	} else if err != nil {
 		return exitError, err
 	}
 	dead, err := openDeadLetters(f.deadLetter, logger)
@@ -274,7 +285,7 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 		closeErrs = append(closeErrs, src.Close())
 		st := src.Stats()
 		fmt.Fprintf(stderr, "ingest: messages=%d written=%d replayed=%d redelivered=%d acked=%d failed=%d reconnects=%d elapsed=%s\n",
-			st.Received.Load(), out.Written(), st.Replayed.Load(), st.Redelivered.Load(), st.Acked.Load(), st.Failed.Load(),
+			st.Received.Load(), written(), st.Replayed.Load(), st.Redelivered.Load(), st.Acked.Load(), st.Failed.Load(),
 			max(int64(st.Connects.Load())-1, 0), elapsed)
 	}
 	if hsrc != nil {
@@ -282,7 +293,7 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 		st := hsrc.Stats()
 		fmt.Fprintf(stderr, "ingest: http requests=%d accepted=%d bytes=%d points=%d invalid=%d replayed=%d refused=%d written=%d elapsed=%s\n",
 			st.Requests.Load(), st.Accepted.Load(), st.Bytes.Load(), st.Emitted.Load(), st.Invalid.Load(), st.Replayed.Load(),
-			st.BadRequests.Load()+st.Unauthorized.Load()+st.TooLarge.Load()+st.Unavailable.Load(), out.Written(), elapsed)
+			st.BadRequests.Load()+st.Unauthorized.Load()+st.TooLarge.Load()+st.Unavailable.Load(), written(), elapsed)
 	}
 	for _, in := range inputs {
 		// The engine's count: it rejects particles beyond the future bound

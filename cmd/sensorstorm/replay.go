@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sensorstorm/sensorstorm/connectors/file"
+	"github.com/sensorstorm/sensorstorm/connectors/influxdb"
 	replaysrc "github.com/sensorstorm/sensorstorm/connectors/replay"
 	"github.com/sensorstorm/sensorstorm/httpguard"
 	"github.com/sensorstorm/sensorstorm/operation"
@@ -33,6 +34,7 @@ type replayOptions struct {
 	loop       bool
 	concat     bool
 	out        string
+	influx     influxFlags
 	control    string
 	allowHosts stringsFlag
 	deadLetter string
@@ -46,9 +48,10 @@ const replayUsage = `usage: sensorstorm replay [flags] FILE...
 
 Replays recordings (line protocol, plain or gzip, or delimited text) merged
 by event time, paced at --speed, and writes the particles as line protocol
-in event-time order. FILE - is standard input. It ends with this line on
-stderr, where read = emitted + late + invalid + skipped + outside + duplicates
-and refused counts the emitted particles dead-lettered as failed:
+in event-time order, to --out or to InfluxDB (--influx-out). FILE - is
+standard input. It ends with this line on stderr, where read = emitted +
+late + invalid + skipped + outside + duplicates and refused counts the
+emitted particles dead-lettered as failed:
   summary: read=N emitted=N late=N invalid=N skipped=N outside=N duplicates=N refused=N
 and exits 1 if every record read was invalid. On a terminal it shows
 progress, and keys change the replay:
@@ -70,6 +73,7 @@ func replayFlags(stderr io.Writer) (*cli, *replayOptions) {
 		"of the recording plus its first gap at each pass")
 	fs.BoolVar(&o.concat, "concat", false, "read the files one after the other instead of merging them by event time")
 	fs.StringVar(&o.out, "out", "-", "append output to this `FILE`; - is stdout")
+	o.influx.register(fs)
 	fs.StringVar(&o.control, "control", "", "serve HTTP control on `ADDR`, such as localhost:8089: POST /speed?factor=F|max,\n"+
 		"POST /pause, POST /resume, GET /status"+addrUsage)
 	fs.Var(&o.allowHosts, "allow-host", "also take --control and --http-control requests addressed to this host `NAME`, such as\n"+
@@ -112,6 +116,9 @@ func parseReplay(args []string, stdout, stderr io.Writer) (*cli, *replayOptions,
 	if code, ok := o.status.check(c); !ok {
 		return nil, nil, code, false
 	}
+	if code := o.influx.check(c); code != 0 {
+		return nil, nil, code, false
+	}
 	return c, o, exitOK, true
 }
 
@@ -149,10 +156,16 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			return fail(exitError, err)
 		}
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	term := newTerminal(stderr, o.quiet, slices.Contains(o.files, "-"))
 	logger, logs := c.log.logger(term.logWriter())
-	out, err := openSink(o.out, stdout, o.format.precision, logger)
-	if err != nil {
+	out, _, err := o.influx.sink(o.format.precision, logger, func() (writtenSink, error) {
+		return openSink(o.out, stdout, o.format.precision, logger)
+	})
+	if errors.Is(err, influxdb.ErrInvalidConfig) {
+		return c.usageError("--influx-out: %v", err)
+	} else if err != nil {
 		return fail(exitError, err)
 	}
 	var late *file.Sink
@@ -162,8 +175,6 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		}
 	}
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	dead, err := openDeadLetters(o.deadLetter, logger)
 	if err != nil {
 		return fail(exitError, err)
