@@ -443,9 +443,12 @@ func (b *Buffer[T]) EndOfStream(input int) {
 // anything nor announced a promise. Once every input has ended it returns
 // (math.MaxInt64, true).
 //
-// When every input that has not ended is idle, the watermark follows the
-// stream clock: now minus the idle timeout, or the highest bound if that is
-// higher. So a quiet live feed's last items come out.
+// When every input that has not ended is idle, event time advances from
+// the newest event by the stream-clock time that passed since the last sign
+// of life, less the idle timeout (or to the highest bound if that is
+// higher). So a quiet live feed's last items come out, and a feed of old
+// data (a backfill) is not made late by a pause: the watermark follows the
+// feed's own time, not the clock's.
 //
 // The watermark is not monotonic: an idle input that wakes up lowers it.
 // Items already released stay released, and items behind them are Behind.
@@ -453,6 +456,8 @@ func (b *Buffer[T]) Watermark(now int64) (int64, bool) {
 	var (
 		lowest    int64 = math.MaxInt64
 		highest   int64 = math.MinInt64
+		newest    int64 = math.MinInt64 // the newest event any input sent
+		life      int64 = math.MinInt64 // the last sign of life of any input
 		active    bool
 		allEnded  = true
 		window    = int64(b.cfg.Window)
@@ -468,6 +473,10 @@ func (b *Buffer[T]) Watermark(now int64) (int64, bool) {
 		if known {
 			highest = max(highest, bound)
 		}
+		if in.sent {
+			newest = max(newest, in.high)
+		}
+		life = max(life, in.last)
 		if b.started && idleAfter >= 0 && now > in.last && uint64(now)-uint64(in.last) > uint64(idleAfter) {
 			continue
 		}
@@ -482,8 +491,10 @@ func (b *Buffer[T]) Watermark(now int64) (int64, bool) {
 		return math.MaxInt64, true
 	case active:
 		return lowest, true
+	case newest == math.MinInt64:
+		return max(highest, subSat(now, int64(idleAfter))), true
 	}
-	return max(highest, subSat(now, int64(idleAfter))), true
+	return max(highest, subSat(addSat(newest, now-life), int64(idleAfter))), true
 }
 
 // start fixes the stream-clock time from which inputs that never sent count

@@ -250,12 +250,26 @@ func TestAllInputsIdle(t *testing.T) {
 	b.Push(0, data(10, 0, 1), 0)
 	b.Push(1, data(30, 1, 1), 0)
 	assert.Empty(t, drain(b, 0), "watermark 4")
-	assert.Equal(t, []int64{10}, drain(b, 11), "both idle: the highest bound, 30-5-1")
-	assert.Equal(t, []int64{30}, drain(b, 40), "then the stream clock minus the idle timeout")
+	assert.Empty(t, drain(b, 10), "not idle yet: the lowest bound, 10-5-1")
+	assert.Equal(t, []int64{10, 30}, drain(b, 11), "both idle: the newest event, 30, plus the 11 that passed since the last sign of life, less the idle timeout")
 	b.Push(0, data(45, 0, 2), 40)
 	assert.Equal(t, Behind, b.Push(1, data(29, 1, 2), 40), "not late for input 1, but behind the release")
 	assert.Equal(t, uint64(1), b.Stats().Behind)
 	assert.Empty(t, drain(b, 40), "input 0 active again: watermark 39")
+}
+
+// A backfill, a feed of old data, paused for longer than the idle timeout
+// is not made late by the pause: event time goes on from its newest event,
+// not from the stream clock.
+func TestIdleBackfillIsNotMadeLate(t *testing.T) {
+	const day = int64(24 * time.Hour)
+	b := newTestBuffer(t, Config{Window: 5, IdleTimeout: 10}, 1)
+	now := int64(100 * day) // the stream clock, days after the data
+	b.Push(0, data(1000, 0, 1), now)
+	b.Push(0, data(1003, 0, 2), now)
+	assert.Equal(t, []int64{1000, 1003}, drain(b, now+30), "idle after a pause of 30: 1003+30-10")
+	assert.Equal(t, Buffered, b.Push(0, data(1004, 0, 3), now+30), "the next reading is on time")
+	assert.Equal(t, uint64(0), b.Stats().Behind)
 }
 
 func TestIdleTimeoutDisabled(t *testing.T) {

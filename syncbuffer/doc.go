@@ -33,8 +33,10 @@
 // An input is active until it ends ([Buffer.EndOfStream]) or has shown no
 // sign of life for [Config.IdleTimeout] of stream-clock time; an active
 // input that has neither sent nor promised anything holds everything back.
-// When every input is idle, the watermark follows the stream clock (now
-// minus the idle timeout), so that a quiet live feed's last items come out.
+// When every input is idle, event time advances from the newest event by the
+// stream-clock time that passed since the last sign of life, less the idle
+// timeout, so that a quiet live feed's last items come out while a feed of
+// old data paused for a while is not made late by the pause.
 // Idleness is the one way timing enters the output: a run that must be a
 // function of its data (a replay) disables it and relies on announced
 // progress and end of stream. When every input has ended, the buffer

@@ -115,12 +115,17 @@ func (m *model) advance(input int, high, promise, now int64) {
 
 func (m *model) watermark(now int64) (int64, bool) {
 	lowest, highest := int64(math.MaxInt64), int64(math.MinInt64)
+	newest, life := int64(math.MinInt64), int64(math.MinInt64)
 	active, allEnded := false, true
 	for _, in := range m.inputs {
 		if in.ended {
 			continue
 		}
 		allEnded = false
+		if in.sent {
+			newest = max(newest, in.high)
+		}
+		life = max(life, in.last)
 		bound, known := in.promise, in.promise != math.MinInt64
 		if in.sent {
 			bound, known = max(in.high-int64(m.cfg.Window)-1, in.promise), true
@@ -142,8 +147,11 @@ func (m *model) watermark(now int64) (int64, bool) {
 		return math.MaxInt64, true
 	case active:
 		return lowest, true
+	case newest == math.MinInt64:
+		return max(highest, now-int64(m.cfg.IdleTimeout)), true
 	}
-	return max(highest, now-int64(m.cfg.IdleTimeout)), true
+	// Event time goes on from the newest event by the time that passed.
+	return max(highest, newest+(now-life)-int64(m.cfg.IdleTimeout)), true
 }
 
 // release returns what Release would hand out, stopping after limit items

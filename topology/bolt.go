@@ -125,6 +125,10 @@ type boltInstance struct {
 	buffered  int64 // this instance's share of stats.Buffered
 	bytes     int64 // and of stats.BufferedBytes
 	backlog   backlog
+	// queued counts, per input, the batches its sender has delivered or
+	// is delivering to the inbox and this instance has not received yet;
+	// nil when inputs are never idle.
+	queued []atomic.Int64
 
 	// the input being processed: its children's edges go to curXor, or to
 	// curHeld once the operation holds it; curDone once it acked or failed
@@ -250,6 +254,9 @@ func (b *boltInstance) receive(ctx context.Context, bt *batch) {
 		b.ended++
 	}
 	self, eos := bt.self, bt.eos
+	if b.queued != nil && b.outlet == nil {
+		b.queued[bt.input].Add(-1)
+	}
 	b.topo.pool.put(bt)
 	b.release(ctx, b.now())
 	b.settle(ctx)
@@ -330,6 +337,13 @@ func (b *boltInstance) tick(ctx context.Context, now int64) {
 // release processes what the buffer releases at now, then tells the
 // operation how far event time has progressed.
 func (b *boltInstance) release(ctx context.Context, now int64) {
+	for i := range b.queued {
+		// Batches waiting in the inbox are a sign of life: a bolt that
+		// was slow to read them must not find their sender idle.
+		if b.queued[i].Load() > 0 {
+			b.buf.Advance(i, math.MinInt64, math.MinInt64, now)
+		}
+	}
 	b.buf.Release(now, func(env envelope) bool {
 		// The released envelope lives in the instance, not on the heap:
 		// operations and routing take its address.

@@ -3,6 +3,7 @@ package topology
 import (
 	"context"
 	"math"
+	"sync/atomic"
 
 	"github.com/sensorstorm/sensorstorm/acker"
 )
@@ -17,20 +18,29 @@ type inbox interface {
 }
 
 // chanInbox is an in-process inbox. It marks the receiver's backlog, when
-// given one, as a batch arrives.
+// given one, as a batch arrives, and counts in queued, when given it, the
+// sender's batches waiting for the receiver: an input with batches waiting
+// is not idle, however long the receiver took to get to them.
 type chanInbox struct {
 	ch      chan<- *batch
 	backlog *backlog
 	wall    func() int64
+	queued  *atomic.Int64
 }
 
 func (c chanInbox) deliver(ctx context.Context, b *batch) error {
+	if c.queued != nil {
+		c.queued.Add(1)
+	}
 	select {
 	case c.ch <- b:
 	default:
 		select {
 		case c.ch <- b:
 		case <-ctx.Done():
+			if c.queued != nil {
+				c.queued.Add(-1)
+			}
 			return ctx.Err()
 		}
 	}

@@ -460,6 +460,9 @@ func (t *Topology) build(drainCtx context.Context) (*run, error) {
 				topo: r, stats: t.stats[spec.name], edges: acker.NewEdgeIDs(), seq: uint64(t.cfg.Incarnation) << 32,
 				heldInputs: map[operation.Anchor]*held{}, drainedInputs: make([]bool, inputs),
 			}
+			if bufCfg.IdleTimeout >= 0 {
+				b.queued = make([]atomic.Int64, inputs)
+			}
 			b.router = newRouter(r.pool)
 			if t.cfg.Transport != nil {
 				if out, in, ok := t.cfg.Transport.Edge(spec.name, i); ok {
@@ -487,6 +490,9 @@ func (t *Topology) build(drainCtx context.Context) (*run, error) {
 						continue
 					}
 					ib := chanInbox{ch: down.inbox}
+					if down.queued != nil {
+						ib.queued = &down.queued[next]
+					}
 					if t.cfg.Acking.Enabled {
 						// Only the acker's progress timeout needs the backlog.
 						ib.backlog, ib.wall = &down.backlog, r.wallNanos

@@ -259,15 +259,23 @@ type Config struct {
 	// to DefaultMaxBatch.
 	MaxBatch int `yaml:"max_batch"`
 	// MaxBuffered bounds the messages held in memory between the broker
-	// and the pipeline. Beyond it the source stops acknowledging, so the
-	// broker stops sending (QoS 1 and 2) or drops (QoS 0, counted).
-	// Defaults to DefaultMaxBuffered.
+	// and the pipeline. In ModeSpool, messages beyond it wait in the
+	// spool on disk (see Backlog) and are read back when the pipeline
+	// gets to them. In the other modes the source then stops
+	// acknowledging, so the broker stops sending (QoS 1 and 2) or drops
+	// (QoS 0, counted). Defaults to DefaultMaxBuffered.
 	MaxBuffered int `yaml:"max_buffered"`
 	// MaxBufferedBytes bounds the same messages by their payload bytes.
 	// Add what the broker sends unacknowledged, up to its in-flight
 	// window times its largest message. Defaults to
 	// DefaultMaxBufferedBytes.
 	MaxBufferedBytes int `yaml:"max_buffered_bytes"`
+	// Backlog bounds, in ModeSpool, the messages waiting in the spool
+	// for the pipeline: its disk quota (max_backlog_bytes) and the free
+	// space kept for the system (min_free_bytes). At the quota the
+	// source stops acknowledging, and says so at error level. Its
+	// memory bounds are MaxBuffered and MaxBufferedBytes.
+	Backlog spool.BacklogConfig `yaml:"backlog"`
 	// MaxPayload is the largest payload decoded, in bytes. A larger
 	// message is bad input: acknowledged, counted as invalid, and
 	// rejected to the dead-letter sink with an error wrapping
@@ -469,6 +477,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxPayload < 1 || c.MaxBufferedBytes < c.MaxPayload {
 		errs = append(errs, errors.New("max payload must be positive and at most max buffered bytes"))
+	}
+	if c.Backlog.MaxBytes < 0 || c.Backlog.MinFree < 0 {
+		errs = append(errs, errors.New("negative max backlog bytes or min free bytes"))
 	}
 	if err := c.Spool.Validate(); err != nil {
 		errs = append(errs, err)

@@ -104,6 +104,9 @@ type recorder struct {
 	out   [][]particle.Particle
 	count atomic.Int64
 	delay time.Duration
+	// gate, when not nil, stalls every instance until it is closed: a
+	// destination that does not answer.
+	gate chan struct{}
 }
 
 func (r *recorder) factory() operation.Factory {
@@ -115,6 +118,9 @@ func (r *recorder) factory() operation.Factory {
 		return operation.Func(func(_ context.Context, in particle.Particle, _ operation.Emitter) error {
 			if r.delay > 0 {
 				time.Sleep(r.delay)
+			}
+			if r.gate != nil {
+				<-r.gate
 			}
 			r.mu.Lock()
 			r.out[i] = append(r.out[i], in)

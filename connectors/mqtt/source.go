@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
@@ -41,12 +43,12 @@ type Stats struct {
 	// Connects counts connections, the first included, once their
 	// subscriptions were made; ConnectionsLost the connections lost.
 	Connects, ConnectionsLost atomic.Uint64
-	// Buffered is the number of messages received and not yet emitted;
-	// PeakBuffered its highest value. QueuedBytes counts the payload
-	// bytes of those taken for the pipeline, which MaxBufferedBytes
-	// bounds; PeakQueuedBytes its highest value. The others wait
-	// unacknowledged, as many as the broker sends beyond its in-flight
-	// window.
+	// Buffered is the number of messages received and held in memory,
+	// not yet emitted; PeakBuffered its highest value. QueuedBytes counts
+	// the payload bytes of those taken for the pipeline, which
+	// MaxBufferedBytes bounds; PeakQueuedBytes its highest value. The
+	// others wait unacknowledged, as many as the broker sends beyond its
+	// in-flight window, or, in ModeSpool, on disk (BacklogStats).
 	Buffered, PeakBuffered, QueuedBytes, PeakQueuedBytes atomic.Int64
 }
 
@@ -65,9 +67,16 @@ type Source struct {
 
 	conn  *conn
 	spool *spool.Spool
-	// opened is spool for other goroutines (SpoolStats): Run sets spool
-	// while they may already be asking.
-	opened atomic.Pointer[spool.Spool]
+	// backlog hands the pipeline, in ModeSpool, what the spool holds for
+	// it, from memory or read back from disk; records before firstSeq
+	// were left by an earlier run.
+	backlog  *spool.Backlog[*message]
+	firstSeq uint64
+	// opened and backlogged are spool and backlog for other goroutines
+	// (SpoolStats, BacklogStats): Run sets them while they may already
+	// be asking.
+	opened     atomic.Pointer[spool.Spool]
+	backlogged atomic.Pointer[spool.Backlog[*message]]
 
 	mu       sync.Mutex // guards arrivals and order
 	arrivals []*message
@@ -82,12 +91,14 @@ type Source struct {
 	ackDone chan struct{}
 	ready   []*message // release's scratch, reused to spare an allocation per release; used by acks only
 
-	// queue holds the messages between the broker and the pipeline; its
-	// size is MaxBuffered, the source's memory bound. taken counts the
-	// messages taken from arrivals and not yet emitted, Stats.QueuedBytes
-	// their payload bytes: take keeps them within MaxBuffered and
-	// MaxBufferedBytes, so that sending to queue never blocks for long
-	// and acknowledgements stop when the pipeline falls behind.
+	// queue holds the messages between the broker and the pipeline
+	// outside ModeSpool; its size is MaxBuffered, the source's memory
+	// bound. taken counts the messages taken from arrivals and not yet
+	// emitted, Stats.QueuedBytes their payload bytes: outside ModeSpool,
+	// take keeps them within MaxBuffered and MaxBufferedBytes, so that
+	// sending to queue never blocks for long and acknowledgements stop
+	// when the pipeline falls behind. In ModeSpool the backlog holds
+	// them, on disk past those bounds.
 	queue chan *message
 	taken atomic.Int64
 	room  chan struct{} // a message was emitted; size one: one wake-up is enough
@@ -187,11 +198,22 @@ func (s *Source) SpoolStats() (spool.Stats, bool) {
 	return sp.Stats(), true
 }
 
-// Run implements topology.Source. In ModeSpool it first opens the spool
-// and emits what a previous run left there, then connects, retrying as
-// ConnConfig says. It returns nil when ctx ends, a *ConnectError when the
-// broker refused the connection for good, or the error that stopped it (a
-// spool write error).
+// BacklogStats returns what waits in the spool for the pipeline, and
+// false before Run opened it or in a mode without one. It is safe to call
+// while the source runs.
+func (s *Source) BacklogStats() (spool.BacklogStats, bool) {
+	b := s.backlogged.Load()
+	if b == nil {
+		return spool.BacklogStats{}, false
+	}
+	return b.Stats(), true
+}
+
+// Run implements topology.Source. In ModeSpool it first opens the spool,
+// whose records a previous run left not completed the pipeline gets
+// first, then connects, retrying as ConnConfig says. It returns nil when
+// ctx ends, a *ConnectError when the broker refused the connection for
+// good, or the error that stopped it (a spool write or read error).
 func (s *Source) Run(ctx context.Context, out topology.SourceEmitter) error {
 	if !s.ran.CompareAndSwap(false, true) {
 		return ErrRunTwice
@@ -203,9 +225,17 @@ func (s *Source) Run(ctx context.Context, out topology.SourceEmitter) error {
 		}
 		s.spool = sp
 		s.opened.Store(sp)
-		if err := s.replay(ctx, out); err != nil {
-			return err
+		s.firstSeq = sp.Durable()
+		bcfg := s.cfg.Backlog
+		bcfg.MemoryRecords, bcfg.MemoryBytes = s.cfg.MaxBuffered, int64(s.cfg.MaxBufferedBytes)
+		bcfg.ReadBatch = min(spool.DefaultReadBatch, s.cfg.MaxBuffered)
+		bcfg.Name, bcfg.Logger, bcfg.Now = "mqtt", s.cfg.Logger.With("client_id", s.cfg.ClientID), s.cfg.Wall.Now
+		bl, err := spool.NewBacklog(sp, bcfg, s.readBack)
+		if err != nil {
+			return fmt.Errorf("mqtt: %w", err)
 		}
+		s.backlog = bl
+		s.backlogged.Store(bl)
 	}
 	opts := paho.NewClientOptions()
 	opts.SetCleanSession(s.cfg.CleanSession)
@@ -340,11 +370,14 @@ func (s *Source) arrive(_ paho.Client, m paho.Message) {
 	}
 }
 
-// peak adds n to v and raises p to v's new value if it is higher. One
-// goroutine adds (arrive, take), so p needs no compare-and-swap.
+// peak adds n to v and raises p to v's new value if it is higher.
 func peak(v, p *atomic.Int64, n int64) {
-	if x := v.Add(n); x > p.Load() {
-		p.Store(x)
+	x := v.Add(n)
+	for {
+		old := p.Load()
+		if x <= old || p.CompareAndSwap(old, x) {
+			return
+		}
 	}
 }
 
@@ -362,16 +395,21 @@ func (s *Source) wanted(topic string) bool {
 // take waits for arrivals and for room in the queue and returns up to
 // MaxBatch arrivals, or nil when ctx ends. Room is MaxBuffered messages
 // and MaxBufferedBytes payload bytes, but one message is always let
-// through when none is taken.
+// through when none is taken; in ModeSpool the backlog's quota bounds
+// what is taken instead (see spoolArrivals).
 func (s *Source) take(ctx context.Context, batch []*message) []*message {
 	for {
 		free := s.cfg.MaxBuffered - int(s.taken.Load())
-		taken := s.stats.QueuedBytes.Load()
+		taken, limit := s.stats.QueuedBytes.Load(), int64(s.cfg.MaxBufferedBytes)
+		if s.backlog != nil {
+			// The spool is the buffer: memory holds a bounded part of it.
+			free, limit = s.cfg.MaxBatch, math.MaxInt64
+		}
 		s.mu.Lock()
 		n, size := 0, int64(0)
 		for n < min(len(s.arrivals), s.cfg.MaxBatch, max(free, 0)) {
 			sz := int64(len(s.arrivals[n].payload))
-			if taken+size+sz > int64(s.cfg.MaxBufferedBytes) && taken+size > 0 {
+			if taken+size+sz > limit && taken+size > 0 {
 				break
 			}
 			size += sz
@@ -383,8 +421,10 @@ func (s *Source) take(ctx context.Context, batch []*message) []*message {
 		s.arrivals = s.arrivals[:rest]
 		s.mu.Unlock()
 		if n > 0 {
-			s.taken.Add(int64(n))
-			peak(&s.stats.QueuedBytes, &s.stats.PeakQueuedBytes, size)
+			if s.backlog == nil {
+				s.taken.Add(int64(n))
+				peak(&s.stats.QueuedBytes, &s.stats.PeakQueuedBytes, size)
+			}
 			return batch
 		}
 		wake := s.kick
@@ -402,11 +442,12 @@ func (s *Source) take(ctx context.Context, batch []*message) []*message {
 // move hands arrivals to the pipeline: in ModeSpool after making them
 // durable, in ModeSpool and ModeReceipt after acknowledging them.
 // Acknowledgements leave in arrival order, as MQTT requires. When
-// MaxBuffered messages wait for the pipeline, take waits, and so do the
+// MaxBuffered messages wait for the pipeline (in ModeSpool: when the
+// backlog is at its disk quota), take waits, and so do the
 // acknowledgements: the broker stops sending.
 func (s *Source) move(ctx context.Context) error {
 	if s.spool != nil {
-		return s.spoolAndHandOn(ctx)
+		return s.spoolArrivals(ctx)
 	}
 	var batch []*message
 	for {
@@ -419,35 +460,30 @@ func (s *Source) move(ctx context.Context) error {
 	}
 }
 
-// spoolAndHandOn makes arrivals durable in the spool and acknowledges
-// them as soon as each sync returns, while a second goroutine queues them
-// for the pipeline: a sync starts as soon as the previous one ended and
-// anything arrived, never waiting for the pipeline, so that a broker that
-// holds few messages unacknowledged (Mosquitto: 20) waits on one fsync at
-// a time and no goroutine hand-off. Both goroutines keep arrival order.
-func (s *Source) spoolAndHandOn(ctx context.Context) error {
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel() // before wg.Wait: stops the second goroutine
-	durable := newDurableQueue()
-	wg.Go(func() {
-		var batch []*message
-		for {
-			if batch = durable.take(ctx, batch); batch == nil {
-				// What is not acknowledged is in the spool, replayed at
-				// the next start, and sent again by the broker.
-				return
-			}
-			if !s.queueAll(ctx, batch) {
-				return
-			}
-		}
-	})
+// spoolArrivals makes arrivals durable in the spool, acknowledges them as
+// soon as each sync returns and adds them to the backlog, from which the
+// pipeline takes them at its own pace: a sync starts as soon as the
+// previous one ended and anything arrived, never waiting for the
+// pipeline, so that a broker that holds few messages unacknowledged
+// (Mosquitto: 20) waits on one fsync at a time. Only the backlog's disk
+// quota stops it, and with it the acknowledgements.
+func (s *Source) spoolArrivals(ctx context.Context) error {
+	recheck, stop := s.cfg.Wall.NewTicker(time.Second)
+	defer stop()
 	var rec []byte
 	var batch []*message
 	for {
+		for s.backlog.Full() {
+			// The free space may come back without the pipeline moving.
+			select {
+			case <-s.backlog.Room():
+			case <-recheck:
+			case <-ctx.Done():
+				return nil
+			}
+		}
 		if batch = s.take(ctx, batch); batch == nil {
+			// What is not acknowledged the broker sends again.
 			return nil
 		}
 		for _, m := range batch {
@@ -468,50 +504,36 @@ func (s *Source) spoolAndHandOn(ctx context.Context) error {
 		}
 		s.stats.Spooled.Add(uint64(len(batch)))
 		s.ack(batch)
-		durable.add(batch)
-	}
-}
-
-// durableQueue passes durable, acknowledged messages, in order, from the
-// goroutine that syncs the spool to the one that queues them for the
-// pipeline, without ever making the first wait. Its length is bounded by MaxBuffered, as take is.
-type durableQueue struct {
-	mu   sync.Mutex
-	msgs []*message
-	wake chan struct{} // messages were added; size one: one wake-up is enough
-}
-
-func newDurableQueue() *durableQueue {
-	return &durableQueue{wake: make(chan struct{}, 1)}
-}
-
-func (q *durableQueue) add(msgs []*message) {
-	q.mu.Lock()
-	q.msgs = append(q.msgs, msgs...)
-	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
-}
-
-// take waits for messages and returns them all in buf, or nil when ctx
-// ends.
-func (q *durableQueue) take(ctx context.Context, buf []*message) []*message {
-	for {
-		q.mu.Lock()
-		clear(buf)
-		buf, q.msgs = q.msgs, buf[:0]
-		q.mu.Unlock()
-		if len(buf) > 0 {
-			return buf
+		for _, m := range batch {
+			if s.backlog.Add(m.seq, m, int64(len(m.topic)+len(m.payload)), m.recv) {
+				s.taken.Add(1)
+				peak(&s.stats.QueuedBytes, &s.stats.PeakQueuedBytes, int64(len(m.payload)))
+			} else {
+				s.stats.Buffered.Add(-1) // held on disk only, until read back
+			}
 		}
-		select {
-		case <-q.wake:
-		case <-ctx.Done():
-			return nil
-		}
+		clear(batch)
 	}
+}
+
+// readBack makes the message of a record the backlog read back from the
+// spool.
+func (s *Source) readBack(seq uint64, r spool.Record) (*message, error) {
+	if seq < s.firstSeq {
+		s.stats.Replayed.Add(1)
+	}
+	peak(&s.stats.Buffered, &s.stats.PeakBuffered, 1)
+	peak(&s.stats.QueuedBytes, &s.stats.PeakQueuedBytes, int64(len(r.Payload)))
+	s.taken.Add(1)
+	return &message{topic: r.Source, recv: r.Received, payload: bytes.Clone(r.Payload), size: len(r.Payload), seq: seq}, nil
+}
+
+// unbuffer accounts n messages of size payload bytes as no longer held in
+// memory: emitted, or held on disk only.
+func (s *Source) unbuffer(n int, size int64) {
+	s.stats.Buffered.Add(-int64(n))
+	s.stats.QueuedBytes.Add(-size)
+	s.taken.Add(-int64(n))
 }
 
 // handOn acknowledges a batch (unless in ModeTree) and queues it for the
@@ -552,28 +574,18 @@ const emitBatch = 256
 func (s *Source) emitLoop(ctx context.Context, out topology.SourceEmitter) error {
 	batch := make([]*message, 0, emitBatch)
 	for {
-		select {
-		case m := <-s.queue:
-			batch = append(batch[:0], m)
-		case <-ctx.Done():
-			return nil
-		}
-	more:
-		for len(batch) < emitBatch {
-			select {
-			case m := <-s.queue:
-				batch = append(batch, m)
-			default:
-				break more
+		var err error
+		if batch, err = s.next(ctx, batch); err != nil {
+			if ctx.Err() != nil {
+				return nil
 			}
+			return fmt.Errorf("mqtt: %w", err)
 		}
 		var size int64
 		for _, m := range batch {
 			size += int64(len(m.payload))
 		}
-		s.stats.Buffered.Add(-int64(len(batch)))
-		s.stats.QueuedBytes.Add(-size)
-		s.taken.Add(-int64(len(batch)))
+		s.unbuffer(len(batch), size)
 		select {
 		case s.room <- struct{}{}:
 		default:
@@ -583,6 +595,29 @@ func (s *Source) emitLoop(ctx context.Context, out topology.SourceEmitter) error
 		}
 		clear(batch)
 	}
+}
+
+// next waits for messages for the pipeline and returns up to emitBatch of
+// them in batch: from the backlog in ModeSpool, from the queue otherwise.
+func (s *Source) next(ctx context.Context, batch []*message) ([]*message, error) {
+	if s.backlog != nil {
+		return s.backlog.Next(ctx, batch, emitBatch)
+	}
+	select {
+	case m := <-s.queue:
+		batch = append(batch[:0], m)
+	case <-ctx.Done():
+		return batch[:0], ctx.Err()
+	}
+	for len(batch) < emitBatch {
+		select {
+		case m := <-s.queue:
+			batch = append(batch, m)
+		default:
+			return batch, nil
+		}
+	}
+	return batch, nil
 }
 
 // emit decodes msgs and emits their particles. It returns an error when
@@ -645,25 +680,6 @@ func (s *Source) unwanted(topic string) {
 		s.cfg.Logger.Warn("mqtt: dropping messages on topics no configured filter matches, from a subscription an earlier run left in the persistent session; they are counted, and the subscription is removed when StateDir records it",
 			"client_id", s.cfg.ClientID, "topic", topic)
 	}
-}
-
-// replay emits the spooled messages a previous run did not complete.
-func (s *Source) replay(ctx context.Context, out topology.SourceEmitter) error {
-	err := s.spool.PendingRecords(func(seq uint64, r spool.Record) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		m := &message{topic: r.Source, recv: r.Received, payload: bytes.Clone(r.Payload), seq: seq}
-		s.stats.Replayed.Add(1)
-		return s.emit(out, []*message{m})
-	})
-	if ctx.Err() != nil {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("mqtt: %w", err)
-	}
-	return nil
 }
 
 // Ack implements topology.Acknowledger. It never waits on the network:
@@ -768,6 +784,9 @@ func (s *Source) Close() error {
 		}
 		if s.conn != nil {
 			s.conn.stop()
+		}
+		if s.backlog != nil {
+			s.backlog.Close()
 		}
 		if s.spool != nil {
 			s.closeErr = s.spool.Close()
