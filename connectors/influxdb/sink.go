@@ -345,6 +345,22 @@ func (b *batch) bodyOf(idx []int) []byte {
 	return body
 }
 
+// requestBody is a request's body that tells when the transport is done
+// with it.
+type requestBody struct {
+	*bytes.Reader
+	once   sync.Once
+	closed chan struct{}
+}
+
+// Close implements io.Closer.
+func (r *requestBody) Close() error {
+	r.once.Do(func() { close(r.closed) })
+	return nil
+}
+
+func (r *requestBody) wait() { <-r.closed }
+
 // post sends body to the write URL. It returns nil for a 204, a
 // *ServerError for another answer, and the client's error when there was
 // none.
@@ -358,10 +374,17 @@ func (s *Sink) post(ctx context.Context, body []byte) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
+	// The transport may read the body after Do returned (a server that
+	// answers before it read it all): body is not let go of, for the
+	// batch to change, before the transport closed it.
+	rb := &requestBody{Reader: bytes.NewReader(body), closed: make(chan struct{})}
+	defer rb.wait()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, rb)
 	if err != nil {
+		rb.Close()
 		return err
 	}
+	req.ContentLength = int64(len(body))
 	req.Header.Set("Content-Type", "text/plain; charset=utf-8")
 	if s.cfg.Gzip {
 		req.Header.Set("Content-Encoding", "gzip")
