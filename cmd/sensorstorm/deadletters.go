@@ -34,7 +34,9 @@ func registerDeadLetter(fs *flag.FlagSet, path *string) {
 }
 
 // openDeadLetters returns the sink, appending to path unless it is empty.
-func openDeadLetters(path string, logger *slog.Logger) (*deadLetters, error) {
+// A file that cannot be written (a full disk) is retried like any failing
+// destination; stop is called with the error when it is given up on.
+func openDeadLetters(path string, logger *slog.Logger, stop func(error)) (*deadLetters, error) {
 	d := &deadLetters{logger: logger, close: func() error { return nil }}
 	if path == "" {
 		return d, nil
@@ -43,7 +45,7 @@ func openDeadLetters(path string, logger *slog.Logger) (*deadLetters, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.file, d.close = file.NewDeadLetterWriter(f), f.Close
+	d.file, d.close = file.NewDeadLetterWriter(f, file.DeadLetterConfig{OnGiveUp: stop, Logger: logger}), f.Close
 	return d, nil
 }
 

@@ -209,7 +209,7 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 	} else if err != nil {
 		return exitError, err
 	}
-	dead, err := openDeadLetters(f.deadLetter, logger)
+	dead, err := openDeadLetters(f.deadLetter, logger, giveUp)
 	if err != nil {
 		return exitError, err
 	}

@@ -73,7 +73,9 @@ func runPipeline(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintln(stderr, err)
 		return exitError
 	}
-	dead, err := openDeadLetters(deadLetter, logger)
+	ctx, stopDead := context.WithCancelCause(ctx)
+	defer stopDead(nil)
+	dead, err := openDeadLetters(deadLetter, logger, stopDead)
 	if err != nil {
 		fmt.Fprintln(stderr, "sensorstorm:", err)
 		return exitError

@@ -175,7 +175,9 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		}
 	}
 
-	dead, err := openDeadLetters(o.deadLetter, logger)
+	ctx, stopDead := context.WithCancelCause(ctx)
+	defer stopDead(nil)
+	dead, err := openDeadLetters(o.deadLetter, logger, stopDead)
 	if err != nil {
 		return fail(exitError, err)
 	}
