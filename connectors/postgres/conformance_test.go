@@ -26,8 +26,10 @@ func TestSinkConformance(t *testing.T) {
 	})
 }
 
-// sinkHarness runs a Sink that logs in as a role of its own, which Break
-// forbids to log in, after ending its sessions: a database that went away.
+// sinkHarness runs a Sink that logs in as a role of its own, whose
+// sessions Break ends and whose connections it refuses as a server at its
+// connection limit does: a database that went away for a while. (A role
+// not permitted to log in is refused for good.)
 type sinkHarness struct {
 	d    *db
 	role string
@@ -52,8 +54,8 @@ func (h *sinkHarness) Read(t testing.TB) []int {
 }
 
 func (h *sinkHarness) Break(t testing.TB) {
-	h.d.exec(t, "ALTER ROLE "+h.role+" NOLOGIN")
+	h.d.exec(t, "ALTER ROLE "+h.role+" CONNECTION LIMIT 0")
 	h.d.exec(t, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1", h.role)
 }
 
-func (h *sinkHarness) Mend(t testing.TB) { h.d.exec(t, "ALTER ROLE "+h.role+" LOGIN") }
+func (h *sinkHarness) Mend(t testing.TB) { h.d.exec(t, "ALTER ROLE "+h.role+" CONNECTION LIMIT -1") }

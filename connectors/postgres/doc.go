@@ -66,8 +66,15 @@
 // batch in halves; the rest of the batch is written and the row's input is
 // failed with an error wrapping operation.ErrRejected.
 //
+// An error that retrying cannot mend (no such database or schema, a role
+// that does not exist or may not log in, a wrong password, permission
+// denied, a column of a type the sink cannot write, a server refusing TLS
+// that the URL asks for) wraps operation.ErrRefused: the engine stops the
+// run at once with the server's message, acknowledging nothing.
+//
 // Any other error is the destination's (connection refused or lost, a
-// timeout, a server shutting down, a full disk): the call returns an error
-// wrapping operation.ErrDestination, nothing is acknowledged, and the engine
-// retries the same call with backoff, which holds the sources back.
+// timeout, a server shutting down or at its connection limit, a full
+// disk): the call returns an error wrapping operation.ErrDestination,
+// nothing is acknowledged, and the engine retries the same call with
+// backoff, which holds the sources back.
 package postgres

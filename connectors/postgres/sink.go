@@ -246,7 +246,7 @@ func (s *Sink) connect(ctx context.Context) error {
 			return fmt.Errorf("%w: url: %w", ErrInvalidConfig, err)
 		}
 		if s.pool, err = pgxpool.NewWithConfig(ctx, pcfg); err != nil {
-			return fmt.Errorf("%w: postgres: connect: %w", operation.ErrDestination, err)
+			return failed(fmt.Errorf("postgres: connect: %w", err))
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)
@@ -255,11 +255,11 @@ func (s *Sink) connect(ctx context.Context) error {
 	create := fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (%s timestamptz NOT NULL, %s bigint NOT NULL, %s text NOT NULL, %s text NOT NULL, PRIMARY KEY (%[4]s, %[3]s))`,
 		table, quote(colTime), quote(colTimeNS), quote(colSeries), quote(colMeasurement))
 	if _, err := s.pool.Exec(ctx, create); err != nil {
-		return fmt.Errorf("%w: postgres: create table %s: %w", operation.ErrDestination, table, err)
+		return failed(fmt.Errorf("postgres: create table %s: %w", table, err))
 	}
 	rows, err := s.pool.Query(ctx, `SELECT attname, format_type(atttypid, NULL) FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped`, table)
 	if err != nil {
-		return fmt.Errorf("%w: postgres: read columns of %s: %w", operation.ErrDestination, table, err)
+		return failed(fmt.Errorf("postgres: read columns of %s: %w", table, err))
 	}
 	cols := &columns{types: map[string]colType{}, created: map[string]bool{}}
 	var name, typ string
@@ -267,10 +267,10 @@ func (s *Sink) connect(ctx context.Context) error {
 		cols.types[name], cols.created[name] = colType(typ), true
 		return nil
 	}); err != nil {
-		return fmt.Errorf("%w: postgres: read columns of %s: %w", operation.ErrDestination, table, err)
+		return failed(fmt.Errorf("postgres: read columns of %s: %w", table, err))
 	}
 	if _, ok := cols.types[colTimeNS]; !ok {
-		return fmt.Errorf("%w: postgres: table %s: %w", operation.ErrDestination, table, ErrNoTimeNS)
+		return fmt.Errorf("%w: postgres: table %s: %w", operation.ErrRefused, table, ErrNoTimeNS)
 	}
 	s.cols = cols
 	s.cfg.Logger.Info("postgres: table ready", "table", table, "columns", len(cols.types))
@@ -294,9 +294,37 @@ func (s *Sink) write(ctx context.Context, out operation.Emitter) error {
 	b.keep(done)
 	s.mu.Unlock()
 	if err != nil {
-		return fmt.Errorf("%w: postgres: %w", operation.ErrDestination, err)
+		return failed(fmt.Errorf("postgres: %w", err))
 	}
 	return nil
+}
+
+// failed marks err as the error of a failing destination: refused for
+// good when retrying cannot help (the run then stops at once with the
+// server's message), an outage to retry otherwise.
+func failed(err error) error {
+	if refused(err) {
+		return fmt.Errorf("%w: %w", operation.ErrRefused, err)
+	}
+	return fmt.Errorf("%w: %w", operation.ErrDestination, err)
+}
+
+// refused reports whether err says that the database refuses the sink's
+// work for good: no such database or schema, credentials or privileges
+// it does not grant, a column of a type the sink cannot write (SQLSTATE
+// class 28, 3D000, 3F000, 42501, 42804, 42846), or a server that refuses
+// TLS when the URL asks for it.
+func refused(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "3D000", "3F000", "42501", "42804", "42846":
+			return true
+		}
+		return strings.HasPrefix(pe.Code, "28")
+	}
+	// pgconn has no sentinel for it.
+	return strings.Contains(err.Error(), "server refused TLS connection")
 }
 
 // writeRows writes rows in one transaction and acknowledges them. When the

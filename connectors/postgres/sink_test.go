@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -326,4 +327,35 @@ func TestSinkNanoseconds(t *testing.T) {
 	assert.Equal(t, 3, d.count(t, "SELECT count(DISTINCT time) FROM "+d.table("readings")))
 	assert.Equal(t, uint64(n), sink.Stats().Written.Load())
 	assert.Zero(t, sink.Stats().Duplicates.Load())
+}
+
+// TestSinkRefusedStopsAtOnce writes where retrying cannot help: the run
+// stops at once with the server's message, not after the give-up time,
+// with nothing acknowledged or dead-lettered; an outage is retried.
+func TestSinkRefusedStopsAtOnce(t *testing.T) {
+	tests := []struct {
+		name, url, table, message string
+	}{
+		{"no such schema", serverURL(), "nosuchschema.readings", "nosuchschema"},
+		{"no such database", "postgres://postgres@127.0.0.1:5432/nosuchdb?sslmode=disable", "readings", `database "nosuchdb" does not exist`},
+		{"no such role", "postgres://nosuchrole@127.0.0.1:5432/postgres?sslmode=disable", "readings", "nosuchrole"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			url := tt.url
+			if os.Getenv("SENSORSTORM_POSTGRES_URL") != "" && tt.url != serverURL() {
+				t.Skip("a server of SENSORSTORM_POSTGRES_URL: its names differ")
+			}
+			sink := newSink(t, postgres.Config{URL: url, Table: tt.table})
+			var dead connectortest.DeadLetters
+			// A give-up time no test waits for: only refusing stops it.
+			cfg := topology.Config{DeadLetters: &dead, Destination: topology.DestinationConfig{GiveUpAfter: time.Hour}}
+			topo, err := run(t, sink, cfg, []particle.Particle{reading(0), reading(1)}, nil)
+			require.ErrorIs(t, err, topology.ErrGaveUp)
+			assert.ErrorIs(t, err, operation.ErrRefused)
+			assert.ErrorContains(t, err, tt.message)
+			assert.Empty(t, dead.All())
+			assert.Zero(t, topo.Stats("gen").Acked.Load())
+		})
+	}
 }
