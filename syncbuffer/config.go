@@ -6,8 +6,13 @@ import (
 )
 
 const (
-	// DefaultIdleTimeout is the default [Config.IdleTimeout].
-	DefaultIdleTimeout = 30 * time.Second
+	// DefaultIdleTimeout is the least default [Config.IdleTimeout]; a
+	// longer window raises it to the window, up to MaxDefaultIdleTimeout.
+	DefaultIdleTimeout = 2 * time.Second
+
+	// MaxDefaultIdleTimeout bounds the default [Config.IdleTimeout] of a
+	// long window.
+	MaxDefaultIdleTimeout = 30 * time.Second
 
 	// DefaultFutureBound is the default [Config.FutureBound].
 	DefaultFutureBound = time.Hour
@@ -34,8 +39,8 @@ type Config struct {
 	// IdleTimeout is the stream-clock time after which an input that shows
 	// no sign of life stops holding the watermark back. Negative disables
 	// it: a silent input then holds the watermark back until it ends, which
-	// keeps the output a function of the data. Defaults to
-	// DefaultIdleTimeout.
+	// keeps the output a function of the data. Defaults to the window,
+	// at least DefaultIdleTimeout and at most MaxDefaultIdleTimeout.
 	IdleTimeout time.Duration `yaml:"idle_timeout"`
 
 	// FutureBound is how far ahead of the stream clock an item's event time
@@ -66,7 +71,11 @@ type Config struct {
 
 func (c *Config) setDefaults() {
 	if c.IdleTimeout == 0 {
-		c.IdleTimeout = DefaultIdleTimeout
+		// Short, so that a quiet live feed's readings come out within
+		// about the window: an input that merely paused does not make
+		// its next readings late, since event time then goes on from
+		// the newest event, not from the clock.
+		c.IdleTimeout = min(max(c.Window, DefaultIdleTimeout), MaxDefaultIdleTimeout)
 	}
 	if c.FutureBound == 0 {
 		c.FutureBound = DefaultFutureBound

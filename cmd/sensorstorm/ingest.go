@@ -40,6 +40,7 @@ type ingestFlags struct {
 	src        mqtt.Config
 	http       httpwrite.Config // on when http.Addr is set
 	window     time.Duration
+	idle       time.Duration
 	late       syncbuffer.LatePolicy
 	out        string
 	influx     influxFlags
@@ -95,6 +96,8 @@ func (f *ingestFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxTakeovers, "max-takeovers", 0, "stop after this many connections in a row lost soon after connecting, the sign of another client with the same client id (0: only log them)")
 	fs.IntVar(&c.MaxPayload, "max-payload", mqtt.DefaultMaxPayload, "largest payload in bytes; larger messages are dead-lettered")
 	durationVar(fs, &f.window, "window", time.Second, "bounded out-of-orderness: how long particles wait for late ones, a `DURATION` such as 2s")
+	durationVar(fs, &f.idle, "idle-timeout", 0, "how long a quiet input may send nothing before the others no longer wait for it, a `DURATION`;\n"+
+		"a lone reading comes out within about window + idle timeout (default: the window, at least 2s and at most 30s)")
 	// After a crash, messages the broker sends again can be older than
 	// what the spool's replay already released: dropping them as late
 	// would lose them.
@@ -231,7 +234,7 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 		t.AddSource("http", tap.Source(topology.Single(hsrc)), topology.SourceConfig{})
 		inputs = append(inputs, "http")
 	}
-	buf := syncbuffer.Config{Window: f.window, Late: f.late}
+	buf := syncbuffer.Config{Window: f.window, IdleTimeout: f.idle, Late: f.late}
 	addBolt := func(name string, op operation.Operation) {
 		b := t.AddBolt(name, operation.Stateless(op), topology.BoltConfig{Buffer: buf})
 		for _, in := range inputs {
