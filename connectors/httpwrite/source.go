@@ -29,13 +29,14 @@ type Stats struct {
 	// BadRequests, Unauthorized, TooLarge and Unavailable count the
 	// write requests answered with an error and nothing written: 400 or
 	// 415 (a bad query, encoding or gzip stream, or no valid line), 401,
-	// 413, and 503 (spool full, stopping, or the spool failing).
+	// 413, and 503 (the backlog at its disk quota, the in-flight bound
+	// reached, stopping, or the spool failing).
 	BadRequests, Unauthorized, TooLarge, Unavailable atomic.Uint64
 	// Emitted counts particles emitted; Invalid bad lines rejected to the
 	// dead-letter sink; Failed particles the engine gave up on; Completed
 	// bodies all of whose particles were done; Replayed the bodies a
-	// previous run left in the spool, emitted again at start (possibly
-	// twice in all).
+	// previous run left in the spool, emitted again before the bodies
+	// written since (possibly twice in all).
 	Emitted, Invalid, Failed, Completed, Replayed atomic.Uint64
 	// InFlightBytes is the bytes of the bodies being received, decoded
 	// and spooled, which Config.MaxInFlightBytes bounds. Those durable
