@@ -74,15 +74,20 @@ func (s *server) backlog(t testing.TB) spool.BacklogStats {
 // released) while a client writes far more than memory holds: every write
 // is answered 204 as soon as it is durable, none 503, the backlog spills to
 // disk, and once released every point arrives once, in the order written,
-// none late.
+// none late. Every third body is gzip, read back from disk as sent.
 func TestStalledPipelineNo503(t *testing.T) {
 	const bodies = 300
 	gate := make(chan struct{})
 	srv := startServerWith(t, httpwrite.Config{MaxInFlightBytes: 4 << 10}, &server{gate: gate, maxPending: 16})
 	f := &feed{base: time.Now().UnixNano(), lines: 20}
 	start := time.Now()
+	gz := http.Header{"Content-Encoding": {"gzip"}}
 	for i := range bodies {
-		resp, body := post(t, http.MethodPost, srv.url+"/api/v2/write?bucket=b", nil, f.body())
+		hdr, b := http.Header(nil), f.body()
+		if i%3 == 0 {
+			hdr, b = gz, gzipped(t, string(b))
+		}
+		resp, body := post(t, http.MethodPost, srv.url+"/api/v2/write?bucket=b", hdr, b)
 		require.Equal(t, http.StatusNoContent, resp.StatusCode, "body %d: %s", i, body)
 	}
 	wrote := time.Since(start)
