@@ -98,8 +98,10 @@
 // /write, line protocol, gzip) and takes the keys of
 // connectors/httpwrite's Config: addr (localhost:8086), state_dir
 // (required: the spool that makes a write durable before its 204),
-// token, max_body_size, max_in_flight_bytes, retry_after, shutdown_timeout
-// and spool. It is a live feed, like MQTT: on the live clock, with
+// token, max_body_size, max_in_flight_bytes, backlog (max_backlog_bytes,
+// min_free_bytes: the disk quota of the bodies waiting for the pipeline,
+// past which writes get 503), retry_after, shutdown_timeout and spool. It
+// is a live feed, like MQTT: on the live clock, with
 // acking on, one instance, its own state_dir and addr:
 //
 //	sources:

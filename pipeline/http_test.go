@@ -19,7 +19,8 @@ import (
 
 const goodHTTP = `sources:
   - name: influx
-    http: {addr: "ADDR", state_dir: state, token: secret, max_body_size: 1048576}
+    http: {addr: "ADDR", state_dir: state, token: secret, max_body_size: 1048576,
+           backlog: {max_backlog_bytes: 1073741824, min_free_bytes: 1048576}}
 bolts:
   - name: out
     input: {from: influx, grouping: global}
@@ -41,6 +42,8 @@ func TestHTTPSource(t *testing.T) {
 	p, err := pipeline.Parse([]byte(src), filepath.Join(dir, "p.yaml"))
 	require.NoError(t, err)
 	assert.True(t, p.Live())
+	assert.Equal(t, int64(1<<30), p.Sources[0].HTTP.Backlog.MaxBytes)
+	assert.Equal(t, int64(1<<20), p.Sources[0].HTTP.Backlog.MinFree)
 	built, err := p.Build(pipeline.Options{})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(t.Context())
@@ -75,6 +78,8 @@ func TestParseHTTPErrors(t *testing.T) {
 	testParseErrors(t, goodHTTP, []parseErrorCase{
 		{"no state dir", "state_dir: state, ", "", []string{`p.yaml:3:11: source "influx": http: no state_dir`}},
 		{"unknown key", "token:", "tokn:", []string{`unknown key "tokn"`}},
+		{"negative quota", "max_backlog_bytes: 1073741824", "max_backlog_bytes: -1", []string{"negative max_backlog_bytes or min_free_bytes"}},
+		{"unknown backlog key", "min_free_bytes:", "min_free:", []string{`unknown key "min_free"`}},
 		{"parallelism", "    http:", "    parallelism: 2\n    http:", []string{"an http source listens on one address"}},
 		{"acking off", "sources:\n", "acking: {enabled: false}\nsources:\n", []string{`source "influx": an http source learns from acking`}},
 		{"two types", "    http:", "    file: {paths: [x.lp]}\n    http:", []string{"set one of file, mqtt and http"}},

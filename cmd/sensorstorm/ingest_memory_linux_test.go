@@ -57,8 +57,8 @@ func TestIngestHTTPWriteGzipMemory(t *testing.T) {
 	big, _ := gzipBody(t, httpwrite.DefaultMaxBodySize+1<<20)
 	t.Logf("a body of %d bytes gzipped, %d lines, 31 MiB inflated", len(body), lines)
 
-	// A connection of its own per request: a write's connection waits
-	// until its particles are emitted, after the answer.
+	// A connection of its own per request: the seven are received in
+	// parallel.
 	client := &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{DisableKeepAlives: true}}
 	post := func(b []byte) (int, string) {
 		req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/api/v2/write?bucket=b", bytes.NewReader(b))

@@ -19,10 +19,10 @@ const (
 	// DefaultMaxBodySize bounds a request body, after decompression:
 	// 32 MiB, above InfluxDB's 25 MB.
 	DefaultMaxBodySize = 32 << 20
-	// DefaultMaxInFlightBytes bounds the bytes of the bodies in the
-	// spool whose particles are not all processed.
+	// DefaultMaxInFlightBytes bounds the bytes of the bodies being
+	// received and spooled, and those of the backlog held in memory.
 	DefaultMaxInFlightBytes = 256 << 20
-	// DefaultRetryAfter is what a 503 tells a client to wait.
+	// DefaultRetryAfter is the least a 503 tells a client to wait.
 	DefaultRetryAfter = time.Second
 	// DefaultShutdownTimeout bounds how long Run waits, once its context
 	// ends, for the requests being handled.
@@ -49,17 +49,25 @@ type Config struct {
 	// decompression; a larger one is answered 413. Defaults to
 	// DefaultMaxBodySize.
 	MaxBodySize int64 `yaml:"max_body_size"`
-	// MaxInFlightBytes bounds the bytes of the bodies spooled whose
-	// particles the pipeline has not finished, which the source also
-	// keeps in memory as sent to decode their particles: a body counts
-	// its bytes as sent and, for gzip, also inflated, taken as they are
-	// read and decoded. Beyond it, a write is answered 503 with
-	// Retry-After (the spool is full). A body is always taken while it
-	// is the only one in flight.
-	// Defaults to DefaultMaxInFlightBytes.
+	// MaxInFlightBytes bounds the memory of the bodies being received,
+	// decoded and spooled: a body counts its bytes as sent and, for
+	// gzip, also inflated, taken as they are read and decoded, and gives
+	// them back once durable. Beyond it, a write is answered 503 with
+	// Retry-After. A body is always taken while it is the only one in
+	// flight. It is also the memory bound of the backlog: the bodies
+	// durable beyond it wait on disk only, read back when the pipeline
+	// gets to them. How far the pipeline is behind does not count here;
+	// Backlog bounds that. Defaults to DefaultMaxInFlightBytes.
 	MaxInFlightBytes int64 `yaml:"max_in_flight_bytes"`
-	// RetryAfter is the wait a 503 asks of the client, in whole seconds
-	// (at least one). Defaults to DefaultRetryAfter.
+	// Backlog bounds the bodies waiting in the spool for the pipeline:
+	// its disk quota (max_backlog_bytes) and the free space kept for the
+	// system (min_free_bytes). At the quota writes are answered 503, and
+	// the source says so at error level. Defaults to spool's defaults.
+	Backlog spool.BacklogConfig `yaml:"backlog"`
+	// RetryAfter is the least wait a 503 asks of the client, in whole
+	// seconds (at least one); at the disk quota it asks the time the
+	// pipeline takes to make room for the body, up to a minute.
+	// Defaults to DefaultRetryAfter.
 	RetryAfter time.Duration `yaml:"retry_after"`
 	// Limits bounds what clients may hold: the time to send a request's
 	// header and body, an idle connection's life, the connections served
@@ -113,6 +121,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxInFlightBytes < 0 {
 		errs = append(errs, fmt.Errorf("max_in_flight_bytes %d < 0", c.MaxInFlightBytes))
+	}
+	if c.Backlog.MaxBytes < 0 || c.Backlog.MinFree < 0 {
+		errs = append(errs, errors.New("negative max_backlog_bytes or min_free_bytes"))
 	}
 	if c.RetryAfter < 0 || c.ShutdownTimeout < 0 {
 		errs = append(errs, errors.New("negative retry_after or shutdown_timeout"))

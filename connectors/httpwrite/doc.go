@@ -26,6 +26,14 @@
 // A body leaves the spool once every particle of it was processed (run
 // the topology with acking on).
 //
+// The spool is the backlog. A body durable is answered at once, however
+// far behind the pipeline is; the pipeline takes the bodies at its own
+// pace, in the order they became durable, those of a previous run first.
+// Memory holds a bounded part of the backlog (Config.MaxInFlightBytes);
+// the rest waits on disk and is read back in order (Source.BacklogStats).
+// A stalled sink or a long window grows the backlog, not the clients'
+// refusals, up to the disk quota (Config.Backlog).
+//
 // Answers, as InfluxDB gives them:
 //
 //   - 204: every line written.
@@ -40,14 +48,13 @@
 //   - 401: the token is missing or wrong.
 //   - 413: a body larger than Config.MaxBodySize after decompression;
 //     the message names the limit.
-//   - 503 with Retry-After: the spool is full (Config.MaxInFlightBytes of
-//     bodies wait for the pipeline, or would with this one), the process is stopping, or the
+//   - 503 with Retry-After: the backlog is at its disk quota (the wait
+//     asked is the time the pipeline takes to make room for the body,
+//     at its drain rate), the bodies being received hold
+//     Config.MaxInFlightBytes already, the process is stopping, or the
 //     spool cannot be written (which also stops Run with the error).
-//     InfluxDB's clients write again after the wait.
-//
-// The particles of a body are emitted after the answer, by the request's
-// goroutine: a pipeline under backpressure holds a client's next request,
-// not the answer to this one.
+//     InfluxDB's clients write again after the wait. A pipeline that is
+//     behind is no reason for a 503.
 //
 // What it is not: not a database (nothing is queried; /query and the
 // other InfluxDB endpoints are absent), not an InfluxDB authorization

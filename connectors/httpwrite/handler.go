@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/spool"
@@ -59,6 +60,8 @@ func (s *Source) health(w http.ResponseWriter, _ *http.Request) {
 type requestError struct {
 	status int
 	msg    string
+	// retry is the wait a 503 asks, when not Config.RetryAfter.
+	retry time.Duration
 }
 
 func (e *requestError) Error() string { return e.msg }
@@ -68,9 +71,9 @@ func refuse(status int, format string, args ...any) *requestError {
 }
 
 // write handles a write request: the body is decoded, its valid lines
-// made durable in the spool, and only then is the request answered; the
-// particles are emitted after the answer, so that a pipeline under
-// backpressure holds the next request rather than this answer.
+// made durable in the spool, and only then is the request answered. The
+// body waits in the backlog for the pipeline, however far behind it is:
+// neither this answer nor the next request waits for it.
 func (s *Source) write(w http.ResponseWriter, r *http.Request, a api) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -78,24 +81,16 @@ func (s *Source) write(w http.ResponseWriter, r *http.Request, a api) {
 		return
 	}
 	s.stats.Requests.Add(1)
-	wr, sc, err := s.accept(w, r, a)
+	sc, err := s.accept(w, r, a)
 	switch {
 	case err != nil:
 		s.refused(w, a, err, sc.listed)
-		return
 	case sc.bad == 0:
 		w.WriteHeader(http.StatusNoContent)
 	default:
 		a.respond(w, http.StatusBadRequest, fmt.Sprintf("partial write error (%d written): %d bad lines, the first %s",
 			sc.valid, sc.bad, position(sc.listed[0].err)), sc.listed)
 	}
-	if wr == nil {
-		return
-	}
-	_ = http.NewResponseController(w).Flush() // the answer is due now; an error is the client's
-	// accept decoded the same bytes without a read error, and a body the
-	// stopping topology did not take stays in the spool.
-	_, _ = s.emit(wr)
 }
 
 // scanned is what the first pass over a body found.
@@ -107,23 +102,28 @@ type scanned struct {
 
 // accept checks a write request, reads its body as sent (plain or gzip),
 // scans it line by line, dead-letters its bad lines and spools it. It
-// returns the spooled write (nil when there was nothing to spool) and
-// what the scan found, or a *requestError. The body's bytes as sent,
-// and a gzip body's bytes decompressed, are taken from the in-flight
-// bound as they are read: the write keeps that charge until its
-// particles are done.
-func (s *Source) accept(w http.ResponseWriter, r *http.Request, a api) (*write, scanned, error) {
+// adds it to the backlog once durable, and returns what the scan found,
+// or a *requestError. The body's bytes as sent, and a gzip body's bytes
+// decompressed, are taken from the in-flight bound as they are read, and
+// given back once the body is durable or refused.
+func (s *Source) accept(w http.ResponseWriter, r *http.Request, a api) (scanned, error) {
 	if !s.authorized(r, a) {
-		return nil, scanned{}, refuse(http.StatusUnauthorized, "unauthorized access")
+		return scanned{}, refuse(http.StatusUnauthorized, "unauthorized access")
 	}
 	if s.stopping.Load() {
-		return nil, scanned{}, refuse(http.StatusServiceUnavailable, "stopping: write again shortly")
+		return scanned{}, refuse(http.StatusServiceUnavailable, "stopping: write again shortly")
+	}
+	if s.backlog.Full() {
+		re := refuse(http.StatusServiceUnavailable, "backlog at its disk quota (max_backlog_bytes, min_free_bytes): the pipeline is behind; write again later")
+		re.retry = s.retryAfter(r.ContentLength)
+		return scanned{}, re
 	}
 	source, prec, err := a.target(r.URL.Query())
 	if err != nil {
-		return nil, scanned{}, err
+		return scanned{}, err
 	}
 	var charge int64
+	defer func() { s.stats.InFlightBytes.Add(-charge) }()
 	body, err := s.readBody(w, r, &charge)
 	recv := s.cfg.Wall.Now().UnixNano()
 	var sc scanned
@@ -135,31 +135,56 @@ func (s *Source) accept(w http.ResponseWriter, r *http.Request, a api) (*write, 
 		err = refuse(http.StatusBadRequest, "no valid line: %d bad lines, the first %s", sc.bad, position(sc.listed[0].err))
 	}
 	if err != nil || sc.valid == 0 {
-		s.stats.InFlightBytes.Add(-charge)
-		return nil, sc, err
+		return sc, err
 	}
+	wr := &write{source: source, prec: prec, recv: recv, body: body}
 	rec := s.buffer()
 	rec.Write(spool.AppendRecord(rec.AvailableBuffer(), spool.Record{Source: source, Received: recv, Payload: body}))
-	seq, err := s.spool.Append(rec.Bytes()) // copies
+	s.orderMu.Lock()
+	wr.seq, err = s.spool.Append(rec.Bytes()) // copies
+	if err == nil {
+		s.order = append(s.order, wr)
+	}
+	s.orderMu.Unlock()
 	s.buffers.Put(rec)
 	if err == nil {
 		err = s.spool.Sync()
 	}
 	if err != nil {
-		s.stats.InFlightBytes.Add(-charge)
 		if !errors.Is(err, spool.ErrClosed) {
 			s.fail(err)
 		}
 		// Nothing written: the client writes the body again, and its bad
 		// lines are reported then.
-		return nil, scanned{}, refuse(http.StatusServiceUnavailable, "spool: %v", err)
+		return scanned{}, refuse(http.StatusServiceUnavailable, "spool: %v", err)
 	}
 	if sc.bad > 0 {
 		s.rejectBad(source, prec, recv, body)
 	}
 	s.stats.Accepted.Add(1)
 	s.stats.Bytes.Add(uint64(sc.size))
-	return &write{seq: seq, source: source, prec: prec, recv: recv, body: body, charge: charge}, sc, nil
+	s.handOn()
+	return sc, nil
+}
+
+// maxRetryAfter bounds the wait a 503 at the disk quota asks: a stalled
+// pipeline may resume at any moment.
+const maxRetryAfter = time.Minute
+
+// retryAfter estimates when the backlog, at its disk quota, has room for
+// a body of n bytes (unknown when not positive: one body of the
+// backlog's average size): once the pipeline took as many bytes from it,
+// at its drain rate. It is at least Config.RetryAfter, which it is while
+// the pipeline takes nothing, and at most maxRetryAfter.
+func (s *Source) retryAfter(n int64) time.Duration {
+	st := s.backlog.Stats()
+	if st.DrainRate <= 0 || st.Records == 0 {
+		return s.cfg.RetryAfter
+	}
+	avg := float64(st.Bytes) / float64(st.Records)
+	bodies := max(float64(n)/avg, 1)
+	wait := time.Duration(bodies / st.DrainRate * float64(time.Second))
+	return min(max(wait, s.cfg.RetryAfter), maxRetryAfter)
 }
 
 // scan makes the first pass over a body as received: it counts the valid
@@ -226,7 +251,11 @@ func (s *Source) refused(w http.ResponseWriter, a api, err error, bad []badLine)
 		s.stats.TooLarge.Add(1)
 	case http.StatusServiceUnavailable:
 		s.stats.Unavailable.Add(1)
-		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(s.cfg.RetryAfter.Round(1e9).Seconds()))))
+		wait := s.cfg.RetryAfter
+		if re.retry > 0 {
+			wait = re.retry
+		}
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(wait.Round(time.Second).Seconds()))))
 	}
 	a.respond(w, re.status, re.msg, bad)
 }
@@ -330,7 +359,7 @@ func (s *Source) readBody(w http.ResponseWriter, r *http.Request, charge *int64)
 
 // meter reads a body's bytes, taking each chunk from the in-flight bound
 // into *charge: past limit bytes it fails with 413, and with 503 when the
-// bound is reached.
+// bound is reached (by the bodies being received, not by the backlog).
 type meter struct {
 	s      *Source
 	r      io.Reader
@@ -347,7 +376,7 @@ func (m *meter) Read(p []byte) (int, error) {
 		return n, refuse(http.StatusRequestEntityTooLarge, "body larger than the limit of %d bytes (max_body_size)%s", m.limit, m.what)
 	}
 	if n > 0 && !m.s.admit(int64(n), *m.charge) {
-		return n, refuse(http.StatusServiceUnavailable, "spool full: %d bytes in flight", m.s.stats.InFlightBytes.Load())
+		return n, refuse(http.StatusServiceUnavailable, "too many bodies being received: %d bytes in flight (max_in_flight_bytes)", m.s.stats.InFlightBytes.Load())
 	}
 	*m.charge += int64(n)
 	return n, err

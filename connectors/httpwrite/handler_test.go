@@ -171,28 +171,6 @@ func TestNoTimestamp(t *testing.T) {
 	assert.Equal(t, at.UnixNano(), srv.particles()[0].Time)
 }
 
-// TestSpoolFull holds the pipeline so that the first body stays in
-// flight: the next ones are answered 503 with Retry-After until it is
-// done.
-func TestSpoolFull(t *testing.T) {
-	gate := make(chan struct{})
-	srv := startServer(t, httpwrite.Config{MaxInFlightBytes: 100, RetryAfter: 2 * time.Second}, gate)
-	line := fmt.Sprintf("env t=1 %d\n", time.Now().UnixNano())
-	resp, _ := post(t, http.MethodPost, srv.url+"/api/v2/write?bucket=b", nil, []byte(strings.Repeat(line, 5)))
-	require.Equal(t, http.StatusNoContent, resp.StatusCode, "one body is always taken")
-	resp, body := post(t, http.MethodPost, srv.url+"/api/v2/write?bucket=b", nil, []byte(line))
-	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "%s", body)
-	assert.Equal(t, "2", resp.Header.Get("Retry-After"))
-	assert.Contains(t, string(body), `"code":"unavailable"`)
-	resp, _ = post(t, http.MethodPost, srv.url+"/write?db=d", nil, []byte(line))
-	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
-	close(gate)
-	connectortest.WaitFor(t, 10*time.Second, "the first body done", func() bool { return srv.src.Stats().InFlightBytes.Load() == 0 })
-	resp, body = post(t, http.MethodPost, srv.url+"/api/v2/write?bucket=b", nil, []byte(line))
-	require.Equal(t, http.StatusNoContent, resp.StatusCode, "%s", body)
-	assert.Equal(t, uint64(2), srv.src.Stats().Unavailable.Load())
-}
-
 // TestHealth checks the endpoints clients probe before writing.
 func TestHealth(t *testing.T) {
 	srv := startServer(t, httpwrite.Config{Token: "secret"}, nil)

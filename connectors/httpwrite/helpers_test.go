@@ -35,6 +35,11 @@ type server struct {
 	// particle, so that the engine redelivers it.
 	failFirst bool
 	tried     map[int64]bool
+	// maxPending, when not 0, is the topology's acking max_pending: a
+	// small one stalls the source as soon as the bolt is held.
+	maxPending int
+
+	topo *topology.Topology
 
 	mu  sync.Mutex
 	got []particle.Particle
@@ -68,7 +73,7 @@ func startServerWith(t testing.TB, cfg httpwrite.Config, s *server) *server {
 	s.src, s.done, s.tried = src, make(chan error, 1), map[int64]bool{}
 	topo, err := topology.New(topology.Config{
 		Logger:      slog.New(slog.DiscardHandler),
-		Acking:      topology.AckingConfig{Enabled: true, RetryInitialInterval: time.Millisecond},
+		Acking:      topology.AckingConfig{Enabled: true, RetryInitialInterval: time.Millisecond, MaxPending: s.maxPending},
 		DeadLetters: &s.dead,
 	})
 	require.NoError(t, err)
@@ -76,7 +81,7 @@ func startServerWith(t testing.TB, cfg httpwrite.Config, s *server) *server {
 	topo.AddBolt("collect", operation.Stateless(operation.Func(s.collect)), topology.BoltConfig{Buffer: buffer}).
 		Input("http", topology.Global())
 	ctx, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
+	s.cancel, s.topo = cancel, topo
 	go func() { s.done <- topo.Run(ctx) }()
 	t.Cleanup(func() { s.stop(t) })
 	select {

@@ -29,16 +29,18 @@ type Stats struct {
 	// BadRequests, Unauthorized, TooLarge and Unavailable count the
 	// write requests answered with an error and nothing written: 400 or
 	// 415 (a bad query, encoding or gzip stream, or no valid line), 401,
-	// 413, and 503 (spool full, stopping, or the spool failing).
+	// 413, and 503 (the backlog at its disk quota, the in-flight bound
+	// reached, stopping, or the spool failing).
 	BadRequests, Unauthorized, TooLarge, Unavailable atomic.Uint64
 	// Emitted counts particles emitted; Invalid bad lines rejected to the
 	// dead-letter sink; Failed particles the engine gave up on; Completed
 	// bodies all of whose particles were done; Replayed the bodies a
-	// previous run left in the spool, emitted again at start (possibly
-	// twice in all).
+	// previous run left in the spool, emitted again before the bodies
+	// written since (possibly twice in all).
 	Emitted, Invalid, Failed, Completed, Replayed atomic.Uint64
-	// InFlightBytes is the bytes of the bodies spooled and not completed,
-	// which Config.MaxInFlightBytes bounds.
+	// InFlightBytes is the bytes of the bodies being received, decoded
+	// and spooled, which Config.MaxInFlightBytes bounds. Those durable
+	// wait in the backlog (BacklogStats).
 	InFlightBytes atomic.Int64
 }
 
@@ -47,7 +49,9 @@ type Stats struct {
 // topology.Acknowledger: run it with acking on, so that a body leaves the
 // spool only once all its particles were processed.
 //
-// Run listens, serves and emits until ctx ends. The spool outlives Run, so
+// Run listens, serves and emits until ctx ends. The bodies durable in the
+// spool are its backlog, which the pipeline reads at its own pace, in the
+// order the bodies became durable. The spool outlives Run, so
 // that trees completing while the topology drains are recorded: call
 // Close after the topology's Run returned.
 type Source struct {
@@ -58,11 +62,24 @@ type Source struct {
 	decoders [particle.Second + 1]sync.Pool // of *bodyDecoder, by precision
 	buffers  sync.Pool                      // of *bytes.Buffer, for bodies and records
 
-	// Set by Run before it serves.
-	spool *spool.Spool
-	out   topology.SourceEmitter
-	addr  net.Addr
-	ready chan struct{} // closed once listening
+	// Set by Run before it serves; records before firstSeq were left by
+	// an earlier run.
+	spool    *spool.Spool
+	backlog  *spool.Backlog[*write]
+	firstSeq uint64
+	out      topology.SourceEmitter
+	addr     net.Addr
+	ready    chan struct{} // closed once listening
+	// backlogged is backlog for BacklogStats, which may be called before
+	// Run set it.
+	backlogged atomic.Pointer[spool.Backlog[*write]]
+
+	// order holds the bodies appended to the spool and not yet in the
+	// backlog, in sequence order: requests sync concurrently, and the
+	// backlog takes the bodies in order once durable. orderMu also
+	// keeps appends in the order of order.
+	orderMu sync.Mutex
+	order   []*write
 
 	inflight topology.InFlight[*write] // the bodies with particles in the pipeline
 
@@ -73,10 +90,10 @@ type Source struct {
 	closeErr  error
 }
 
-// write is one body in the spool whose particles are in the pipeline. It
-// keeps the body as received, plain or gzip, to decode its particles one
-// at a time when they are emitted and again when the engine redelivers
-// one: the particles are not kept.
+// write is one body in the spool, waiting in the backlog or with
+// particles in the pipeline. It keeps the body as received, plain or
+// gzip, to decode its particles one at a time when they are emitted and
+// again when the engine redelivers one: the particles are not kept.
 type write struct {
 	seq    uint64
 	number uint32 // in Source.inflight: its particles' message ids are MessageID(number, k)
@@ -85,8 +102,6 @@ type write struct {
 	prec   particle.Precision
 	recv   int64
 	body   []byte
-	// charge is the body's share of Stats.InFlightBytes.
-	charge int64
 	// remaining counts the particles not finished, plus one while they
 	// are being emitted.
 	remaining atomic.Int32
@@ -124,13 +139,24 @@ func (s *Source) Addr() net.Addr {
 	}
 }
 
-// Run implements topology.Source. It opens the spool and emits what a
-// previous run left there, then listens on Config.Addr and serves until
-// ctx ends. Then it stops listening, answers 503 to writes still coming
-// on open connections, and waits up to Config.ShutdownTimeout for the
-// requests being handled. It returns nil when ctx ended, or the error
-// that stopped it: the spool could not be opened or written, the address
-// could not be listened on.
+// BacklogStats returns what waits in the spool for the pipeline, and
+// false before Run opened it. It is safe to call while the source runs.
+func (s *Source) BacklogStats() (spool.BacklogStats, bool) {
+	b := s.backlogged.Load()
+	if b == nil {
+		return spool.BacklogStats{}, false
+	}
+	return b.Stats(), true
+}
+
+// Run implements topology.Source. It opens the spool, whose bodies a
+// previous run left not completed the pipeline gets first, then listens
+// on Config.Addr and serves until ctx ends, emitting the bodies in the
+// backlog as the pipeline takes them. Then it stops listening, answers
+// 503 to writes still coming on open connections, and waits up to
+// Config.ShutdownTimeout for the requests being handled. It returns nil
+// when ctx ended, or the error that stopped it: the spool could not be
+// opened, written or read back, the address could not be listened on.
 func (s *Source) Run(ctx context.Context, out topology.SourceEmitter) error {
 	if !s.ran.CompareAndSwap(false, true) {
 		return ErrRunTwice
@@ -139,10 +165,16 @@ func (s *Source) Run(ctx context.Context, out topology.SourceEmitter) error {
 	if err != nil {
 		return fmt.Errorf("httpwrite: %w", err)
 	}
-	s.spool, s.out = sp, out
-	if err := s.replay(ctx); err != nil || ctx.Err() != nil {
-		return err
+	s.spool, s.out, s.firstSeq = sp, out, sp.Durable()
+	bcfg := s.cfg.Backlog
+	bcfg.MemoryBytes = s.cfg.MaxInFlightBytes
+	bcfg.Name, bcfg.Logger, bcfg.Now = "httpwrite", s.cfg.Logger, s.cfg.Wall.Now
+	bl, err := spool.NewBacklog(sp, bcfg, s.readBack)
+	if err != nil {
+		return fmt.Errorf("httpwrite: %w", err)
 	}
+	s.backlog = bl
+	s.backlogged.Store(bl)
 	ln, err := httpguard.Listen(s.cfg.Addr, s.cfg.Limits)
 	if err != nil {
 		return fmt.Errorf("httpwrite: %w", err)
@@ -156,11 +188,20 @@ func (s *Source) Run(ctx context.Context, out topology.SourceEmitter) error {
 	close(s.ready)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
+	ectx, stopEmit := context.WithCancel(ctx)
+	defer stopEmit()
+	emitted := make(chan error, 1)
+	go func() { emitted <- s.emitLoop(ectx) }()
 	var runErr error
+	emitting := true
 	select {
 	case err := <-served:
+		stopEmit()
+		<-emitted
 		return fmt.Errorf("httpwrite: %w", err)
 	case runErr = <-s.failed:
+	case runErr = <-emitted:
+		emitting = false
 	case <-ctx.Done():
 	}
 	s.stopping.Store(true)
@@ -171,6 +212,10 @@ func (s *Source) Run(ctx context.Context, out topology.SourceEmitter) error {
 		_ = srv.Close()
 	}
 	<-served // http.ErrServerClosed
+	stopEmit()
+	if emitting {
+		<-emitted
+	}
 	return runErr
 }
 
@@ -182,36 +227,63 @@ func (s *Source) fail(err error) {
 	}
 }
 
-// replay emits the bodies a previous run left in the spool. Their bad
-// lines were dead-lettered then, and are skipped.
-func (s *Source) replay(ctx context.Context) error {
-	err := s.spool.PendingRecords(func(seq uint64, r spool.Record) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		prec, err := precisionOf(r.Source)
-		if err != nil {
-			return fmt.Errorf("%w: record %d: %w", spool.ErrBadRecord, seq, err)
-		}
-		s.stats.Replayed.Add(1)
-		w := &write{seq: seq, source: r.Source, prec: prec, recv: r.Received, body: bytes.Clone(r.Payload), charge: int64(len(r.Payload))}
-		s.stats.InFlightBytes.Add(w.charge)
-		taken, err := s.emit(w)
-		if err != nil {
-			return fmt.Errorf("%w: record %d: %w", spool.ErrBadRecord, seq, err)
-		}
-		if !taken {
-			return ctx.Err()
-		}
-		return nil
-	})
-	if ctx.Err() != nil {
-		return nil
-	}
+// readBack makes the write of a body the backlog read back from the
+// spool. Its bad lines were dead-lettered when it was written, and are
+// skipped.
+func (s *Source) readBack(seq uint64, r spool.Record) (*write, error) {
+	prec, err := precisionOf(r.Source)
 	if err != nil {
-		return fmt.Errorf("httpwrite: %w", err)
+		return nil, fmt.Errorf("%w: record %d: %w", spool.ErrBadRecord, seq, err)
 	}
-	return nil
+	if seq < s.firstSeq {
+		s.stats.Replayed.Add(1)
+	}
+	return &write{seq: seq, source: r.Source, prec: prec, recv: r.Received, body: bytes.Clone(r.Payload)}, nil
+}
+
+// emitLoop emits the bodies of the backlog, one at a time, as the
+// pipeline takes their particles, until ctx ends. It returns the error
+// reading the backlog, which stops Run.
+func (s *Source) emitLoop(ctx context.Context) error {
+	// One body at a time: what is handed out is out of the backlog's
+	// memory bound.
+	buf := make([]*write, 0, 1)
+	for {
+		batch, err := s.backlog.Next(ctx, buf, 1)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("httpwrite: %w", err)
+		}
+		for _, w := range batch {
+			taken, err := s.emit(w)
+			if err != nil {
+				return fmt.Errorf("httpwrite: %w: record %d: %w", spool.ErrBadRecord, w.seq, err)
+			}
+			if !taken {
+				// The topology is stopping, and ends ctx.
+				<-ctx.Done()
+				return nil
+			}
+		}
+		clear(batch)
+	}
+}
+
+// handOn adds the bodies now durable to the backlog, in sequence order.
+func (s *Source) handOn() {
+	s.orderMu.Lock()
+	defer s.orderMu.Unlock()
+	durable := s.spool.Durable()
+	n := 0
+	for ; n < len(s.order) && s.order[n].seq < durable; n++ {
+		w := s.order[n]
+		s.backlog.Add(w.seq, w, int64(len(w.body)+len(w.source)), w.recv)
+	}
+	rest := copy(s.order, s.order[n:])
+	clear(s.order[rest:])
+	s.order = s.order[:rest]
 }
 
 // precisionOf returns the precision named in a spool record's source, the
@@ -312,7 +384,7 @@ func (s *Source) each(source string, prec particle.Precision, recv int64, body [
 // false when the topology did not accept one, because it is stopping:
 // the body stays in the spool, replayed at the next start; and the error
 // that stopped the decoding, which a body scanned at its write never
-// has.
+// has (one read back may).
 func (s *Source) emit(w *write) (bool, error) {
 	w.remaining.Store(1)
 	w.number = s.inflight.Add(w)
@@ -397,7 +469,6 @@ func (s *Source) finish(w *write) {
 	}
 	s.inflight.Remove(w.number)
 	s.stats.Completed.Add(1)
-	s.stats.InFlightBytes.Add(-w.charge)
 	s.spool.Complete(w.seq)
 }
 
@@ -421,6 +492,9 @@ func (s *Source) admit(n, own int64) bool {
 // calls return the first call's result.
 func (s *Source) Close() error {
 	s.closeOnce.Do(func() {
+		if s.backlog != nil {
+			s.backlog.Close()
+		}
 		if s.spool != nil {
 			s.closeErr = s.spool.Close()
 		}
