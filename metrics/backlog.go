@@ -15,6 +15,13 @@ type Backlogged interface {
 	BacklogStats() (spool.BacklogStats, bool)
 }
 
+// BacklogFunc adapts a function to Backlogged, such as a summary over
+// the instances of a source.
+type BacklogFunc func() (spool.BacklogStats, bool)
+
+// BacklogStats implements Backlogged.
+func (f BacklogFunc) BacklogStats() (spool.BacklogStats, bool) { return f() }
+
 // Backlogs is a prometheus.Collector of the backlogs of sources, labelled
 // by component, read at scrape time. It is safe for concurrent use.
 type Backlogs struct {

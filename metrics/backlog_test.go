@@ -27,7 +27,7 @@ func TestBacklogs(t *testing.T) {
 			Records: 5000, Bytes: 250000, Oldest: time.Unix(70, 0).UnixNano(), OnDisk: 904, ReadBack: 12,
 			Full: true, DrainRate: 1500, AddRate: 1000, CatchUp: 10 * time.Second,
 		}},
-		"http":   backlog{ok: true},
+		"http":   metrics.BacklogFunc(func() (spool.BacklogStats, bool) { return spool.BacklogStats{}, true }),
 		"replay": backlog{},
 	}, func() time.Time { return time.Unix(100, 0) })
 	want := `
