@@ -23,8 +23,10 @@ import (
 const runUsage = `usage: sensorstorm run [flags] PIPELINE.yaml
 
 Runs a pipeline file until its sources end (recordings) or until SIGINT or
-SIGTERM (MQTT feeds), then writes what each component did and, last on
-stderr, a summary of the records the sources read:
+SIGTERM (MQTT feeds), then writes what each component did, the backlog
+each spooled source leaves (run: source=NAME backlog=N backlog_bytes=B,
+processed first at the next start) and, last on stderr, a summary of the
+records the sources read:
   summary: read=N emitted=N late=N invalid=N skipped=N outside=N duplicates=N refused=N
 where read = emitted + late + invalid + skipped + outside + duplicates,
 late, invalid and duplicates counted at the first bolt reading each source,
