@@ -189,8 +189,8 @@ func (b *Built) addBacklog(name string, i int, src any) {
 
 // BacklogStats returns what waits in the spools of the source name for
 // the pipeline, summed over its instances (the oldest of their oldest,
-// the longest catch-up; Full if any is), and false if it has no instance
-// with a backlog yet.
+// the longest catch-up of those shrinking; Full if any is), and false if
+// it has no instance with a backlog yet.
 func (b *Built) BacklogStats(name string) (spool.BacklogStats, bool) {
 	b.mu.Lock()
 	srcs := b.backlogs[name]
