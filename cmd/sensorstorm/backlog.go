@@ -4,13 +4,10 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/sensorstorm/sensorstorm/connectors/mqtt"
 	"github.com/sensorstorm/sensorstorm/metrics"
 	"github.com/sensorstorm/sensorstorm/pipeline"
 	"github.com/sensorstorm/sensorstorm/spool"
 )
-
-var _ metrics.Backlogged = (*mqtt.Source)(nil)
 
 // backlogFields returns the fields of a closing line that give what waits
 // in b's spool, with a leading space, or "" if b has no backlog.
