@@ -19,6 +19,19 @@
 // and, for the whole topology, sensorstorm_pending_trees and
 // sensorstorm_stale_acks_total.
 //
+// [Backlogs] is a second collector, of the sources whose input waits in a
+// spool for the pipeline (an MQTT source in spool mode), labelled by
+// component:
+//
+//	sensorstorm_backlog_messages, sensorstorm_backlog_bytes,
+//	sensorstorm_backlog_age_seconds, sensorstorm_backlog_on_disk_messages,
+//	sensorstorm_backlog_read_back_total, sensorstorm_backlog_at_quota,
+//	sensorstorm_backlog_drain_rate, sensorstorm_backlog_catch_up_seconds.
+//
+// A backlog that grows means the pipeline is behind its input; at_quota 1
+// means the source stopped acknowledging, and the upstream now holds or
+// drops what it sends.
+//
 // The watermark lag is the wall clock minus the watermark: in a live run
 // it is how far behind real time the results are; in a replay it mostly
 // measures the recording's age, and the watermark itself is the figure to

@@ -17,6 +17,7 @@ import (
 	"github.com/sensorstorm/sensorstorm/connectors/postgres"
 	"github.com/sensorstorm/sensorstorm/connectors/replay"
 	"github.com/sensorstorm/sensorstorm/operation"
+	"github.com/sensorstorm/sensorstorm/spool"
 	"github.com/sensorstorm/sensorstorm/streamclock"
 	"github.com/sensorstorm/sensorstorm/topology"
 )
@@ -155,6 +156,69 @@ type Built struct {
 	sources []io.Closer
 	replays map[string][]*replay.Source
 	tables  map[string]*postgres.Sink // the PostgreSQL sinks by bolt
+	// backlogs are the instances of the spooled sources by name, the
+	// latest holding of each for a leased source; nil where an instance
+	// has none.
+	backlogs map[string][]backlogged
+}
+
+// backlogged is a source whose input waits in a spool: *mqtt.Source, and
+// any other source with the same method.
+type backlogged interface {
+	BacklogStats() (spool.BacklogStats, bool)
+}
+
+var _ backlogged = (*mqtt.Source)(nil)
+
+// addBacklog keeps src as the instance i of the source name if it has a
+// backlog to report.
+func (b *Built) addBacklog(name string, i int, src any) {
+	bl, ok := src.(backlogged)
+	if !ok {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	srcs := b.backlogs[name]
+	for len(srcs) <= i {
+		srcs = append(srcs, nil)
+	}
+	srcs[i] = bl
+	b.backlogs[name] = srcs
+}
+
+// BacklogStats returns what waits in the spools of the source name for
+// the pipeline, summed over its instances (the oldest of their oldest,
+// the longest catch-up of those shrinking; Full if any is), and false if
+// it has no instance with a backlog yet.
+func (b *Built) BacklogStats(name string) (spool.BacklogStats, bool) {
+	b.mu.Lock()
+	srcs := b.backlogs[name]
+	b.mu.Unlock()
+	var sum spool.BacklogStats
+	found := false
+	for _, src := range srcs {
+		if src == nil {
+			continue
+		}
+		st, ok := src.BacklogStats()
+		if !ok {
+			continue
+		}
+		found = true
+		sum.Records += st.Records
+		sum.Bytes += st.Bytes
+		if st.Oldest != 0 && (sum.Oldest == 0 || st.Oldest < sum.Oldest) {
+			sum.Oldest = st.Oldest
+		}
+		sum.OnDisk += st.OnDisk
+		sum.ReadBack += st.ReadBack
+		sum.Full = sum.Full || st.Full
+		sum.DrainRate += st.DrainRate
+		sum.AddRate += st.AddRate
+		sum.CatchUp = max(sum.CatchUp, st.CatchUp)
+	}
+	return sum, found
 }
 
 // ReplayStatus returns the progress of the source name if it replays
@@ -227,7 +291,7 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: %w", err)
 	}
-	built := &Built{Topology: topo, replays: map[string][]*replay.Source{}, tables: map[string]*postgres.Sink{}}
+	built := &Built{Topology: topo, replays: map[string][]*replay.Source{}, tables: map[string]*postgres.Sink{}, backlogs: map[string][]backlogged{}}
 	// opened is what a failed build closes: MQTT sources (their spools)
 	// and sink files.
 	var opened []io.Closer
@@ -251,8 +315,9 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 		case s.MQTT != nil:
 			var srcs []*mqtt.Source
 			srcs, err = mqttSources(s, opts)
-			for _, src := range srcs {
+			for i, src := range srcs {
 				built.sources = append(built.sources, src)
+				built.addBacklog(s.Name, i, src)
 				opened = append(opened, src)
 			}
 			factory = func(i int) topology.Source { return srcs[i] }
@@ -261,6 +326,7 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 			src, err = httpSource(s, opts)
 			if err == nil {
 				built.sources = append(built.sources, src)
+				built.addBacklog(s.Name, 0, src)
 				opened = append(opened, src)
 				factory = topology.Single(src)
 			}
@@ -348,6 +414,7 @@ func leasedMQTTSource(s *Source, opts Options, built *Built) (topology.SourceFac
 			built.mu.Lock()
 			built.sources = append(built.sources, src)
 			built.mu.Unlock()
+			built.addBacklog(s.Name, i, src)
 			if opts.WrapSource == nil {
 				return src, src.Close
 			}

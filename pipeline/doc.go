@@ -59,8 +59,10 @@
 // An mqtt source or sink takes the keys of connectors/mqtt's Config or
 // SinkConfig (broker or brokers, client_id, username, password, tls,
 // keep_alive, ...; for a source topics, qos, mode, state_dir, payload with
-// format, precision, topic_tags and json; for a sink topic, qos, retain,
-// format, precision), checked key by key like the rest of the file:
+// format, precision, topic_tags and json, backlog with max_backlog_bytes
+// and min_free_bytes (the disk quota of spool mode); for a sink topic,
+// qos, retain, format, precision), checked key by key like the rest of
+// the file:
 //
 //	sources:
 //	  - name: sensors

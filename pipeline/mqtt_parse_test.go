@@ -77,3 +77,17 @@ func TestParseMQTTErrors(t *testing.T) {
 		{"mixed with a file source", "bolts:\n", "  - name: wsn\n    file: {paths: [x.lp]}\nbolts:\n", []string{`p.yaml:2:5: source "sensors": an MQTT feed runs on the live clock and file source "wsn" replays on its own`}},
 	})
 }
+
+func TestParseMQTTBacklog(t *testing.T) {
+	yml := strings.Replace(goodMQTT, "qos: 1\n", "qos: 1\n      backlog: {max_backlog_bytes: 1000000, min_free_bytes: 2000}\n", 1)
+	p, err := pipeline.Parse([]byte(yml), "p.yaml")
+	require.NoError(t, err)
+	bl := p.Sources[0].MQTT.Backlog
+	assert.Equal(t, int64(1000000), bl.MaxBytes)
+	assert.Equal(t, int64(2000), bl.MinFree)
+
+	_, err = pipeline.Parse([]byte(strings.Replace(yml, "min_free_bytes: 2000", "min_free_bytes: -1", 1)), "p.yaml")
+	assert.ErrorContains(t, err, `source "sensors"`)
+	_, err = pipeline.Parse([]byte(strings.Replace(yml, "min_free_bytes", "memory_records", 1)), "p.yaml")
+	assert.ErrorContains(t, err, "memory_records", "only the quota's keys are settable")
+}

@@ -72,6 +72,8 @@ func TestMQTTPipelineEndToEnd(t *testing.T) {
 	publish(55, "s1")
 	require.True(t, tok.WaitTimeout(10*time.Second))
 
+	_, ok := built.BacklogStats("sensors")
+	assert.False(t, ok, "no backlog before the spool is open")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- built.Run(ctx) }()
@@ -119,4 +121,10 @@ func TestMQTTPipelineEndToEnd(t *testing.T) {
 		assert.Zero(t, built.Stats(c).Errors.Load(), "errors at %s", c)
 	}
 	assert.Equal(t, uint64(63), built.Stats("sensors").Acked.Load(), "every reading's tree completed")
+	bl, ok := built.BacklogStats("sensors")
+	require.True(t, ok)
+	assert.Zero(t, bl.Records, "nothing waits at the end: %+v", bl)
+	assert.Zero(t, bl.Oldest)
+	_, ok = built.BacklogStats("mean")
+	assert.False(t, ok, "a bolt has no backlog")
 }

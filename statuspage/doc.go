@@ -3,7 +3,9 @@
 // groupings, rates, buffer depth, watermark lag, late, invalid and
 // dead-lettered counts; recent values of each sensor series with the
 // particles that were dead-lettered; a replay's position, speed and ETA,
-// with buttons that change it; an MQTT source's connection and spool.
+// with buttons that change it; an MQTT source's connection, spool and
+// backlog (what waits on disk for the pipeline, its age, drain rate and
+// time to catch up, marked loudly when at its disk quota).
 //
 // A [Server] is an http.Handler. Its [Server.Run] makes a [Snapshot] of the
 // run every Config.Interval (a second by default) and sends it to every

@@ -229,7 +229,7 @@ func (s *Server) snapshot() Snapshot {
 		snap.Replay = replaySnapshot(s.cfg.Replay.Status())
 	}
 	if s.cfg.MQTT != nil {
-		snap.MQTT = mqttSnapshot(s.cfg.MQTT)
+		snap.MQTT = mqttSnapshot(s.cfg.MQTT, now)
 	}
 	return snap
 }

@@ -84,6 +84,49 @@ type MQTTSnapshot struct {
 	Connects    uint64 `json:"connects"`
 	// Spool is absent in modes without a spool.
 	Spool *spool.Stats `json:"spool,omitempty"`
+	// Backlog is what waits in the spool for the pipeline; absent in
+	// modes without a spool.
+	Backlog *BacklogSnapshot `json:"backlog,omitempty"`
+}
+
+// BacklogSnapshot is what waits in a source's spool for the pipeline, from
+// spool.BacklogStats (which /metrics serves as sensorstorm_backlog_*).
+type BacklogSnapshot struct {
+	// Messages and Bytes wait; OnDisk of them are on disk only.
+	// ReadBack counts the messages read back from disk so far.
+	Messages int64  `json:"messages"`
+	Bytes    int64  `json:"bytes"`
+	OnDisk   int64  `json:"on_disk"`
+	ReadBack uint64 `json:"read_back"`
+	// Age is how long ago the oldest message waiting was received, in
+	// seconds of wall time; 0 when none waits.
+	Age float64 `json:"age"`
+	// AtQuota reports the disk quota reached: the source acknowledges
+	// nothing, and the broker holds or drops what it sends.
+	AtQuota bool `json:"at_quota"`
+	// DrainRate and AddRate are messages a second taken by the pipeline
+	// and added by the broker, over the last few seconds.
+	DrainRate float64 `json:"drain_rate"`
+	AddRate   float64 `json:"add_rate"`
+	// CatchUp estimates the seconds until the pipeline catches up;
+	// absent when nothing waits or the backlog does not shrink.
+	CatchUp *float64 `json:"catch_up,omitempty"`
+}
+
+// backlogSnapshot describes st at the wall time now.
+func backlogSnapshot(st spool.BacklogStats, now time.Time) *BacklogSnapshot {
+	b := &BacklogSnapshot{
+		Messages: st.Records, Bytes: st.Bytes, OnDisk: st.OnDisk, ReadBack: st.ReadBack,
+		AtQuota: st.Full, DrainRate: st.DrainRate, AddRate: st.AddRate,
+	}
+	if st.Oldest != 0 {
+		b.Age = max(0, now.Sub(time.Unix(0, st.Oldest)).Seconds())
+	}
+	if st.CatchUp > 0 {
+		c := st.CatchUp.Seconds()
+		b.CatchUp = &c
+	}
+	return b
 }
 
 // BrokerSnapshot is the state of the connection to one of the brokers.
@@ -114,8 +157,8 @@ func replaySnapshot(st replay.Status) *ReplaySnapshot {
 	return r
 }
 
-// mqttSnapshot describes an MQTT source.
-func mqttSnapshot(m *MQTT) *MQTTSnapshot {
+// mqttSnapshot describes an MQTT source at the wall time now.
+func mqttSnapshot(m *MQTT, now time.Time) *MQTTSnapshot {
 	st := m.Source.Stats()
 	connects, lost := st.Connects.Load(), st.ConnectionsLost.Load()
 	state := "connected"
@@ -140,6 +183,9 @@ func mqttSnapshot(m *MQTT) *MQTTSnapshot {
 	}
 	if sp, ok := m.Source.SpoolStats(); ok {
 		s.Spool = &sp
+	}
+	if bl, ok := m.Source.BacklogStats(); ok {
+		s.Backlog = backlogSnapshot(bl, now)
 	}
 	return s
 }
@@ -183,6 +229,7 @@ type mqttSource interface {
 	Stats() *mqtt.Stats
 	Broker() string
 	SpoolStats() (spool.Stats, bool)
+	BacklogStats() (spool.BacklogStats, bool)
 }
 
 var _ mqttSource = (*mqtt.Source)(nil)

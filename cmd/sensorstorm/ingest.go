@@ -16,6 +16,7 @@ import (
 	"github.com/sensorstorm/sensorstorm/connectors/httpwrite"
 	"github.com/sensorstorm/sensorstorm/connectors/influxdb"
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt"
+	"github.com/sensorstorm/sensorstorm/metrics"
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/spool"
@@ -269,7 +270,17 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 		addBolt("record", rec)
 	}
 
-	page := statuspage.Config{Topology: t, Title: strings.Join(append([]string{"ingest"}, f.src.Topics...), " "), Tap: tap, Logger: logger}
+	// The HTTP source is checked at run time: it may or may not report a
+	// backlog of its own.
+	backlogs := map[string]metrics.Backlogged{}
+	if src != nil {
+		backlogs["mqtt"] = src
+	}
+	if b, ok := any(hsrc).(metrics.Backlogged); ok && hsrc != nil {
+		backlogs["http"] = b
+	}
+	page := statuspage.Config{Topology: t, Title: strings.Join(append([]string{"ingest"}, f.src.Topics...), " "), Tap: tap, Logger: logger,
+		Metrics: metricsRegistry(t, metrics.NewBacklogs(backlogs, nil))}
 	if src != nil {
 		page.MQTT = &statuspage.MQTT{Source: src, Brokers: f.src.Brokers}
 	}
@@ -287,16 +298,25 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 	if src != nil {
 		closeErrs = append(closeErrs, src.Close())
 		st := src.Stats()
-		fmt.Fprintf(stderr, "ingest: messages=%d written=%d replayed=%d redelivered=%d acked=%d failed=%d reconnects=%d elapsed=%s\n",
+		fmt.Fprintf(stderr, "ingest: messages=%d written=%d replayed=%d redelivered=%d acked=%d failed=%d reconnects=%d%s elapsed=%s\n",
 			st.Received.Load(), written(), st.Replayed.Load(), st.Redelivered.Load(), st.Acked.Load(), st.Failed.Load(),
-			max(int64(st.Connects.Load())-1, 0), elapsed)
+			max(int64(st.Connects.Load())-1, 0), backlogFields(src), elapsed)
+		writeBacklogKept(stderr, "ingest: mqtt", src, f.src.StateDir)
 	}
 	if hsrc != nil {
 		closeErrs = append(closeErrs, hsrc.Close())
 		st := hsrc.Stats()
-		fmt.Fprintf(stderr, "ingest: http requests=%d accepted=%d bytes=%d points=%d invalid=%d replayed=%d refused=%d written=%d elapsed=%s\n",
+		var fields string
+		b, ok := backlogs["http"]
+		if ok {
+			fields = backlogFields(b)
+		}
+		fmt.Fprintf(stderr, "ingest: http requests=%d accepted=%d bytes=%d points=%d invalid=%d replayed=%d refused=%d written=%d%s elapsed=%s\n",
 			st.Requests.Load(), st.Accepted.Load(), st.Bytes.Load(), st.Emitted.Load(), st.Invalid.Load(), st.Replayed.Load(),
-			st.BadRequests.Load()+st.Unauthorized.Load()+st.TooLarge.Load()+st.Unavailable.Load(), written(), elapsed)
+			st.BadRequests.Load()+st.Unauthorized.Load()+st.TooLarge.Load()+st.Unavailable.Load(), written(), fields, elapsed)
+		if ok {
+			writeBacklogKept(stderr, "ingest: http", b, f.http.StateDir)
+		}
 	}
 	for _, in := range inputs {
 		// The engine's count: it rejects particles beyond the future bound

@@ -250,7 +250,8 @@ func TestIngestBadTopics(t *testing.T) {
 	log := stderr.String()
 	assert.Equal(t, 1, strings.Count(log, "dead letter"), log)
 	assert.Regexp(t, `dead letter.*sensors/a:1: mqtt: topic does not match the topic template \\"sensors/\{room\}/\{sensor\}\\"`, log)
-	assert.Regexp(t, `ingest: messages=4 written=3 .*acked=4 failed=0 `, log)
+	assert.Regexp(t, `ingest: messages=4 written=3 .*acked=4 failed=0 reconnects=0 backlog=0 backlog_bytes=0 elapsed=`, log)
+	assert.NotContains(t, log, "kept in the spool", "nothing waits")
 	assert.Regexp(t, `summary: read=4 emitted=3 .*invalid=1 `, log)
 	assert.NotContains(t, log, "connection lost")
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sensorstorm/sensorstorm/jetstreamedge"
+	"github.com/sensorstorm/sensorstorm/metrics"
 	"github.com/sensorstorm/sensorstorm/pipeline"
 	"github.com/sensorstorm/sensorstorm/statuspage"
 )
@@ -22,8 +23,10 @@ import (
 const runUsage = `usage: sensorstorm run [flags] PIPELINE.yaml
 
 Runs a pipeline file until its sources end (recordings) or until SIGINT or
-SIGTERM (MQTT feeds), then writes what each component did and, last on
-stderr, a summary of the records the sources read:
+SIGTERM (MQTT feeds), then writes what each component did, the backlog
+each spooled source leaves (run: source=NAME backlog=N backlog_bytes=B,
+processed first at the next start) and, last on stderr, a summary of the
+records the sources read:
   summary: read=N emitted=N late=N invalid=N skipped=N outside=N duplicates=N refused=N
 where read = emitted + late + invalid + skipped + outside + duplicates,
 late, invalid and duplicates counted at the first bolt reading each source,
@@ -106,6 +109,8 @@ func runPipeline(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		extra = append(extra, jetstreamedge.NewCollector(t.Stats()))
 	}
 	extra = append(extra, postgresCollectors(p, topo)...)
+	backlogs := pipelineBacklogs(p, topo)
+	extra = append(extra, metrics.NewBacklogs(backlogs, nil))
 	reg := metricsRegistry(topo.Topology, extra...)
 	if *metricsAddr != "" {
 		stop, err := serveMetrics(*metricsAddr, reg, logger)
@@ -136,6 +141,16 @@ func runPipeline(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			"invalid", s.Invalid.Load(), "errors", s.Errors.Load(), "acked", s.Acked.Load(), "failed", s.Failed.Load())
 	}
 	logger.Info("pipeline finished", "elapsed", time.Since(start).Round(time.Millisecond))
+	for _, src := range p.Sources {
+		b, ok := backlogs[src.Name]
+		if !ok {
+			continue
+		}
+		if fields := backlogFields(b); fields != "" {
+			fmt.Fprintf(stderr, "run: source=%s%s\n", src.Name, fields)
+			writeBacklogKept(stderr, "run: "+src.Name, b, "its state_dir")
+		}
+	}
 	code = exitOK
 	if runErr != nil && !errors.Is(runErr, context.Canceled) {
 		fmt.Fprintln(stderr, "sensorstorm:", runErr)

@@ -17,6 +17,12 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sensorstorm/sensorstorm/connectors/mqtt"
+	"github.com/sensorstorm/sensorstorm/operation"
+	"github.com/sensorstorm/sensorstorm/spool"
+	"github.com/sensorstorm/sensorstorm/statuspage"
+	"github.com/sensorstorm/sensorstorm/topology"
 )
 
 // chromiumPath is the browser the status page's test drives: Debian's
@@ -235,4 +241,57 @@ func saveScreenshot(t *testing.T, png []byte) {
 	if extra := os.Getenv("SENSORSTORM_SCREENSHOT"); extra != "" {
 		require.NoError(t, os.WriteFile(extra, png, 0o644))
 	}
+}
+
+// pagedBacklog is an MQTT source, as the status page reads one, connected
+// and with a backlog at its disk quota.
+type pagedBacklog struct{ stats mqtt.Stats }
+
+func (s *pagedBacklog) Stats() *mqtt.Stats { return &s.stats }
+func (s *pagedBacklog) Broker() string     { return "tcp://broker:1883" }
+func (s *pagedBacklog) SpoolStats() (spool.Stats, bool) {
+	return spool.Stats{Pending: 120000, Segments: 3}, true
+}
+func (s *pagedBacklog) BacklogStats() (spool.BacklogStats, bool) {
+	return spool.BacklogStats{
+		Records: 120000, Bytes: 6 << 20, OnDisk: 115904, Oldest: time.Now().Add(-90 * time.Second).UnixNano(),
+		Full: true, DrainRate: 2500, AddRate: 1000, CatchUp: 80 * time.Second,
+	}, true
+}
+
+// TestStatusPageShowsTheBacklogInChromium checks that the page shows an
+// MQTT source's backlog, and loudly that it is at the disk quota. It saves
+// a screenshot in the test's artifact directory.
+func TestStatusPageShowsTheBacklogInChromium(t *testing.T) {
+	chromium := chromiumPath(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	topo, err := topology.New(topology.Config{})
+	require.NoError(t, err)
+	topo.AddSource("mqtt", nil, topology.SourceConfig{})
+	topo.AddBolt("out", operation.Stateless(operation.Func(nil)), topology.BoltConfig{}).Input("mqtt", topology.Global())
+	src := &pagedBacklog{}
+	src.stats.Connects.Add(1)
+	urls := make(chan string, 1)
+	stop, err := serveStatus("127.0.0.1:0", statuspage.Config{Topology: topo, Title: "backlog", MQTT: &statuspage.MQTT{Source: src, Brokers: []string{"tcp://broker:1883"}}},
+		func(url string) { urls <- url })
+	require.NoError(t, err)
+	defer stop()
+	browser := startChromium(t, ctx, chromium)
+	do, poll := browserSteps(t, browser)
+
+	do("open the page", chromedp.Navigate(<-urls), chromedp.WaitVisible(`#backlog-row`))
+	poll("the backlog", `document.getElementById("backlog").textContent === "120000 (6.0 MiB)"`)
+	require.Equal(t, "115904", evaluate[string](t, browser, `document.getElementById("backlog-disk").textContent`))
+	require.Equal(t, "1.5 min", evaluate[string](t, browser, `document.getElementById("backlog-age").textContent`))
+	require.Equal(t, "2.5k/s (in 1.0k/s)", evaluate[string](t, browser, `document.getElementById("backlog-drain").textContent`))
+	require.Equal(t, "1.3 min", evaluate[string](t, browser, `document.getElementById("backlog-catchup").textContent`))
+	do("the quota, loudly", chromedp.WaitVisible(`#quota`))
+	require.Contains(t, evaluate[string](t, browser, `document.getElementById("quota").textContent`), "disk quota")
+
+	shot, err := chromedp.Run(browser, chromedp.FullScreenshot(100))
+	require.NoError(t, err)
+	path := filepath.Join(t.ArtifactDir(), "status-page-backlog.png")
+	require.NoError(t, os.WriteFile(path, shot, 0o644))
+	t.Logf("screenshot: %s", path)
 }

@@ -91,6 +91,8 @@ func TestIngestStatusPage(t *testing.T) {
 	})
 	require.Equal(t, []statuspage.BrokerSnapshot{{URL: "tcp://127.0.0.1:1", State: "standby"}, {URL: broker.URL(), State: "connected"}}, snap.MQTT.Brokers)
 	require.NotNil(t, snap.MQTT.Spool, "spool mode has a spool")
+	require.NotNil(t, snap.MQTT.Backlog, "and a backlog")
+	require.False(t, snap.MQTT.Backlog.AtQuota)
 	var names []string
 	for _, c := range snap.Components {
 		names = append(names, c.Name)
@@ -104,6 +106,7 @@ func TestIngestStatusPage(t *testing.T) {
 	body, _ := io.ReadAll(res.Body)
 	res.Body.Close()
 	require.Contains(t, string(body), `sensorstorm_particles_out_total{component="mqtt"} 5`)
+	require.Contains(t, string(body), `sensorstorm_backlog_at_quota{component="mqtt"} 0`)
 	res, err = http.Post(url+"pause", "", nil)
 	require.NoError(t, err)
 	res.Body.Close()

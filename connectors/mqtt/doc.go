@@ -79,7 +79,7 @@
 //     acknowledged the spool replays. Duplicates are possible
 //     (Stats.Replayed, Stats.Redelivered), loss is not. Works with a
 //     stock broker at close to a bare subscriber's rate. Costs local disk
-//     (what is in flight, plus up to 1 MiB preallocated; see
+//     (what waits for the pipeline, plus up to 1 MiB preallocated; see
 //     spool.Config) and one fsync per batch.
 //   - ModeTree: a message is acknowledged once all its particles were
 //     processed (their trees completed), as an in-order prefix since
@@ -98,18 +98,32 @@
 // All modes need a persistent session (CleanSession false, the default)
 // and a stable ClientID to survive restarts; with QoS 0 the broker sends
 // each message once and nothing protects it. Memory is bounded: at most
-// MaxBuffered messages wait between the broker and the pipeline, beyond
-// which the source stops acknowledging and the broker stops sending (QoS
-// 0 messages are dropped and counted instead), and MaxBufferedBytes bounds
-// their payload bytes; add what the broker sends unacknowledged
-// (max_inflight_messages; Mosquitto 2.0.11 was seen to exceed it, up to a
-// few hundred, after bursts of acknowledgements) times the largest message
-// it lets through (message_size_limit). A
-// slow pipeline makes a broker queue, and a stock Mosquitto drops beyond
-// 1000 queued messages: raise max_queued_messages for bursts longer than
-// that. Mosquitto 2.0 also loses, when it is stopped, the messages it has
-// in flight to a client (eclipse-mosquitto/mosquitto#2811), whatever the
-// client does.
+// MaxBuffered messages (and MaxBufferedBytes of payload) wait in memory
+// between the broker and the pipeline; add what the broker sends
+// unacknowledged (max_inflight_messages; Mosquitto 2.0.11 was seen to
+// exceed it, up to a few hundred, after bursts of acknowledgements) times
+// the largest message it lets through (message_size_limit).
+//
+// In ModeSpool the spool is the buffer: a message is acknowledged once
+// durable however far behind the pipeline is, memory holds MaxBuffered of
+// what waits and the rest stays on disk, read back in order when the
+// pipeline gets to it (a [spool.Backlog]), so a slow or stalled pipeline
+// grows the spool, not the broker's queue. Source.BacklogStats reports
+// it; it is logged when it spills to disk and at each doubling. At the
+// disk quota (Backlog.MaxBytes, max_backlog_bytes: by default half the
+// space free when the source starts) or below Backlog.MinFree
+// (min_free_bytes) of free space, the source stops acknowledging and logs
+// it at error level. What waits at exit is processed first at the next
+// start.
+//
+// In the other modes, beyond MaxBuffered the source stops acknowledging
+// and the broker stops sending (QoS 0 messages are dropped and counted
+// instead): a slow pipeline makes the broker queue, and a stock Mosquitto
+// drops beyond 1000 queued messages (max_queued_messages). In every mode
+// the broker queues while the process is down: size max_queued_messages
+// for the longest restart. Mosquitto 2.0 also loses, when it is stopped,
+// the messages it has in flight to a client
+// (eclipse-mosquitto/mosquitto#2811), whatever the client does.
 //
 // After a crash, what the broker sends again may be older than what the
 // spool's replay already released downstream: with a late policy of

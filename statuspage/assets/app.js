@@ -152,6 +152,20 @@ function updateMQTT(snap) {
   $("redelivered").textContent = m.redelivered;
   $("waiting").textContent = m.buffered;
   $("spool").textContent = m.spool ? `${m.spool.Pending} in ${m.spool.Segments} segments` : "no spool";
+  updateBacklog(m.backlog);
+}
+
+// updateBacklog shows what waits in the spool for the pipeline, and the
+// disk quota reached, which means the broker holds or drops messages.
+function updateBacklog(b) {
+  $("backlog-row").hidden = !b;
+  $("quota").hidden = !b || !b.at_quota;
+  if (!b) return;
+  $("backlog").textContent = `${b.messages} (${bytes(b.bytes)})`;
+  $("backlog-disk").textContent = b.on_disk;
+  $("backlog-age").textContent = b.messages ? duration(b.age) : "-";
+  $("backlog-drain").textContent = `${human(b.drain_rate)}/s (in ${human(b.add_rate)}/s)`;
+  $("backlog-catchup").textContent = !b.messages ? "-" : b.catch_up != null ? duration(b.catch_up) : "not shrinking";
 }
 
 function updateSensors(snap) {
