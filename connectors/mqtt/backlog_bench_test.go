@@ -1,0 +1,160 @@
+package mqtt_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sensorstorm/sensorstorm/connectors/file"
+	"github.com/sensorstorm/sensorstorm/connectors/mqtt"
+	"github.com/sensorstorm/sensorstorm/connectors/mqtt/mosquittotest"
+	"github.com/sensorstorm/sensorstorm/operation"
+	"github.com/sensorstorm/sensorstorm/particle"
+	"github.com/sensorstorm/sensorstorm/spool"
+	"github.com/sensorstorm/sensorstorm/syncbuffer"
+	"github.com/sensorstorm/sensorstorm/topology"
+)
+
+// BenchmarkBacklogDrain drains a backlog on disk of 1M readings, left in
+// the spool by an earlier run, through a spool-mode Source into a one-bolt
+// topology (1s window, acking on) writing a file sink, against replaying
+// the same readings from a line-protocol file through the same topology
+// in the same run: readings come one per message, or ten per message like
+// batched MQTT publishers.
+func BenchmarkBacklogDrain(b *testing.B) {
+	broker := mosquittotest.Start(b, mosquittotest.Config{})
+	for _, per := range []int{1, 10} {
+		b.Run(fmt.Sprintf("per-message=%d", per), func(b *testing.B) {
+			readings := benchReadings()
+			var fromSpool, fromFile, open time.Duration
+			for i := 0; b.Loop(); i++ {
+				b.StopTimer()
+				dir := b.TempDir()
+				lp := filepath.Join(dir, "in.lp")
+				state := filepath.Join(dir, "state")
+				fillBacklog(b, state, lp, readings, per)
+				b.StartTimer()
+				fromFile += replayFile(b, lp, filepath.Join(dir, "file.out"), readings)
+				fromSpool += drainBacklog(b, broker.URL(), fmt.Sprint("drain-", per, "-", i), state, filepath.Join(dir, "spool.out"), readings/per, per, &open)
+			}
+			spoolRate := float64(readings*b.N) / fromSpool.Seconds()
+			fileRate := float64(readings*b.N) / fromFile.Seconds()
+			b.ReportMetric(spoolRate, "particles/s")
+			b.ReportMetric(fileRate, "file-particles/s")
+			b.ReportMetric(spoolRate/fileRate, "ratio")
+			b.ReportMetric(open.Seconds()/float64(b.N), "open-s")
+		})
+	}
+}
+
+// fillBacklog writes n readings, per to a message, into the spool in
+// state as the MQTT source records them, not completed, and into the
+// line-protocol file lp. Readings are stamped a millisecond apart, a day
+// in the past.
+func fillBacklog(b *testing.B, state, lp string, n, per int) {
+	sp, err := spool.Open(state, spool.Config{})
+	require.NoError(b, err)
+	f, err := os.Create(lp)
+	require.NoError(b, err)
+	w := bufio.NewWriter(f)
+	base := time.Now().Add(-24 * time.Hour).UnixNano()
+	var payload, rec []byte
+	for i := 0; i < n; i += per {
+		payload = payload[:0]
+		for j := i; j < i+per; j++ {
+			if j > i {
+				payload = append(payload, '\n')
+			}
+			payload = fmt.Appendf(payload, "reading,sensor=s%d n=%di,v=%d.5 %d", j%8, j, j, base+int64(j)*int64(time.Millisecond))
+		}
+		rec = spool.AppendRecord(rec[:0], spool.Record{Source: topic(i), Received: base, Payload: payload})
+		seq, err := sp.Append(rec)
+		require.NoError(b, err)
+		if seq%1000 == 0 {
+			require.NoError(b, sp.Sync())
+		}
+		_, err = w.Write(payload)
+		require.NoError(b, err)
+		require.NoError(b, w.WriteByte('\n'))
+	}
+	require.NoError(b, sp.Sync())
+	require.NoError(b, sp.Close())
+	require.NoError(b, w.Flush())
+	require.NoError(b, f.Close())
+}
+
+// drainTopology returns a topology of src and one bolt writing to a file
+// sink at path, as ingest builds it.
+func drainTopology(b *testing.B, src topology.Source, path string) (*topology.Topology, *os.File) {
+	out, err := os.Create(path)
+	require.NoError(b, err)
+	b.Cleanup(func() { out.Close() })
+	topo, err := topology.New(topology.Config{Acking: topology.AckingConfig{Enabled: true, MaxPending: 1 << 18}})
+	require.NoError(b, err)
+	topo.AddSource("in", topology.Single(src), topology.SourceConfig{})
+	topo.AddBolt("out", operation.Stateless(file.NewSink(out, particle.Nanosecond)),
+		topology.BoltConfig{Buffer: syncbuffer.Config{Window: time.Second, Late: syncbuffer.LatePass}}).
+		Input("in", topology.Global())
+	return topo, out
+}
+
+// replayFile replays lp through the topology and returns how long it took.
+func replayFile(b *testing.B, lp, out string, n int) time.Duration {
+	topo, _ := drainTopology(b, &file.Source{Paths: []string{lp}}, out)
+	start := time.Now()
+	require.NoError(b, topo.Run(context.Background()))
+	elapsed := time.Since(start)
+	require.Equal(b, uint64(n), topo.Stats("out").Processed.Load(), "readings replayed")
+	return elapsed
+}
+
+// drainBacklog runs a spool-mode Source on state until the messages
+// there are completed and returns how long it took: every reading but
+// the last window's written.
+func drainBacklog(b *testing.B, url, id, state, out string, messages, per int, open *time.Duration) time.Duration {
+	src, err := mqtt.NewSource(mqtt.Config{
+		ConnConfig: mqtt.ConnConfig{Brokers: []string{url}, ClientID: id},
+		Topics:     []string{"sensors/#"},
+		StateDir:   state,
+	})
+	require.NoError(b, err)
+	topo, _ := drainTopology(b, src, out)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	opened := time.Now()
+	go func() { errc <- topo.Run(ctx) }()
+	st := src.Stats()
+	// Opening the spool reads it through once: timed apart.
+	for st.Emitted.Load() == 0 {
+		time.Sleep(100 * time.Microsecond)
+	}
+	start := time.Now()
+	*open += start.Sub(opened)
+	// The last second of readings (1000) waits in the window for newer
+	// ones: the backlog is drained when the messages before it completed.
+	for st.Completed.Load() < uint64(messages-1000/per-1) {
+		time.Sleep(100 * time.Microsecond)
+	}
+	elapsed := time.Since(start)
+	cancel()
+	require.NoError(b, <-errc)
+	require.NoError(b, src.Close())
+	require.Equal(b, uint64(messages), st.Replayed.Load(), "messages read back from the spool")
+	return elapsed
+}
+
+// benchReadings is the size of BenchmarkBacklogDrain's backlog:
+// $BACKLOG_READINGS, or 1M.
+func benchReadings() int {
+	if n, err := strconv.Atoi(os.Getenv("BACKLOG_READINGS")); err == nil && n > 0 {
+		return n
+	}
+	return 1_000_000
+}
