@@ -158,3 +158,77 @@ func benchReadings() int {
 	}
 	return 1_000_000
 }
+
+// BenchmarkIngestBacklog is BenchmarkIngest with a backlog: the pipeline
+// is stalled (its bolt waits on a gate) for the whole run, so that every
+// message waits in the spool, past MaxBuffered on disk. Ingest is the
+// rate of acknowledgements, each sent once the message is durable,
+// against a bare paho subscriber on the same broker in the same run.
+func BenchmarkIngestBacklog(b *testing.B) {
+	broker := mosquittotest.Start(b, mosquittotest.Config{})
+	defer func() {
+		if b.Failed() {
+			b.Log(broker.Log())
+		}
+	}()
+	const ahead = 500
+	var bare, ingest time.Duration
+	var total int
+	var onDisk int64
+	for i := 0; b.Loop(); i++ {
+		n := 20_000
+		total += n
+		bare += benchBare(b, broker.URL(), fmt.Sprint("bench/bare/", i), n, ahead)
+		d, disk := benchStalled(b, broker.URL(), fmt.Sprint("bench/backlog/", i), n, ahead)
+		ingest += d
+		onDisk += disk
+	}
+	bareRate, ingestRate := float64(total)/bare.Seconds(), float64(total)/ingest.Seconds()
+	b.ReportMetric(bareRate, "bare-msgs/s")
+	b.ReportMetric(ingestRate, "ingest-msgs/s")
+	b.ReportMetric(ingestRate/bareRate, "ratio")
+	b.ReportMetric(float64(onDisk)/float64(b.N), "on-disk-msgs")
+}
+
+// benchStalled feeds n messages to a spool-mode Source whose pipeline
+// does not move and returns how long until all were acknowledged, and
+// how many of them waited on disk then.
+func benchStalled(b *testing.B, url, topic string, n, ahead int) (time.Duration, int64) {
+	src, err := mqtt.NewSource(mqtt.Config{
+		ConnConfig: mqtt.ConnConfig{Brokers: []string{url}, ClientID: topic + "-sub"},
+		Topics:     []string{topic},
+		StateDir:   b.TempDir(),
+	})
+	require.NoError(b, err)
+	gate := make(chan struct{})
+	topo, err := topology.New(topology.Config{Acking: topology.AckingConfig{Enabled: true, MaxPending: 1 << 17}})
+	require.NoError(b, err)
+	topo.AddSource("mqtt", topology.Single(src), topology.SourceConfig{})
+	topo.AddBolt("out", func() operation.Operation {
+		return operation.Func(func(context.Context, particle.Particle, operation.Emitter) error {
+			<-gate
+			return nil
+		})
+	}, topology.BoltConfig{Buffer: syncbuffer.Config{Window: time.Second}}).Input("mqtt", topology.Global())
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- topo.Run(ctx) }()
+	st := src.Stats()
+	for st.Connects.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	start := benchPublish(b, url, topic, n, ahead, func() int { return int(st.Acked.Load()) })
+	for st.Acked.Load() < uint64(n) {
+		time.Sleep(100 * time.Microsecond)
+	}
+	elapsed := time.Since(start)
+	bl, ok := src.BacklogStats()
+	require.True(b, ok)
+	require.Positive(b, bl.OnDisk, "a backlog on disk")
+
+	close(gate)
+	cancel()
+	require.NoError(b, <-errc)
+	require.NoError(b, src.Close())
+	return elapsed, bl.OnDisk
+}
