@@ -7,9 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	paho "github.com/eclipse/paho.mqtt.golang"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sensorstorm/sensorstorm/connectors/file"
@@ -174,26 +176,48 @@ func BenchmarkIngestBacklog(b *testing.B) {
 	const ahead = 500
 	var bare, ingest time.Duration
 	var total int
-	var onDisk int64
+	var onDisk, spoolBytes int64
+	var spooled uint64
 	for i := 0; b.Loop(); i++ {
-		n := 20_000
+		// The stalled pipeline holds up to some 20,000 messages in memory.
+		n := 50_000
 		total += n
 		bare += benchBare(b, broker.URL(), fmt.Sprint("bench/bare/", i), n, ahead)
-		d, disk := benchStalled(b, broker.URL(), fmt.Sprint("bench/backlog/", i), n, ahead)
+		d, disk, sp := benchStalled(b, broker.URL(), fmt.Sprint("bench/backlog/", i), n, ahead)
 		ingest += d
 		onDisk += disk
+		spooled, spoolBytes = spooled+sp.Appended, spoolBytes+sp.Bytes
 	}
 	bareRate, ingestRate := float64(total)/bare.Seconds(), float64(total)/ingest.Seconds()
 	b.ReportMetric(bareRate, "bare-msgs/s")
 	b.ReportMetric(ingestRate, "ingest-msgs/s")
 	b.ReportMetric(ingestRate/bareRate, "ratio")
 	b.ReportMetric(float64(onDisk)/float64(b.N), "on-disk-msgs")
+	b.ReportMetric(float64(spoolBytes)/float64(spooled), "disk-B/msg")
 }
 
 // benchStalled feeds n messages to a spool-mode Source whose pipeline
-// does not move and returns how long until all were acknowledged, and
-// how many of them waited on disk then.
-func benchStalled(b *testing.B, url, topic string, n, ahead int) (time.Duration, int64) {
+// does not move and returns how long until all were acknowledged, how
+// many of them waited on disk then, and the spool's figures.
+func benchStalled(b *testing.B, url, topic string, n, ahead int) (time.Duration, int64, spool.Stats) {
+	src, stop := startStalled(b, url, topic)
+	st := src.Stats()
+	start := benchPublish(b, url, topic, n, ahead, func() int { return int(st.Acked.Load()) })
+	for st.Acked.Load() < uint64(n) {
+		time.Sleep(100 * time.Microsecond)
+	}
+	elapsed := time.Since(start)
+	bl, ok := src.BacklogStats()
+	require.True(b, ok)
+	require.Positive(b, bl.OnDisk, "a backlog on disk")
+	sp, _ := src.SpoolStats()
+	stop()
+	return elapsed, bl.OnDisk, sp
+}
+
+// startStalled runs a spool-mode Source subscribed to topic into a bolt
+// that waits until stop is called, which then stops it all.
+func startStalled(b *testing.B, url, topic string) (src *mqtt.Source, stop func()) {
 	src, err := mqtt.NewSource(mqtt.Config{
 		ConnConfig: mqtt.ConnConfig{Brokers: []string{url}, ClientID: topic + "-sub"},
 		Topics:     []string{topic},
@@ -213,22 +237,90 @@ func benchStalled(b *testing.B, url, topic string, n, ahead int) (time.Duration,
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- topo.Run(ctx) }()
-	st := src.Stats()
-	for st.Connects.Load() == 0 {
+	for src.Stats().Connects.Load() == 0 {
 		time.Sleep(time.Millisecond)
 	}
-	start := benchPublish(b, url, topic, n, ahead, func() int { return int(st.Acked.Load()) })
-	for st.Acked.Load() < uint64(n) {
-		time.Sleep(100 * time.Microsecond)
+	return src, func() {
+		close(gate)
+		cancel()
+		require.NoError(b, <-errc)
+		require.NoError(b, src.Close())
 	}
-	elapsed := time.Since(start)
-	bl, ok := src.BacklogStats()
-	require.True(b, ok)
-	require.Positive(b, bl.OnDisk, "a backlog on disk")
+}
 
-	close(gate)
-	cancel()
-	require.NoError(b, <-errc)
-	require.NoError(b, src.Close())
-	return elapsed, bl.OnDisk
+// BenchmarkBacklogMemory fills a backlog of 1 GB ($BACKLOG_BYTES) through
+// a spool-mode Source whose pipeline does not move, from a stock
+// Mosquitto, in messages of 128 readings (8 KB), and reports the
+// process's resident memory when an eighth of it and all of it wait, and
+// the spool's bytes per message: memory stays flat, the backlog is on
+// disk.
+func BenchmarkBacklogMemory(b *testing.B) {
+	target := int64(1 << 30)
+	if v, err := strconv.ParseInt(os.Getenv("BACKLOG_BYTES"), 10, 64); err == nil && v > 0 {
+		target = v
+	}
+	broker := mosquittotest.Start(b, mosquittotest.Config{})
+	for i := 0; b.Loop(); i++ {
+		topic := fmt.Sprint("bench/memory/", i)
+		src, stop := startStalled(b, broker.URL(), topic)
+		st := src.Stats()
+		pub := paho.NewClient(paho.NewClientOptions().AddBroker(broker.URL()).SetClientID(topic + "-pub"))
+		require.True(b, pub.Connect().WaitTimeout(10*time.Second))
+		var payload []byte
+		var last paho.Token
+		var early, peak int64
+		var bl spool.BacklogStats
+		for n := 0; bl.Bytes < target; n++ {
+			for n-int(st.Acked.Load()) > 900 {
+				time.Sleep(100 * time.Microsecond)
+			}
+			payload = payload[:0]
+			for j := range 128 {
+				if j > 0 {
+					payload = append(payload, '\n')
+				}
+				payload = fmt.Appendf(payload, "reading,sensor=s%d n=%di,v=%d.5 %d", j%8, n*128+j, j, time.Now().UnixNano())
+			}
+			last = pub.Publish(topic, 1, false, payload)
+			if n%1000 == 0 {
+				bl, _ = src.BacklogStats()
+				rss := residentBytes(b)
+				peak = max(peak, rss)
+				if early == 0 && bl.Bytes >= target/8 {
+					early = rss
+				}
+			}
+		}
+		require.True(b, last.WaitTimeout(20*time.Second))
+		pub.Disconnect(100)
+		rss := residentBytes(b)
+		peak = max(peak, rss)
+		sp, _ := src.SpoolStats()
+		bl, _ = src.BacklogStats()
+		stop()
+		b.ReportMetric(float64(early)/(1<<20), "rss-MB@1/8")
+		b.ReportMetric(float64(rss)/(1<<20), "rss-MB@full")
+		b.ReportMetric(float64(peak)/(1<<20), "peak-rss-MB")
+		b.ReportMetric(float64(bl.Bytes)/(1<<20), "backlog-MB")
+		b.ReportMetric(float64(sp.Bytes)/float64(sp.Appended), "disk-B/msg")
+		b.ReportMetric(float64(bl.Bytes)/float64(bl.Records), "record-B/msg")
+		if rss > early+64<<20 {
+			b.Errorf("resident memory grew from %d MB to %d MB with the backlog", early>>20, rss>>20)
+		}
+	}
+}
+
+// residentBytes returns the process's resident set size.
+func residentBytes(b *testing.B) int64 {
+	status, err := os.ReadFile("/proc/self/status")
+	require.NoError(b, err)
+	for line := range strings.Lines(string(status)) {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			require.NoError(b, err)
+			return kb << 10
+		}
+	}
+	b.Fatal("no VmRSS in /proc/self/status")
+	return 0
 }
