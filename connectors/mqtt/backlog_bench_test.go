@@ -28,14 +28,15 @@ import (
 // the spool by an earlier run, through a spool-mode Source into a one-bolt
 // topology (1s window, acking on) writing a file sink, against replaying
 // the same readings from a line-protocol file through the same topology
-// in the same run: readings come one per message, or ten per message like
-// batched MQTT publishers.
+// in the same run, untracked as sensorstorm replay does, and tracked:
+// readings come one per message, or ten per message like batched MQTT
+// publishers.
 func BenchmarkBacklogDrain(b *testing.B) {
 	broker := mosquittotest.Start(b, mosquittotest.Config{})
 	for _, per := range []int{1, 10} {
 		b.Run(fmt.Sprintf("per-message=%d", per), func(b *testing.B) {
 			readings := benchReadings()
-			var fromSpool, fromFile, open time.Duration
+			var fromSpool, fromFile, fromTracked, open time.Duration
 			for i := 0; b.Loop(); i++ {
 				b.StopTimer()
 				dir := b.TempDir()
@@ -43,7 +44,8 @@ func BenchmarkBacklogDrain(b *testing.B) {
 				state := filepath.Join(dir, "state")
 				fillBacklog(b, state, lp, readings, per)
 				b.StartTimer()
-				fromFile += replayFile(b, lp, filepath.Join(dir, "file.out"), readings)
+				fromFile += replayFile(b, &file.Source{Paths: []string{lp}}, filepath.Join(dir, "file.out"), readings)
+				fromTracked += replayFile(b, &file.Source{Paths: []string{lp}, Track: true}, filepath.Join(dir, "tracked.out"), readings)
 				fromSpool += drainBacklog(b, broker.URL(), fmt.Sprint("drain-", per, "-", i), state, filepath.Join(dir, "spool.out"), readings/per, per, &open)
 			}
 			spoolRate := float64(readings*b.N) / fromSpool.Seconds()
@@ -52,6 +54,9 @@ func BenchmarkBacklogDrain(b *testing.B) {
 			b.ReportMetric(fileRate, "file-particles/s")
 			b.ReportMetric(spoolRate/fileRate, "ratio")
 			b.ReportMetric(open.Seconds()/float64(b.N), "open-s")
+			// Replayed with every particle tracked by the acker, as the
+			// MQTT source's are.
+			b.ReportMetric(float64(readings*b.N)/fromTracked.Seconds(), "tracked-file-particles/s")
 		})
 	}
 }
@@ -107,9 +112,10 @@ func drainTopology(b *testing.B, src topology.Source, path string) (*topology.To
 	return topo, out
 }
 
-// replayFile replays lp through the topology and returns how long it took.
-func replayFile(b *testing.B, lp, out string, n int) time.Duration {
-	topo, _ := drainTopology(b, &file.Source{Paths: []string{lp}}, out)
+// replayFile replays src through the topology and returns how long it
+// took.
+func replayFile(b *testing.B, src *file.Source, out string, n int) time.Duration {
+	topo, _ := drainTopology(b, src, out)
 	start := time.Now()
 	require.NoError(b, topo.Run(context.Background()))
 	elapsed := time.Since(start)
