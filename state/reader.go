@@ -39,29 +39,22 @@ func (r *Reader) Fail(err error) {
 }
 
 // ReadUvarint reads an unsigned varint.
-func (r *Reader) ReadUvarint() uint64 {
-	if r.err != nil {
-		return 0
-	}
-	x, n := binary.Uvarint(r.buf[r.off:])
-	switch {
-	case n == 0:
-		r.Fail(ErrTruncated)
-		return 0
-	case n < 0:
-		r.Fail(fmt.Errorf("%w: varint overflows 64 bits", ErrMalformed))
-		return 0
-	}
-	r.off += n
-	return x
-}
+func (r *Reader) ReadUvarint() uint64 { return r.varint(binary.Uvarint) }
 
 // ReadVarint reads a zig-zag varint.
 func (r *Reader) ReadVarint() int64 {
+	return int64(r.varint(func(b []byte) (uint64, int) {
+		x, n := binary.Varint(b)
+		return uint64(x), n
+	}))
+}
+
+// varint reads a varint with decode, binary.Uvarint or binary.Varint.
+func (r *Reader) varint(decode func([]byte) (uint64, int)) uint64 {
 	if r.err != nil {
 		return 0
 	}
-	x, n := binary.Varint(r.buf[r.off:])
+	x, n := decode(r.buf[r.off:])
 	switch {
 	case n == 0:
 		r.Fail(ErrTruncated)
