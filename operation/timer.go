@@ -1,7 +1,9 @@
 package operation
 
 import (
+	"cmp"
 	"container/heap"
+	"slices"
 
 	"github.com/sensorstorm/sensorstorm/metaparticle"
 )
@@ -150,4 +152,23 @@ func (q *timerQueue[K]) compact() {
 	clear(q.heap[len(live):])
 	q.heap = live
 	heap.Init(q)
+}
+
+// ordered returns the timers set in domain d in the order they fire.
+func (t *Timers[K]) ordered(d metaparticle.Domain) []timerID[K] {
+	q := t.queue(d)
+	live := make([]timerEntry[K], 0, len(q.live))
+	for _, e := range q.heap {
+		if seq, ok := q.live[e.id]; ok && seq == e.seq {
+			live = append(live, e)
+		}
+	}
+	slices.SortFunc(live, func(a, b timerEntry[K]) int {
+		return cmp.Or(cmp.Compare(a.id.at, b.id.at), cmp.Compare(a.seq, b.seq))
+	})
+	ids := make([]timerID[K], len(live))
+	for i, e := range live {
+		ids[i] = e.id
+	}
+	return ids
 }
