@@ -94,7 +94,8 @@ func readFile(path string, kind byte) ([]byte, error) {
 	if string(b[:len(magic)]) != magic || b[len(magic)] != version || b[len(magic)+1] != kind {
 		return nil, corrupt(0, fmt.Errorf("%w: header %q", ErrFormat, b[:headerLen]))
 	}
-	var data []byte
+	// The chunks are moved down over their headers: no copy of the file.
+	data := b[:0]
 	for off := headerLen; ; {
 		if len(b)-off < chunkHead {
 			return nil, corrupt(off, io.ErrUnexpectedEOF)
