@@ -154,6 +154,16 @@ func (q *timerQueue[K]) compact() {
 	heap.Init(q)
 }
 
+// reserve makes room for n timers in domain d, which has none yet, so
+// that setting many at once (a restore) does not grow the map step by
+// step.
+func (t *Timers[K]) reserve(d metaparticle.Domain, n int) {
+	if q := t.queue(d); len(q.live) == 0 {
+		q.live = make(map[timerID[K]]uint64, n)
+		q.heap = slices.Grow(q.heap[:0], n)
+	}
+}
+
 // ordered returns the timers set in domain d in the order they fire.
 func (t *Timers[K]) ordered(d metaparticle.Domain) []timerID[K] {
 	q := t.queue(d)

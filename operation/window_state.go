@@ -110,6 +110,10 @@ func (o *Windowed[A]) Restore(r *state.Reader) error {
 		return fmt.Errorf("restore windows: %w", err)
 	}
 	o.wm = wm
+	o.timers.reserve(metaparticle.EventTime, len(panes))
+	if len(o.panes) == 0 && !o.b.kind.keyed() {
+		o.panes = make(map[paneID]*pane[A], len(panes))
+	}
 	for i, p := range panes {
 		switch {
 		case o.b.kind == count:

@@ -213,7 +213,10 @@ func BenchmarkWindowSnapshot(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		var w state.Writer
+		var w state.Writer // the snapshot restored
+		if err := op.Snapshot(&w); err != nil {
+			b.Fatal(err)
+		}
 		b.Run("encode="+enc.name+"/snapshot", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
