@@ -3,7 +3,6 @@ package operation
 import (
 	"fmt"
 
-	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/state"
 )
 
@@ -17,11 +16,7 @@ func (s *statsAgg) EncodeState(w *state.Writer, acc *statsAcc) error {
 		return nil
 	}
 	w.PutString(acc.measurement)
-	w.PutLen(len(acc.tags))
-	for _, t := range acc.tags {
-		w.PutString(t.Key)
-		w.PutString(t.Value)
-	}
+	putTags(w, acc.tags)
 	w.PutLen(len(acc.fields))
 	for i := range acc.fields {
 		f := &acc.fields[i]
@@ -44,12 +39,7 @@ func (s *statsAgg) DecodeState(r *state.Reader) (*statsAcc, error) {
 		return nil, r.Err()
 	}
 	acc := &statsAcc{measurement: r.ReadString()}
-	if n := r.ReadLen(); n > 0 {
-		acc.tags = make([]particle.Tag, n)
-		for i := range acc.tags {
-			acc.tags[i] = particle.Tag{Key: r.ReadString(), Value: r.ReadString()}
-		}
-	}
+	acc.tags = readTags(r)
 	acc.fields = make([]fieldStats, r.ReadLen())
 	for i := range acc.fields {
 		f := &acc.fields[i]

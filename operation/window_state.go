@@ -26,7 +26,8 @@ type gobAcc[A any] struct{ V A }
 // Accumulators are encoded by the Aggregator when it implements
 // [state.Codec] of A, else by encoding/gob in one stream after the
 // windows (so that gob describes each type once), which needs A's state
-// in exported fields. Held inputs are not part of it (see [Snapshotter]).
+// in exported fields. [Batch] windows encode their particles with a codec
+// of their own. Held inputs are not part of it (see [Snapshotter]).
 func (o *Windowed[A]) Snapshot(w *state.Writer) error {
 	codec, ok := o.agg.(state.Codec[A])
 	w.PutUvarint(windowStateVersion)

@@ -75,12 +75,22 @@ func batcherGen() *rapid.Generator[operation.Batcher] {
 
 // windowedGen returns a factory of window operations of one
 // configuration: statistics (their own codec), or sums with or without a
-// codec (gob).
+// codec (gob), or batches of particles.
 func windowedGen() *rapid.Generator[func() operation.Operation] {
 	return rapid.Custom(func(t *rapid.T) func() operation.Operation {
 		b := batcherGen().Draw(t, "batcher")
 		key := operation.ByTags("node")
-		switch rapid.IntRange(0, 2).Draw(t, "aggregator") {
+		switch rapid.IntRange(0, 3).Draw(t, "aggregator") {
+		case 3:
+			// Every particle of the window, in order.
+			return func() operation.Operation {
+				return operation.Batch(b, key, func(_ context.Context, _ operation.Window, _ string, batch []particle.Particle, out operation.Emitter) error {
+					for _, p := range batch {
+						out.Emit(p)
+					}
+					return nil
+				})
+			}
 		case 0:
 			return func() operation.Operation { return operation.Aggregate(b, key, sumAgg{}) }
 		case 1:
@@ -107,11 +117,20 @@ type step struct {
 
 func stepsGen() *rapid.Generator[[]step] {
 	return rapid.SliceOf(rapid.Custom(func(t *rapid.T) step {
-		return step{
+		s := step{
 			p: reading(float64(rapid.IntRange(0, 600).Draw(t, "time"))/10,
 				fmt.Sprint("n", rapid.IntRange(0, 3).Draw(t, "node")), float64(rapid.IntRange(-50, 50).Draw(t, "v"))),
 			wm: rapid.IntRange(0, 4).Draw(t, "wm") == 0,
 		}
+		s.p.Origin, s.p.Seq = rapid.Uint32().Draw(t, "origin"), rapid.Uint64().Draw(t, "seq")
+		if rapid.Bool().Draw(t, "more fields") {
+			s.p.Fields = append(s.p.Fields,
+				particle.Field{Key: "i", Value: particle.Int(rapid.Int64().Draw(t, "i"))},
+				particle.Field{Key: "u", Value: particle.Uint(rapid.Uint64().Draw(t, "u"))},
+				particle.Field{Key: "s", Value: particle.String(rapid.String().Draw(t, "s"))},
+				particle.Field{Key: "b", Value: particle.Bool(rapid.Bool().Draw(t, "b"))})
+		}
+		return s
 	}))
 }
 
