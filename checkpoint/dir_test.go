@@ -72,7 +72,7 @@ next:
 	return 0, refused
 }
 
-func open(t *testing.T) (*checkpoint.Dir, string) {
+func open(t testing.TB) (*checkpoint.Dir, string) {
 	root := t.TempDir()
 	d, err := checkpoint.OpenDir(root)
 	require.NoError(t, err)
