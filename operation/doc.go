@@ -12,8 +12,9 @@
 // Optional interfaces add abilities the engine detects at run time:
 // [MetaHandler] for meta particles, [WatermarkHandler] for event-time
 // progress (closing windows), [TickHandler] for the stream clock's
-// progress (timers, eviction of idle state) and [Flusher] for the end of
-// the stream.
+// progress (timers, eviction of idle state), [Flusher] for the end of
+// the stream and [Snapshotter] for state kept across checkpoints (the
+// window operation implements it; see package state for the codec).
 //
 // # Batches and windows
 //

@@ -41,3 +41,8 @@ var ErrRejected = errors.New("operation: input rejected")
 // late one passed through. It wraps ErrRejected, so that such a particle
 // is dead-lettered, never acknowledged silently.
 var ErrWindowClosed = fmt.Errorf("%w: its windows are closed", ErrRejected)
+
+// ErrStateMismatch is wrapped by the error of Restore given the snapshot of
+// an operation configured otherwise: another window kind or size, or
+// accumulators encoded another way.
+var ErrStateMismatch = errors.New("operation: snapshot of another configuration")

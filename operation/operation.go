@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sensorstorm/sensorstorm/particle"
+	"github.com/sensorstorm/sensorstorm/state"
 )
 
 // Operation processes one data particle.
@@ -113,4 +114,23 @@ type TickHandler interface {
 // the stream, after the last particle was processed.
 type Flusher interface {
 	Flush(ctx context.Context, out Emitter) error
+}
+
+// Snapshotter is implemented by operations that keep state between
+// particles: the built-in stateful operations (windows, per-key state,
+// dedup, resample, align, alerts, timers) and user operations that keep
+// any. At a checkpoint the engine calls Snapshot between two particles;
+// at restore it calls Restore on a new operation made by the same
+// Factory, before any particle. An operation that does not implement it
+// must keep no state: after a restore it starts empty.
+//
+// Inputs held with [Emitter.Hold] are not part of a snapshot: with
+// checkpoints the engine acknowledges them once the checkpoint holding
+// their effect is complete (DESIGN.md, "Acknowledging at checkpoints").
+type Snapshotter interface {
+	// Snapshot writes the operation's state to w.
+	Snapshot(w *state.Writer) error
+	// Restore reads a state written by Snapshot from r into an operation
+	// that has processed nothing. An error leaves it unusable.
+	Restore(r *state.Reader) error
 }

@@ -1,7 +1,9 @@
 package operation
 
 import (
+	"cmp"
 	"container/heap"
+	"slices"
 
 	"github.com/sensorstorm/sensorstorm/metaparticle"
 )
@@ -150,4 +152,33 @@ func (q *timerQueue[K]) compact() {
 	clear(q.heap[len(live):])
 	q.heap = live
 	heap.Init(q)
+}
+
+// reserve makes room for n timers in domain d, which has none yet, so
+// that setting many at once (a restore) does not grow the map step by
+// step.
+func (t *Timers[K]) reserve(d metaparticle.Domain, n int) {
+	if q := t.queue(d); len(q.live) == 0 {
+		q.live = make(map[timerID[K]]uint64, n)
+		q.heap = slices.Grow(q.heap[:0], n)
+	}
+}
+
+// ordered returns the timers set in domain d in the order they fire.
+func (t *Timers[K]) ordered(d metaparticle.Domain) []timerID[K] {
+	q := t.queue(d)
+	live := make([]timerEntry[K], 0, len(q.live))
+	for _, e := range q.heap {
+		if seq, ok := q.live[e.id]; ok && seq == e.seq {
+			live = append(live, e)
+		}
+	}
+	slices.SortFunc(live, func(a, b timerEntry[K]) int {
+		return cmp.Or(cmp.Compare(a.id.at, b.id.at), cmp.Compare(a.seq, b.seq))
+	})
+	ids := make([]timerID[K], len(live))
+	for i, e := range live {
+		ids[i] = e.id
+	}
+	return ids
 }

@@ -1,0 +1,27 @@
+package state_test
+
+import (
+	"fmt"
+
+	"github.com/sensorstorm/sensorstorm/state"
+)
+
+func Example() {
+	var w state.Writer
+	w.PutString("sensor-7")
+	w.PutVarint(-3)
+	w.PutFloat64(21.5)
+	w.PutBool(true)
+
+	r := state.NewReader(w.Bytes())
+	fmt.Println(r.ReadString(), r.ReadVarint(), r.ReadFloat64(), r.ReadBool(), r.Err())
+
+	// A truncated input stops the Reader at the value it could not read.
+	r = state.NewReader(w.Bytes()[:12])
+	fmt.Println(r.ReadString(), r.ReadVarint(), r.ReadFloat64(), r.ReadBool())
+	fmt.Println(r.Err())
+	// Output:
+	// sensor-7 -3 21.5 true <nil>
+	// sensor-7 -3 0 false
+	// state: at offset 10: state: truncated
+}
