@@ -147,16 +147,14 @@ func status(t testing.TB, nc *nats.Conn, name string) cluster.Status {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	all, err := cluster.ReadStatus(ctx, nc)
+	// This pipeline's alone: the tests' cluster holds every earlier
+	// test's pipelines too, slow to read on a loaded machine.
+	st, err := cluster.ReadPipelineStatus(ctx, nc, name)
 	if err != nil {
 		t.Logf("status: %v", err)
+		return cluster.Status{}
 	}
-	for _, st := range all {
-		if st.Pipeline == jetstreamedge.Token(name) {
-			return st
-		}
-	}
-	return cluster.Status{}
+	return st
 }
 
 func (cw *clusterWorker) stop() {

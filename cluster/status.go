@@ -86,6 +86,17 @@ func ReadStatus(ctx context.Context, nc *nats.Conn) ([]Status, error) {
 	return out, nil
 }
 
+// ReadPipelineStatus returns the status of the pipeline name alone, or an
+// error when its buckets or stream cannot be read (not created yet, say).
+// It reads only that pipeline's, where ReadStatus reads every pipeline's.
+func ReadPipelineStatus(ctx context.Context, nc *nats.Conn, name string) (Status, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return Status{}, fmt.Errorf("cluster: %w", err)
+	}
+	return readStatus(ctx, js, jetstreamedge.StreamName(name), jetstreamedge.Token(name))
+}
+
 func readStatus(ctx context.Context, js jetstream.JetStream, stream, tok string) (Status, error) {
 	st := Status{Pipeline: tok, Leases: map[string]string{}, Checkpoints: map[string]string{}, Holdings: map[string]string{}}
 	units := map[string][]string{}
