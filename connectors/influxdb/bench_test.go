@@ -6,6 +6,7 @@ import (
 
 	"github.com/sensorstorm/sensorstorm/connectors/influxdb"
 	"github.com/sensorstorm/sensorstorm/connectors/influxdb/influxtest"
+	"github.com/sensorstorm/sensorstorm/connectortest"
 )
 
 // BenchmarkSink writes 50,000 readings per iteration through the Sink, in
@@ -34,7 +35,7 @@ func BenchmarkSink(b *testing.B) {
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
-				var out recordingEmitter
+				var out connectortest.Emitter
 				for _, p := range ps {
 					if err := sink.Process(ctx, p, &out); err != nil {
 						b.Fatal(err)
@@ -43,8 +44,8 @@ func BenchmarkSink(b *testing.B) {
 				if err := sink.Flush(ctx, &out); err != nil {
 					b.Fatal(err)
 				}
-				if out.acked != n || len(out.failed) > 0 {
-					b.Fatalf("%d acknowledged, want %d; failed: %v", out.acked, n, out.failed)
+				if out.Acked != n || len(out.Failed) > 0 {
+					b.Fatalf("%d acknowledged, want %d; failed: %v", out.Acked, n, out.Failed)
 				}
 			}
 			b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "particles/s")

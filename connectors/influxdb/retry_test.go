@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sensorstorm/sensorstorm/connectors/influxdb"
+	"github.com/sensorstorm/sensorstorm/connectortest"
 	"github.com/sensorstorm/sensorstorm/operation"
-	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/streamclock"
 )
 
@@ -38,7 +38,7 @@ func TestSinkRetryAfter(t *testing.T) {
 			wall := streamclock.NewFake(time.Unix(1_700_000_000, 0))
 			sink := newSink(t, influxdb.Config{URL: srv.URL + "/write?db=x", Wall: wall})
 			ctx := context.Background()
-			var out recordingEmitter
+			var out connectortest.Emitter
 			for _, p := range readings(3) {
 				require.NoError(t, sink.Process(ctx, p, &out))
 			}
@@ -64,23 +64,9 @@ func TestSinkRetryAfter(t *testing.T) {
 					assert.NoError(t, err, "step %d", i)
 				}
 				assert.Equal(t, st.requests, requests.Load(), "step %d", i)
-				assert.Equal(t, st.acked, out.acked, "step %d", i)
-				assert.Empty(t, out.failed, "step %d", i)
+				assert.Equal(t, st.acked, out.Acked, "step %d", i)
+				assert.Empty(t, out.Failed, "step %d", i)
 			}
 		})
 	}
 }
-
-// recordingEmitter is the engine's side of a sink called directly: it
-// hands out anchors and records acknowledgements and failures.
-type recordingEmitter struct {
-	next   operation.Anchor
-	acked  int
-	failed []error
-}
-
-func (e *recordingEmitter) Emit(particle.Particle)                              {}
-func (e *recordingEmitter) EmitAnchored(particle.Particle, ...operation.Anchor) {}
-func (e *recordingEmitter) Hold() operation.Anchor                              { e.next++; return e.next }
-func (e *recordingEmitter) Ack(operation.Anchor)                                { e.acked++ }
-func (e *recordingEmitter) Fail(_ operation.Anchor, err error)                  { e.failed = append(e.failed, err) }

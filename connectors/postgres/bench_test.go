@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sensorstorm/sensorstorm/connectors/postgres"
+	"github.com/sensorstorm/sensorstorm/connectortest"
 	"github.com/sensorstorm/sensorstorm/particle"
 )
 
@@ -26,7 +27,7 @@ func BenchmarkSink(b *testing.B) {
 	sink := newSink(b, postgres.Config{Table: d.table("readings"), BatchSize: batch})
 	ps := readings(rows)
 	// Create both tables alike: the sink's, then a copy with its key.
-	var out recordingEmitter
+	var out connectortest.Emitter
 	require.NoError(b, sink.Process(ctx, ps[0], &out))
 	require.NoError(b, sink.Flush(ctx, &out))
 	d.exec(b, fmt.Sprintf("CREATE TABLE %s (LIKE %s INCLUDING ALL)", d.table("plain"), d.table("readings")))
@@ -59,7 +60,7 @@ func BenchmarkSink(b *testing.B) {
 	for b.Loop() {
 		b.StopTimer()
 		d.exec(b, "TRUNCATE "+d.table("readings")+", "+d.table("plain"))
-		out.acked = 0
+		out.Acked = 0
 		b.StartTimer()
 
 		for i := 0; i < rows; i += batch {
@@ -72,8 +73,8 @@ func BenchmarkSink(b *testing.B) {
 				writeSink(ps[i:end])
 			}
 		}
-		if out.acked != rows || len(out.failed) > 0 {
-			b.Fatalf("%d rows acknowledged, want %d; failed: %v", out.acked, rows, out.failed)
+		if out.Acked != rows || len(out.Failed) > 0 {
+			b.Fatalf("%d rows acknowledged, want %d; failed: %v", out.Acked, rows, out.Failed)
 		}
 	}
 	b.StopTimer()

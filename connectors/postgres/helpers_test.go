@@ -155,17 +155,3 @@ func run(t testing.TB, sink *postgres.Sink, cfg topology.Config, ps []particle.P
 	topo.AddBolt("write", operation.Stateless(sink), topology.BoltConfig{}).Input("gen", topology.Global())
 	return topo, topo.Run(context.Background())
 }
-
-// recordingEmitter is the engine's side of a sink called directly: it
-// hands out anchors and records acknowledgements and failures.
-type recordingEmitter struct {
-	next   operation.Anchor
-	acked  int
-	failed []error
-}
-
-func (e *recordingEmitter) Emit(particle.Particle)                              {}
-func (e *recordingEmitter) EmitAnchored(particle.Particle, ...operation.Anchor) {}
-func (e *recordingEmitter) Hold() operation.Anchor                              { e.next++; return e.next }
-func (e *recordingEmitter) Ack(operation.Anchor)                                { e.acked++ }
-func (e *recordingEmitter) Fail(_ operation.Anchor, err error)                  { e.failed = append(e.failed, err) }

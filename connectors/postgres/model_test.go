@@ -11,6 +11,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/sensorstorm/sensorstorm/connectors/postgres"
+	"github.com/sensorstorm/sensorstorm/connectortest"
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
 )
@@ -49,7 +50,7 @@ func TestSinkModel(t *testing.T) {
 		}
 		want := map[key]map[string]any{}
 		var accepted, unchanged int
-		var out recordingEmitter
+		var out connectortest.Emitter
 		n := rapid.IntRange(1, 40).Draw(rt, "n")
 		for i := range n {
 			p := drawParticle(rt, i)
@@ -96,8 +97,8 @@ func TestSinkModel(t *testing.T) {
 			}
 		}
 		require.NoError(rt, sink.Flush(ctx, &out))
-		require.Empty(rt, out.failed)
-		require.Equal(rt, int(out.next), out.acked, "every held particle is acknowledged")
+		require.Empty(rt, out.Failed)
+		require.Equal(rt, out.Held(), out.Acked, "every held particle is acknowledged")
 
 		got := map[key]map[string]any{}
 		st := sink.Stats()

@@ -282,13 +282,13 @@ func TestSinkMerge(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/batch=%d", tc.name, batch), func(t *testing.T) {
 				d := openDB(t)
 				sink := newSink(t, postgres.Config{Table: d.table("env"), BatchSize: batch})
-				var out recordingEmitter
+				var out connectortest.Emitter
 				for _, p := range tc.ps {
 					require.NoError(t, sink.Process(context.Background(), p, &out))
 				}
 				require.NoError(t, sink.Flush(context.Background(), &out))
-				assert.Equal(t, len(tc.ps), out.acked, "every point is acknowledged")
-				assert.Empty(t, out.failed)
+				assert.Equal(t, len(tc.ps), out.Acked, "every point is acknowledged")
+				assert.Empty(t, out.Failed)
 				var got []string
 				rows, err := d.conn.Query(context.Background(), fmt.Sprintf(
 					`SELECT concat_ws(' ', time_ns - %d, coalesce(temp::text, 'NULL'), coalesce(hum::text, 'NULL')) FROM %s ORDER BY time_ns`, int64(at), d.table("env")))
