@@ -126,7 +126,7 @@
 // (eclipse-mosquitto/mosquitto#2811), whatever the client does.
 //
 // After a crash, what the broker sends again may be older than what the
-// spool's replay already released downstream: with a late policy of
+// spool's backlog already released downstream: with a late policy of
 // drop, a synchronization buffer would drop it. Use syncbuffer.LatePass
 // (the ingest command's default) where that matters.
 //

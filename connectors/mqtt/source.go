@@ -27,8 +27,8 @@ type Stats struct {
 	// run's subscriptions, acknowledged and dropped.
 	Received, Redelivered, Dropped, Unwanted atomic.Uint64
 	// Spooled counts messages made durable in the spool; Replayed the
-	// spooled messages emitted again at start, which may duplicate what
-	// the previous run had processed.
+	// spooled messages a previous run left not completed, read back and
+	// emitted first, which may duplicate what that run had processed.
 	Spooled, Replayed atomic.Uint64
 	// Acked counts acknowledgements sent to the broker (PUBACK or
 	// PUBREC). One sent while the connection is lost is dropped, and the
