@@ -71,3 +71,17 @@ type ID struct {
 
 // IDOf returns the identity of meta particle p.
 func IDOf(p *particle.Particle) ID { return ID{Origin: p.Origin, Seq: p.Seq} }
+
+// Barrier marks checkpoint N in the stream. The engine's own: a source
+// instance emits it when the run's coordinator starts the checkpoint,
+// and every bolt instance snapshots its state at the first copy it
+// receives and forwards it at once. Unlike other meta particles it does
+// not wait for the watermark and operations never see it: the cut it
+// marks is in arrival order on each edge (DESIGN.md, "Checkpoints and
+// exactly-once output").
+type Barrier struct {
+	Checkpoint uint64
+}
+
+// MetaType returns "barrier".
+func (Barrier) MetaType() string { return "barrier" }

@@ -14,19 +14,8 @@ var _ state.Codec[[]particle.Particle] = batchAggregator(nil)
 func (batchAggregator) EncodeState(w *state.Writer, acc []particle.Particle) error {
 	w.PutLen(len(acc))
 	for i := range acc {
-		p := &acc[i]
-		if p.Meta != nil {
-			return fmt.Errorf("meta particle %q in a window", p.Meta.MetaType())
-		}
-		w.PutVarint(p.Time)
-		w.PutUvarint(uint64(p.Origin))
-		w.PutUvarint(p.Seq)
-		w.PutString(p.Measurement)
-		putTags(w, p.Tags)
-		w.PutLen(len(p.Fields))
-		for _, f := range p.Fields {
-			w.PutString(f.Key)
-			putValue(w, f.Value)
+		if err := WriteParticle(w, &acc[i]); err != nil {
+			return fmt.Errorf("in a window: %w", err)
 		}
 	}
 	return nil
@@ -40,23 +29,7 @@ func (batchAggregator) DecodeState(r *state.Reader) ([]particle.Particle, error)
 	}
 	acc := make([]particle.Particle, n)
 	for i := range acc {
-		p := &acc[i]
-		p.Time = r.ReadVarint()
-		at := r.Offset()
-		if origin := r.ReadUvarint(); origin > 1<<32-1 {
-			r.Fail(fmt.Errorf("%w: origin %d at offset %d", state.ErrMalformed, origin, at))
-		} else {
-			p.Origin = uint32(origin)
-		}
-		p.Seq = r.ReadUvarint()
-		p.Measurement = r.ReadString()
-		p.Tags = readTags(r)
-		if n := r.ReadLen(); n > 0 {
-			p.Fields = make([]particle.Field, n)
-			for j := range p.Fields {
-				p.Fields[j] = particle.Field{Key: r.ReadString(), Value: readValue(r)}
-			}
-		}
+		acc[i] = ReadParticle(r)
 	}
 	if err := r.Err(); err != nil {
 		return nil, err

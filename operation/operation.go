@@ -39,6 +39,15 @@ func Stateless(op Operation) Factory {
 // Anchor is a handle on a held input, given by [Emitter.Hold].
 type Anchor uint64
 
+// Checkpointed is the anchor Hold returns when the run takes checkpoints:
+// the engine acknowledges the input itself once the checkpoint holding its
+// effect (the operation's state) completes, so the operation need not keep
+// the anchor. Ack and Fail ignore it, and a particle emitted anchored to
+// it alone is not tracked: after a failure, a restore derives it again.
+// An operation that keeps its inputs' anchors skips this one, so that its
+// memory is its state, not one anchor per input.
+const Checkpointed Anchor = 1<<64 - 1
+
 // Emitter receives what an operation produces.
 //
 // The engine's Emitter is valid only in the goroutine that called the
@@ -48,7 +57,8 @@ type Emitter interface {
 	Emit(p particle.Particle)
 	// Hold keeps the input being processed pending after Process returns:
 	// it is neither acknowledged nor failed until Ack or Fail is called on
-	// the returned Anchor.
+	// the returned Anchor, or, when the run takes checkpoints and the
+	// anchor is [Checkpointed], until the next checkpoint completes.
 	Hold() Anchor
 	// EmitAnchored sends p downstream anchored to held inputs, which may
 	// belong to different source trees; none of them completes before p is

@@ -7,6 +7,52 @@ import (
 	"github.com/sensorstorm/sensorstorm/state"
 )
 
+// WriteParticle writes a data particle to w, for operations and engines
+// that keep particles in their state; it refuses a meta particle, whose
+// type the state codec does not know.
+func WriteParticle(w *state.Writer, p *particle.Particle) error {
+	if p.Meta != nil {
+		return fmt.Errorf("meta particle %q: not a state of its own", p.Meta.MetaType())
+	}
+	w.PutVarint(p.Time)
+	w.PutUvarint(uint64(p.Origin))
+	w.PutUvarint(p.Seq)
+	w.PutString(p.Measurement)
+	putTags(w, p.Tags)
+	w.PutLen(len(p.Fields))
+	for _, f := range p.Fields {
+		w.PutString(f.Key)
+		putValue(w, f.Value)
+	}
+	return nil
+}
+
+// ReadParticle reads a particle written by WriteParticle. A malformed one
+// sets r's error (see state.Reader) and gives a zero particle.
+func ReadParticle(r *state.Reader) particle.Particle {
+	var p particle.Particle
+	p.Time = r.ReadVarint()
+	at := r.Offset()
+	if origin := r.ReadUvarint(); origin > 1<<32-1 {
+		r.Fail(fmt.Errorf("%w: origin %d at offset %d", state.ErrMalformed, origin, at))
+	} else {
+		p.Origin = uint32(origin)
+	}
+	p.Seq = r.ReadUvarint()
+	p.Measurement = r.ReadString()
+	p.Tags = readTags(r)
+	if n := r.ReadLen(); n > 0 {
+		p.Fields = make([]particle.Field, n)
+		for j := range p.Fields {
+			p.Fields[j] = particle.Field{Key: r.ReadString(), Value: readValue(r)}
+		}
+	}
+	if r.Err() != nil {
+		return particle.Particle{}
+	}
+	return p
+}
+
 // The parts of particles that operations keep in their state: tags and
 // field values.
 
