@@ -39,14 +39,21 @@ func Stateless(op Operation) Factory {
 // Anchor is a handle on a held input, given by [Emitter.Hold].
 type Anchor uint64
 
-// Checkpointed is the anchor Hold returns when the run takes checkpoints:
-// the engine acknowledges the input itself once the checkpoint holding its
-// effect (the operation's state) completes, so the operation need not keep
-// the anchor. Ack and Fail ignore it, and a particle emitted anchored to
-// it alone is not tracked: after a failure, a restore derives it again.
-// An operation that keeps its inputs' anchors skips this one, so that its
-// memory is its state, not one anchor per input.
-const Checkpointed Anchor = 1<<64 - 1
+// CheckpointedAnchor marks the anchors Hold returns when the run takes
+// checkpoints (see [Anchor.Checkpointed]).
+const CheckpointedAnchor Anchor = 1 << 63
+
+// Checkpointed reports whether the engine acknowledges the anchor's input
+// itself, once the checkpoint holding its effect (the operation's state)
+// completes: the run takes checkpoints. The operation then keeps such an
+// anchor only for the identity of what it derives from the input (a
+// particle emitted anchored to several inputs is derived from the newest
+// of them), not to acknowledge it: an operation that folds many inputs
+// into one result keeps the newest anchor and may Ack the others at once,
+// so that its memory is its state, not one anchor per input. A particle
+// emitted anchored to such anchors is not tracked: after a failure, a
+// restore derives it again.
+func (a Anchor) Checkpointed() bool { return a&CheckpointedAnchor != 0 }
 
 // Emitter receives what an operation produces.
 //
@@ -57,8 +64,8 @@ type Emitter interface {
 	Emit(p particle.Particle)
 	// Hold keeps the input being processed pending after Process returns:
 	// it is neither acknowledged nor failed until Ack or Fail is called on
-	// the returned Anchor, or, when the run takes checkpoints and the
-	// anchor is [Checkpointed], until the next checkpoint completes.
+	// the returned Anchor, or, when the run takes checkpoints, until the
+	// next checkpoint completes (see [Anchor.Checkpointed]).
 	Hold() Anchor
 	// EmitAnchored sends p downstream anchored to held inputs, which may
 	// belong to different source trees; none of them completes before p is

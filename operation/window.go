@@ -111,6 +111,29 @@ type pane[A any] struct {
 	acc     A
 	n       int
 	anchors []Anchor
+	// newest is the identity of the newest input whose anchor the pane
+	// keeps when anchors are checkpointed: the one it keeps.
+	newest inputID
+}
+
+// inputID is the identity of an input, which orders inputs as the engine
+// does to pick the newest.
+type inputID struct {
+	time   int64
+	origin uint32
+	seq    uint64
+}
+
+func idOf(p *particle.Particle) inputID { return inputID{time: p.Time, origin: p.Origin, seq: p.Seq} }
+
+func (a inputID) less(b inputID) bool {
+	if a.time != b.time {
+		return a.time < b.time
+	}
+	if a.origin != b.origin {
+		return a.origin < b.origin
+	}
+	return a.seq < b.seq
 }
 
 var (
@@ -162,8 +185,11 @@ func (o *Windowed[A]) Process(ctx context.Context, in particle.Particle, out Emi
 		if !held {
 			a, held = out.Hold(), true
 		}
-		o.attach(p, a)
+		o.attach(p, a, &in, out)
 	})
+	if held {
+		o.settle(a, out)
+	}
 	switch {
 	case !open:
 		return ErrWindowClosed
@@ -185,9 +211,43 @@ func (o *Windowed[A]) add(p *pane[A], in *particle.Particle) error {
 	return nil
 }
 
-func (o *Windowed[A]) attach(p *pane[A], a Anchor) {
-	p.anchors = append(p.anchors, a)
+// attach keeps a, the anchor of in, for p's result. A checkpointed anchor
+// is kept only while in is the newest input of p, whose identity the
+// result derives from: the engine acknowledges the inputs itself.
+func (o *Windowed[A]) attach(p *pane[A], a Anchor, in *particle.Particle, out Emitter) {
+	if !a.Checkpointed() {
+		p.anchors = append(p.anchors, a)
+		o.refs[a]++
+		return
+	}
+	id := idOf(in)
+	if len(p.anchors) > 0 {
+		if !p.newest.less(id) {
+			return
+		}
+		o.release(p.anchors[0], out)
+		p.anchors = p.anchors[:0]
+	}
+	p.anchors, p.newest = append(p.anchors, a), id
 	o.refs[a]++
+}
+
+// settle lets go of a checkpointed anchor no window kept: its identity is
+// not needed.
+func (o *Windowed[A]) settle(a Anchor, out Emitter) {
+	if a.Checkpointed() && o.refs[a] == 0 {
+		out.Ack(a)
+	}
+}
+
+// release lets go of a checkpointed anchor a pane no longer keeps.
+func (o *Windowed[A]) release(a Anchor, out Emitter) {
+	if n := o.refs[a]; n > 1 {
+		o.refs[a] = n - 1
+		return
+	}
+	delete(o.refs, a)
+	out.Ack(a)
 }
 
 func (o *Windowed[A]) addSession(_ context.Context, k string, in *particle.Particle, out Emitter) error {
@@ -210,7 +270,9 @@ func (o *Windowed[A]) addSession(_ context.Context, k string, in *particle.Parti
 		p.w.End = end
 		o.timers.Set(metaparticle.EventTime, p, end-1)
 	}
-	o.attach(p, out.Hold())
+	a := out.Hold()
+	o.attach(p, a, in, out)
+	o.settle(a, out)
 	return nil
 }
 
@@ -227,7 +289,9 @@ func (o *Windowed[A]) addCount(ctx context.Context, k string, in *particle.Parti
 		return err
 	}
 	p.w.Start, p.w.End = min(p.w.Start, in.Time), max(p.w.End, in.Time+1)
-	o.attach(p, out.Hold())
+	a := out.Hold()
+	o.attach(p, a, in, out)
+	o.settle(a, out)
 	if p.n < o.b.n {
 		return nil
 	}

@@ -12,7 +12,7 @@ import (
 
 // windowStateVersion is the version of the form [Windowed.Snapshot]
 // writes.
-const windowStateVersion = 1
+const windowStateVersion = 2
 
 var _ Snapshotter = (*Windowed[int])(nil)
 
@@ -45,6 +45,7 @@ func (o *Windowed[A]) Snapshot(w *state.Writer) error {
 		w.PutString(p.key)
 		w.PutUvarint(uint64(p.n))
 		w.PutBool(o.b.kind.keyed() && o.open[p.key] == p)
+		o.putNewest(w, p)
 		var err error
 		if ok {
 			err = codec.EncodeState(w, p.acc)
@@ -88,6 +89,7 @@ func (o *Windowed[A]) Restore(r *state.Reader) error {
 		p := &pane[A]{w: Window{Start: r.ReadVarint(), End: r.ReadVarint()}, key: r.ReadString()}
 		p.n = readCount(r)
 		opened[i] = r.ReadBool()
+		o.readNewest(r, p)
 		if ok && r.Err() == nil {
 			acc, err := codec.DecodeState(r)
 			if err != nil {
@@ -130,6 +132,36 @@ func (o *Windowed[A]) Restore(r *state.Reader) error {
 		}
 	}
 	return nil
+}
+
+// putNewest writes the checkpointed anchor a pane keeps, if any, and the
+// identity of its input: with checkpoints, the engine snapshots the
+// anchors' identities, and a restored pane derives its result from the
+// input it did before.
+func (o *Windowed[A]) putNewest(w *state.Writer, p *pane[A]) {
+	if len(p.anchors) != 1 || !p.anchors[0].Checkpointed() {
+		w.PutUvarint(0)
+		return
+	}
+	w.PutUvarint(uint64(p.anchors[0]))
+	w.PutVarint(p.newest.time)
+	w.PutUvarint(uint64(p.newest.origin))
+	w.PutUvarint(p.newest.seq)
+}
+
+// readNewest reads what putNewest wrote into p.
+func (o *Windowed[A]) readNewest(r *state.Reader, p *pane[A]) {
+	a := Anchor(r.ReadUvarint())
+	if a == 0 {
+		return
+	}
+	if !a.Checkpointed() && r.Err() == nil {
+		r.Fail(fmt.Errorf("%w: anchor %d not checkpointed", state.ErrMalformed, a))
+		return
+	}
+	p.newest = inputID{time: r.ReadVarint(), origin: uint32(r.ReadUvarint()), seq: r.ReadUvarint()}
+	p.anchors = []Anchor{a}
+	o.refs[a]++
 }
 
 // keyed reports whether windows of kind k are kept per group in open (one

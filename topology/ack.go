@@ -401,6 +401,7 @@ func (s *sourceInstance) housekeep(ctx context.Context, ticks <-chan time.Time) 
 
 func (s *sourceInstance) tick() {
 	s.moveHorizon()
+	s.barrierNow()
 	if s.topo.acks != nil {
 		for _, r := range s.retries.due(s.topo.acks.now.Load()) {
 			s.replay(r)
@@ -417,6 +418,10 @@ func (s *sourceInstance) drainPending(ctx context.Context) error {
 	ticks, stop := s.topo.cfg.Wall.NewTicker(s.topo.cfg.HousekeepingInterval)
 	defer stop()
 	for s.pending.outstanding() > 0 {
+		if s.topo.ckpt != nil {
+			// Held inputs wait for a checkpoint to finish their trees.
+			s.topo.ckpt.request()
+		}
 		for _, r := range s.retries.due(s.topo.acks.now.Load()) {
 			s.replay(r)
 		}

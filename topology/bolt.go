@@ -139,6 +139,11 @@ type boltInstance struct {
 	curHeld     *held
 	curDone     bool
 	curChildren uint32
+	// curDeferred is set once the operation held the input while the run
+	// takes checkpoints: its acknowledgement waits for the next one.
+	curDeferred bool
+	// ckpt is the instance's side of checkpoints; nil without them.
+	ckpt *boltCheckpoint
 
 	// released and emitted hold the envelope being processed and the one
 	// being emitted, so that taking their address does not allocate.
@@ -160,9 +165,7 @@ func (b *boltInstance) run(ctx context.Context) error {
 	if b.stopInlet != nil {
 		defer b.stopInlet()
 	}
-	b.endedInputs = make([]bool, b.inputs)
-	b.lastWM = math.MinInt64
-	b.nextTick = math.MinInt64
+	b.pushRestored(ctx)
 	for b.ended < b.inputs {
 		// A full buffer takes nothing more until the watermark moves: the
 		// senders block, which is backpressure.
@@ -203,6 +206,9 @@ func (b *boltInstance) run(ctx context.Context) error {
 	b.acks.append(&b.eosAcks)
 	b.flushAcks()
 	b.stats.Ended.Add(1)
+	if b.ckpt != nil {
+		b.topo.ckpt.end(ckptReport{instance: b.instanceName(), snapshot: endedSnapshot()})
+	}
 	return nil
 }
 
@@ -229,19 +235,14 @@ func (b *boltInstance) receive(ctx context.Context, bt *batch) {
 	now := b.now()
 	for i := range bt.items {
 		env := &bt.items[i]
-		switch b.buf.Push(bt.input, *env, now) {
-		case syncbuffer.Late:
-			b.handleLate(ctx, env, false)
-		case syncbuffer.Behind:
-			b.handleLate(ctx, env, true)
-		case syncbuffer.Invalid:
-			b.handleInvalid(ctx, env)
-		case syncbuffer.Duplicate:
-			// A copy of a meta particle already handled: dropped, it is
-			// done.
-			b.stats.Duplicates.Add(1)
-			b.ackInput(env, 0)
+		if b.ckpt != nil {
+			if id := barrierOf(env); id != 0 {
+				b.onBarrier(ctx, bt.input, id)
+				continue
+			}
+			b.record(bt.input, env)
 		}
+		b.pushOne(ctx, bt.input, env, now)
 	}
 	b.buf.Advance(bt.input, bt.high, bt.promise, now)
 	if (bt.drained || bt.eos) && !b.drainedInputs[bt.input] {
@@ -252,6 +253,7 @@ func (b *boltInstance) receive(ctx context.Context, bt *batch) {
 	if bt.eos && !b.endedInputs[bt.input] {
 		b.endedInputs[bt.input] = true
 		b.ended++
+		b.inputEnded(bt.input)
 	}
 	self, eos := bt.self, bt.eos
 	if b.queued != nil && b.outlet == nil {
@@ -273,6 +275,24 @@ func (b *boltInstance) receive(ctx context.Context, bt *batch) {
 			b.acks.update(self.root, self.edge)
 			b.flushAcks()
 		}
+	}
+}
+
+// pushOne pushes env, which came on input, into the buffer, and deals at
+// once with what the buffer would not order.
+func (b *boltInstance) pushOne(ctx context.Context, input int, env *envelope, now int64) {
+	switch b.buf.Push(input, *env, now) {
+	case syncbuffer.Late:
+		b.handleLate(ctx, env, false)
+	case syncbuffer.Behind:
+		b.handleLate(ctx, env, true)
+	case syncbuffer.Invalid:
+		b.handleInvalid(ctx, env)
+	case syncbuffer.Duplicate:
+		// A copy of a meta particle already handled: dropped, it is
+		// done.
+		b.stats.Duplicates.Add(1)
+		b.ackInput(env, 0)
 	}
 }
 
@@ -394,16 +414,21 @@ func (b *boltInstance) process(ctx context.Context, env *envelope) {
 	if b.gaveUp != nil {
 		return
 	}
-	b.cur, b.curXor, b.curHeld, b.curDone, b.curChildren = env, 0, nil, false, 0
+	b.cur, b.curXor, b.curHeld, b.curDone, b.curChildren, b.curDeferred = env, 0, nil, false, 0, false
 	err := b.attempt(ctx, func() error { return b.op.Process(ctx, env.p, b) })
 	b.stats.Processed.Add(1)
 	switch {
 	case b.gaveUp != nil:
 		// Neither acknowledged nor failed: the next run replays it.
 	case b.curDone, b.curHeld != nil && err == nil:
+	case b.curDeferred && err == nil:
+		b.deferInput(env, b.curXor)
 	case err != nil:
 		if b.curHeld != nil {
 			b.take(b.curAnchor)
+		}
+		if b.curDeferred {
+			delete(b.ckpt.idents, b.curAnchor)
 		}
 		if errors.Is(err, operation.ErrRejected) {
 			b.reject(env, err)
@@ -540,6 +565,8 @@ func (b *boltInstance) emit(stream string, p particle.Particle) {
 		p.Seq = b.seq
 	case b.curHeld != nil:
 		p.Seq = derive(&b.curHeld.env.p, &b.curHeld.children)
+	case b.curDeferred:
+		p.Seq = b.deriveFromIdent(b.curAnchor, &b.cur.p)
 	default:
 		p.Seq = derive(&b.cur.p, &b.curChildren)
 	}
@@ -562,6 +589,17 @@ func (b *boltInstance) emit(stream string, p particle.Particle) {
 func (b *boltInstance) Hold() operation.Anchor {
 	if b.cur == nil {
 		panic("topology: Hold called outside Process")
+	}
+	if b.ckpt != nil {
+		// The next checkpoint holds the input's effect: it is
+		// acknowledged then; the anchor keeps its identity only.
+		if !b.curDeferred {
+			b.nextAnchor++
+			b.curAnchor = b.nextAnchor | operation.CheckpointedAnchor
+			b.ckpt.idents[b.curAnchor] = ident{key: envelopeKey(b.cur), children: b.curChildren}
+			b.curDeferred = true
+		}
+		return b.curAnchor
 	}
 	if b.curHeld == nil && !b.curDone {
 		b.nextAnchor++
@@ -593,6 +631,9 @@ func (b *boltInstance) EmitAnchored(p particle.Particle, anchors ...operation.An
 		}
 		if newest != nil {
 			p.Seq = derive(&newest.env.p, &newest.children)
+		}
+		if b.ckpt != nil {
+			p.Seq = b.deriveFromNewest(anchors)
 		}
 	}
 	if p.Seq == 0 {
@@ -672,6 +713,10 @@ func (b *boltInstance) claim(c claim) bool {
 
 // Ack implements operation.Emitter.
 func (b *boltInstance) Ack(a operation.Anchor) {
+	if a.Checkpointed() {
+		b.forget(a)
+		return
+	}
 	if h := b.take(a); h != nil {
 		b.ackHeld(h)
 		b.recycle(h)
@@ -690,6 +735,14 @@ func (b *boltInstance) ackHeld(h *held) {
 // operation.ErrRejected dead-letters and acknowledges the input, as when
 // Process returns it.
 func (b *boltInstance) Fail(a operation.Anchor, err error) {
+	if a.Checkpointed() {
+		// The input's effect is in the state: there is nothing left to
+		// fail, only an error to count.
+		b.stats.Errors.Add(1)
+		b.topo.cfg.Logger.Warn("operation failed a checkpointed input", "component", b.name, "instance", b.index, "err", err)
+		b.forget(a)
+		return
+	}
 	h := b.take(a)
 	switch {
 	case h == nil:
@@ -740,7 +793,12 @@ func (b *boltInstance) flushAcks() {
 // parent (on a timer or a watermark, with no anchor held) are numbered in
 // turn from Config.Incarnation<<32.
 func derive(parent *particle.Particle, k *uint32) uint64 {
-	x := mix64(mix64(uint64(parent.Origin)<<32|uint64(*k)) ^ parent.Seq)
+	return deriveFrom(parent.Origin, parent.Seq, k)
+}
+
+// deriveFrom is derive for a parent known by its identity.
+func deriveFrom(origin uint32, seq uint64, k *uint32) uint64 {
+	x := mix64(mix64(uint64(origin)<<32|uint64(*k)) ^ seq)
 	*k++
 	// The top bit marks meta particles' numbers.
 	return x &^ metaSeqBit

@@ -56,6 +56,8 @@ type Config struct {
 	Acking AckingConfig `yaml:"acking"`
 	// Destination configures the retries of a failing destination.
 	Destination DestinationConfig `yaml:"destination"`
+	// Checkpoints configures checkpoints; off without a Store.
+	Checkpoints CheckpointConfig `yaml:"checkpoints"`
 
 	// Clock is the run's stream clock, read by every instance. Defaults to
 	// the wall clock for a live run and, with Replay, to the sources'
@@ -194,6 +196,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Transport != nil && !c.Acking.Enabled {
 		errs = append(errs, errors.New("a transport needs acking: delivery across processes is acknowledged hop by hop"))
+	}
+	if c.Transport != nil && c.Checkpoints.Store != nil {
+		errs = append(errs, errors.New("checkpoints across processes are not built yet: a transport moves state by redelivery"))
+	}
+	if c.Checkpoints.Interval < 0 {
+		errs = append(errs, errors.New("negative checkpoint interval"))
 	}
 	if c.Acking.MaxPending < 1 || c.Acking.MaxAttempts < 1 {
 		errs = append(errs, errors.New("acking: max pending and max attempts must be positive"))

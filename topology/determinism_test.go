@@ -2,7 +2,9 @@ package topology_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -13,8 +15,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
+	"github.com/sensorstorm/sensorstorm/checkpoint"
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
+	"github.com/sensorstorm/sensorstorm/state"
 	"github.com/sensorstorm/sensorstorm/syncbuffer"
 	"github.com/sensorstorm/sensorstorm/topology"
 )
@@ -58,6 +62,11 @@ type schedule struct {
 	seed         uint64
 	// remote sends every edge into a bolt through a Transport.
 	remote bool
+	// checkpoints is the interval between checkpoints, zero for none;
+	// crashes are the numbers of particles after which the first source
+	// fails and the run is started again from its last checkpoint.
+	checkpoints time.Duration
+	crashes     []int
 }
 
 func drawCase(t *rapid.T) pipelineCase {
@@ -93,6 +102,20 @@ func drawCase(t *rapid.T) pipelineCase {
 			seed:       uint64(i) + 1,
 			remote:     rapid.Bool().Draw(t, "remote"),
 		})
+	}
+	// Checkpoints, and crashes restored from them, change nothing.
+	total := len(c.sources[0])
+	for i := range 2 {
+		s := schedule{
+			batch:       rapid.SampledFrom([]int{1, 7, 64}).Draw(t, "batch"),
+			inbox:       rapid.IntRange(1, 4).Draw(t, "inbox"),
+			seed:        uint64(i) + 10,
+			checkpoints: time.Duration(rapid.IntRange(1, 3000).Draw(t, "checkpoints")) * time.Microsecond,
+		}
+		for range rapid.IntRange(0, min(total, 3)).Draw(t, "crashes") {
+			s.crashes = append(s.crashes, rapid.IntRange(0, total-1).Draw(t, "crash"))
+		}
+		c.schedule = append(c.schedule, s)
 	}
 	return c
 }
@@ -154,10 +177,88 @@ func (g *gatherLines) Process(_ context.Context, in particle.Particle, _ operati
 	return nil
 }
 
+func (g *gatherLines) reset() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.lines = nil
+}
+
+// Snapshot implements operation.Snapshotter: a sink's commit is how many
+// lines it holds.
+func (g *gatherLines) Snapshot(w *state.Writer) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	w.PutLen(len(g.lines))
+	return nil
+}
+
+// Restore implements operation.Snapshotter: what came after the
+// checkpoint is cut, and written again.
+func (g *gatherLines) Restore(r *state.Reader) error {
+	n := r.ReadLen()
+	if err := r.Err(); err != nil {
+		return err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if n > len(g.lines) {
+		return fmt.Errorf("restore of %d lines, %d written", n, len(g.lines))
+	}
+	g.lines = g.lines[:n]
+	return nil
+}
+
+// EncodeState implements state.Codec.
+func (sumAgg) EncodeState(w *state.Writer, acc sumAcc) error {
+	w.PutString(acc.key)
+	w.PutVarint(acc.n)
+	w.PutVarint(acc.total)
+	return nil
+}
+
+// DecodeState implements state.Codec.
+func (sumAgg) DecodeState(r *state.Reader) (sumAcc, error) {
+	acc := sumAcc{key: r.ReadString(), n: r.ReadVarint(), total: r.ReadVarint()}
+	return acc, r.Err()
+}
+
 // run runs c under schedule s and returns the lines of the window stage and
-// of the last stage.
+// of the last stage. With crashes, it runs c once per crash, each run
+// restoring the last checkpoint of the one before.
 func (c pipelineCase) run(t require.TestingT, s schedule) (windows, last []string) {
+	var win, out gatherLines
+	var store checkpoint.Store
+	if s.checkpoints > 0 {
+		dir, err := os.MkdirTemp("", "checkpoints")
+		require.NoError(t, err)
+		defer os.RemoveAll(dir)
+		store, err = checkpoint.OpenDir(dir)
+		require.NoError(t, err)
+	}
+	for _, crash := range s.crashes {
+		err := c.runOnce(t, s, store, crash, &win, &out)
+		require.ErrorIs(t, err, errCrash)
+	}
+	require.NoError(t, c.runOnce(t, s, store, -1, &win, &out))
+	return win.lines, out.lines
+}
+
+// errCrash is the failure of a source that crashes a run.
+var errCrash = errors.New("crash")
+
+// runOnce runs c once under schedule s, its sinks adding to win and out.
+// With crash ≥ 0 the first source fails after emitting crash particles.
+func (c pipelineCase) runOnce(t require.TestingT, s schedule, store checkpoint.Store, crash int, win, out *gatherLines) error {
 	cfg := topology.Config{Replay: true, BatchSize: s.batch, InboxSize: s.inbox}
+	cfg.Checkpoints.Store, cfg.Checkpoints.Interval = store, s.checkpoints
+	if store != nil {
+		// A sink that restores nothing starts afresh, as a file sink
+		// truncates its file.
+		if _, err := checkpoint.Latest(context.Background(), store); errors.Is(err, checkpoint.ErrNotFound) {
+			win.reset()
+			out.reset()
+		}
+	}
 	var lb *loopback
 	if s.remote {
 		lb = newLoopback()
@@ -172,6 +273,9 @@ func (c pipelineCase) run(t require.TestingT, s schedule) (windows, last []strin
 		rng := rand.New(rand.NewPCG(s.seed, uint64(i)))
 		topo.AddSource(name, topology.Single(topology.SourceFunc(func(_ context.Context, out topology.SourceEmitter) error {
 			for j, r := range rs {
+				if i == 0 && j == crash {
+					return errCrash
+				}
 				if err := out.Emit(r.particle()); err != nil {
 					return err
 				}
@@ -205,16 +309,17 @@ func (c pipelineCase) run(t require.TestingT, s schedule) (windows, last []strin
 		return operation.Aggregate(operation.Tumbling(c.size), operation.ByTags("k"), sumAgg{})
 	}
 	topo.AddBolt("perkey", perKey, topology.BoltConfig{Parallelism: c.par2}).Input("pass", topology.Fields("k"))
-	var win, out gatherLines
-	topo.AddBolt("windows", operation.Stateless(&win), topology.BoltConfig{}).Input("perkey", topology.Global())
+	topo.AddBolt("windows", operation.Stateless(win), topology.BoltConfig{}).Input("perkey", topology.Global())
 	lastFrom := "perkey"
 	if c.stages == 3 {
 		total := func() operation.Operation { return operation.Aggregate(operation.Tumbling(c.size), nil, sumAgg{}) }
 		topo.AddBolt("total", total, topology.BoltConfig{}).Input("perkey", topology.Global())
 		lastFrom = "total"
 	}
-	topo.AddBolt("out", operation.Stateless(&out), topology.BoltConfig{}).Input(lastFrom, topology.Global())
-	require.NoError(t, topo.Run(context.Background()))
+	topo.AddBolt("out", operation.Stateless(out), topology.BoltConfig{}).Input(lastFrom, topology.Global())
+	if err := topo.Run(context.Background()); err != nil {
+		return err
+	}
 	if lb != nil {
 		lb.requireAllDone(t)
 	}
@@ -223,7 +328,7 @@ func (c pipelineCase) run(t require.TestingT, s schedule) (windows, last []strin
 			require.Zero(t, st.Late.Load()+st.Behind.Load(), "late at %s: results in order are never late", name)
 		}
 	}
-	return win.lines, out.lines
+	return nil
 }
 
 // model computes what the pipeline must give: lateness per source, judged

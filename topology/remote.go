@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"math"
 	"context"
 	"errors"
 	"fmt"
@@ -342,6 +343,7 @@ func (b *boltInstance) restart() {
 	b.buf, b.op = buf, b.factory()
 	b.feed.setReleased(buf.Released())
 	b.ended, b.eosAcks, b.drainedInputs, b.drained = 0, ackOps{}, make([]bool, b.inputs), 0
+	b.endedInputs, b.lastWM, b.nextTick = make([]bool, b.inputs), math.MinInt64, math.MinInt64
 	b.acks.reset()
 	b.full, b.sentDrain, b.buffered, b.bytes = false, false, 0, 0
 	b.cur, b.curXor, b.curHeld, b.curDone, b.curChildren = nil, 0, nil, false, 0

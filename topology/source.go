@@ -137,6 +137,15 @@ type sourceInstance struct {
 	unstarted []newTree
 	roots     []acker.RootID // scratch for starting them
 	finished  finished
+
+	// emitted counts the data particles Run emitted, skip those still to
+	// drop after a restore (see resume); eos is set once the instance
+	// ended its stream.
+	emitted, skip uint64
+	eos           bool
+	// wantBarrier is the checkpoint the coordinator asked for;
+	// lastBarrier the last one whose barrier the instance emitted.
+	wantBarrier, lastBarrier atomic.Uint64
 }
 
 var _ SourceEmitter = (*sourceInstance)(nil)
@@ -180,6 +189,10 @@ func (s *sourceInstance) emit(p particle.Particle, msgID uint64, track bool) err
 	tracked := track && s.pending != nil
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.skip > 0 {
+		s.skipOne(&p, msgID, track)
+		return nil
+	}
 	if tracked {
 		if err := s.takeToken(p.Time); err != nil {
 			return err
@@ -200,6 +213,10 @@ func (s *sourceInstance) emit(p particle.Particle, msgID uint64, track bool) err
 		}
 	}
 	s.stats.Out.Add(1)
+	s.emitted++
+	if s.topo.ckpt != nil {
+		s.barrierLocked()
+	}
 	// p is accepted: a batch that cannot be handed on now because ctx is
 	// over is delivered when the source finishes.
 	_ = s.router.flushFull(s.ctx)
@@ -226,6 +243,10 @@ func (s *sourceInstance) takeToken(t int64) error {
 		s.credit = s.pending.tryTakeUpTo(tokenCredit)
 	}
 	if s.credit == 0 {
+		if s.topo.ckpt != nil {
+			// Held inputs wait for a checkpoint to finish their trees.
+			s.topo.ckpt.request()
+		}
 		s.router.expect("", t)
 		if err := s.router.flush(s.ctx, false); err != nil {
 			return err
@@ -395,5 +416,9 @@ func (s *sourceInstance) finish(ctx context.Context) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.router.endOfStream(ctx)
+	if err := s.router.endOfStream(ctx); err != nil {
+		return err
+	}
+	s.ended()
+	return nil
 }

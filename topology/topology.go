@@ -14,6 +14,7 @@ import (
 
 	"github.com/sensorstorm/sensorstorm/acker"
 	"github.com/sensorstorm/sensorstorm/operation"
+	"github.com/sensorstorm/sensorstorm/state"
 	"github.com/sensorstorm/sensorstorm/streamclock"
 	"github.com/sensorstorm/sensorstorm/syncbuffer"
 )
@@ -192,6 +193,7 @@ type run struct {
 	position atomic.Int64 // newest event time the sources have handed on
 	pool     *batchPool
 	acks     *ackService // nil without acking
+	ckpt     *coordinator // nil without checkpoints
 	drainCtx context.Context
 	// stopped reports that Run's context ended. With a Transport, the
 	// process then abandons its share of the run to the others.
@@ -244,6 +246,9 @@ func (t *Topology) Run(ctx context.Context) error {
 		wg   sync.WaitGroup
 		mu   sync.Mutex
 		errs []error
+		// stopped is set when a run that takes checkpoints stopped
+		// before its end, without ending its streams.
+		stopped bool
 	)
 	fail := func(err error) {
 		if err == nil {
@@ -278,11 +283,20 @@ func (t *Topology) Run(ctx context.Context) error {
 		})
 		wg.Go(func() {
 			fail(s.run())
+			if r.ckpt != nil && srcCtx.Err() != nil {
+				// A run that takes checkpoints stops without ending its
+				// streams: open windows stay open, in the checkpoint.
+				<-drainCtx.Done()
+				return
+			}
 			fail(s.finish(drainCtx))
 		})
 	}
 	if r.acks != nil {
 		aux.Go(func() { r.expireTrees(auxCtx) })
+	}
+	if r.ckpt != nil {
+		aux.Go(func() { r.ckpt.run(auxCtx) })
 	}
 	finished := make(chan struct{})
 	go func() {
@@ -292,6 +306,20 @@ func (t *Topology) Run(ctx context.Context) error {
 	select {
 	case <-finished:
 	case <-srcCtx.Done():
+		if r.ckpt != nil {
+			mu.Lock()
+			failed := len(errs) > 0
+			mu.Unlock()
+			if !failed {
+				finalCtx, cancel := context.WithTimeout(drainCtx, t.cfg.DrainTimeout)
+				fail(r.ckpt.final(finalCtx))
+				cancel()
+			}
+			abort()
+			<-finished
+			stopped = true
+			break
+		}
 		timer := time.NewTimer(t.cfg.DrainTimeout)
 		select {
 		case <-finished:
@@ -309,7 +337,7 @@ func (t *Topology) Run(ctx context.Context) error {
 	stopAux()
 	aux.Wait()
 	errs = append(errs, r.closeOperations()...)
-	if r.stopped() && t.cfg.Transport != nil {
+	if (r.stopped() && t.cfg.Transport != nil) || stopped {
 		errs = dropAbandoned(errs)
 	}
 	return errors.Join(dropAborted(errs)...)
@@ -459,6 +487,11 @@ func (t *Topology) build(drainCtx context.Context) (*run, error) {
 				late: buf.Config().Late, inbox: make(chan *batch, t.cfg.InboxSize), inputs: inputs,
 				topo: r, stats: t.stats[spec.name], edges: acker.NewEdgeIDs(), seq: uint64(t.cfg.Incarnation) << 32,
 				heldInputs: map[operation.Anchor]*held{}, drainedInputs: make([]bool, inputs),
+				endedInputs: make([]bool, inputs), lastWM: math.MinInt64, nextTick: math.MinInt64,
+			}
+			if t.cfg.Checkpoints.Store != nil {
+				b.ckpt = &boltCheckpoint{arrived: make([]bool, inputs), waiting: -1, channel: state.NewWriter(nil),
+					idents: map[operation.Anchor]ident{}}
 			}
 			if bufCfg.IdleTimeout >= 0 {
 				b.queued = make([]atomic.Int64, inputs)
@@ -516,7 +549,36 @@ func (t *Topology) build(drainCtx context.Context) (*run, error) {
 		s.router.beforeDeliver = s.beforeDeliver
 		s.moveHorizon()
 	}
+	if t.cfg.Checkpoints.Store != nil {
+		if err := t.restore(drainCtx, r); err != nil {
+			return nil, err
+		}
+	}
 	return r, nil
+}
+
+// restore starts r's checkpoints and restores the newest complete one:
+// every bolt instance's state, and every source's position.
+func (t *Topology) restore(ctx context.Context, r *run) error {
+	r.ckpt = newCoordinator(r, t.cfg.Checkpoints, len(r.sources)+len(r.bolts))
+	rr, err := loadCheckpoint(ctx, t.cfg.Checkpoints.Store, r.sources, r.bolts)
+	if err != nil || rr == nil {
+		return err
+	}
+	for _, b := range r.bolts {
+		if err := b.restore(rr.snapshots[b.instanceName()]); err != nil {
+			return fmt.Errorf("topology: restore checkpoint %d: %s: %w", rr.id, b.instanceName(), err)
+		}
+	}
+	for _, s := range r.sources {
+		if err := s.resume(rr.positions[s.instanceName()]); err != nil {
+			return fmt.Errorf("topology: restore checkpoint %d: %s: %w", rr.id, s.instanceName(), err)
+		}
+	}
+	r.ckpt.next = rr.id + 1
+	r.ckpt.stats.Restored, r.ckpt.stats.Last = rr.id, rr.id
+	t.cfg.Logger.Info("restored checkpoint", "id", rr.id)
+	return nil
 }
 
 // timeouts returns the acking configuration with the timeouts left at zero
@@ -536,8 +598,12 @@ func (t *Topology) timeouts(bolts []*boltInstance) AckingConfig {
 		}
 		buffered = max(buffered, wait)
 		var span time.Duration
-		if s, ok := b.op.(operation.Spanner); ok {
+		if s, ok := b.op.(operation.Spanner); ok && b.ckpt == nil {
 			span = s.Span()
+		}
+		if b.ckpt != nil {
+			// Held inputs are acknowledged by the next checkpoint.
+			span = 2 * t.checkpointInterval()
 		}
 		held = max(held, wait+span)
 	}
@@ -548,6 +614,14 @@ func (t *Topology) timeouts(bolts []*boltInstance) AckingConfig {
 		a.HardTimeout = max(acker.DefaultHardTimeout, 2*held+time.Minute)
 	}
 	return a
+}
+
+// checkpointInterval is the wall time between checkpoints.
+func (t *Topology) checkpointInterval() time.Duration {
+	if t.cfg.Checkpoints.Interval > 0 {
+		return t.cfg.Checkpoints.Interval
+	}
+	return DefaultCheckpointInterval
 }
 
 func (t *Topology) parallelism(name string) int {

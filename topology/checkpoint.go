@@ -1,0 +1,431 @@
+package topology
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sync"
+	"time"
+
+	"github.com/sensorstorm/sensorstorm/checkpoint"
+	"github.com/sensorstorm/sensorstorm/state"
+)
+
+// DefaultCheckpointInterval is the wall time between checkpoints when
+// CheckpointConfig.Interval is zero.
+const DefaultCheckpointInterval = 5 * time.Second
+
+// CheckpointConfig turns on checkpoints: consistent snapshots of every
+// instance's state and every source's position, from which a run that
+// stopped or was killed resumes (DESIGN.md, "Checkpoints and exactly-once
+// output").
+type CheckpointConfig struct {
+	// Store keeps the checkpoints; nil turns checkpoints off. A run
+	// restores the newest complete checkpoint it finds there.
+	Store checkpoint.Store `yaml:"-"`
+	// Interval is the wall time between two checkpoints. A checkpoint
+	// also starts early when a source waits for pending trees, and when
+	// Run's context ends. Defaults to DefaultCheckpointInterval.
+	Interval time.Duration `yaml:"interval"`
+}
+
+// Positioner is implemented by sources that resume from a position of
+// their own rather than from their start: a live source whose input is
+// kept by a log (the MQTT spool). A source without it is run again from
+// its start at a restore, and the engine drops the particles the
+// checkpoint covers, which suits deterministic sources such as
+// recordings.
+type Positioner interface {
+	// Position returns the source's position after its first emitted
+	// data particles of this run (Emit and EmitTracked calls accepted,
+	// counted from the position it resumed from). It is called between
+	// two emits, with the source's emitter locked.
+	Position(emitted uint64) ([]byte, error)
+	// Committed tells that a checkpoint holding position is complete:
+	// what came before it is never asked for again. It is called from
+	// the engine's goroutine, outside any lock.
+	Committed(position []byte)
+	// Resume is called before Run with the position of the checkpoint
+	// restored.
+	Resume(position []byte) error
+}
+
+// CheckpointStats describes the checkpoints of a running topology.
+type CheckpointStats struct {
+	// Enabled tells whether the run takes checkpoints.
+	Enabled bool
+	// Last is the id of the newest complete checkpoint, 0 if none;
+	// Restored the one this run started from, 0 if none.
+	Last, Restored uint64
+	// LastAt is when Last completed; Duration how long it took from its
+	// start; Bytes the size of its snapshots.
+	LastAt   time.Time
+	Duration time.Duration
+	Bytes    int64
+	// Completed and Failed count this run's checkpoints.
+	Completed, Failed uint64
+}
+
+// Checkpoints returns the figures of the running topology's checkpoints.
+func (t *Topology) Checkpoints() CheckpointStats {
+	r := t.current.Load()
+	if r == nil || r.ckpt == nil {
+		return CheckpointStats{}
+	}
+	c := r.ckpt
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.stats
+	s.Enabled = true
+	return s
+}
+
+// ckptReport is what one instance contributes to a checkpoint: a bolt
+// instance's snapshot and the acknowledgements it deferred to the
+// checkpoint, or a source instance's position.
+type ckptReport struct {
+	id       uint64
+	instance string
+	snapshot []byte
+	acks     ackOps
+	source   *sourcePosition
+	err      error
+}
+
+// sourcePosition is where a source instance was at a checkpoint.
+type sourcePosition struct {
+	// seq is the instance's data sequence number, emitted the count of
+	// data particles its Run emitted (skipped ones included): a restored
+	// run skips that many and numbers the rest from seq.
+	seq, emitted uint64
+	// own is a Positioner's position.
+	own []byte
+	src *sourceInstance
+}
+
+// coordinator takes a run's checkpoints: it starts checkpoint N at the
+// sources, collects every instance's share, stores them and completes N.
+type coordinator struct {
+	r        *run
+	store    checkpoint.Store
+	interval time.Duration
+	reports  chan ckptReport
+	wake     chan struct{}
+	// participants counts the instances whose share a checkpoint needs.
+	participants int
+	// restored is the checkpoint the run started from, if any.
+	restored *restoredRun
+
+	mu    sync.Mutex
+	stats CheckpointStats
+	// ended are the instances that ended their streams: they owe no
+	// share, their final one (kept in ends) stands for them.
+	ended map[string]ckptReport
+
+	// endCh wakes a checkpoint waiting for shares when an instance ends.
+	endCh chan struct{}
+	// next is the id of the next checkpoint.
+	next uint64
+	// taken is closed, and replaced, whenever a checkpoint completes or
+	// fails; lastFailed is the id of the last that failed.
+	taken      chan struct{}
+	lastFailed uint64
+	// held are the acknowledgements of checkpoints that failed: the next
+	// one to complete covers them.
+	held ackOps
+}
+
+func newCoordinator(r *run, cfg CheckpointConfig, participants int) *coordinator {
+	interval := cfg.Interval
+	if interval <= 0 {
+		interval = DefaultCheckpointInterval
+	}
+	return &coordinator{
+		r: r, store: cfg.Store, interval: interval, participants: participants,
+		reports: make(chan ckptReport, participants), wake: make(chan struct{}, 1),
+		ended: map[string]ckptReport{}, endCh: make(chan struct{}, 1), next: 1,
+		taken: make(chan struct{}),
+	}
+}
+
+// request asks for a checkpoint as soon as none is in progress.
+func (c *coordinator) request() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// send hands an instance's share to the coordinator, unless the run is
+// over.
+func (c *coordinator) send(rep ckptReport) {
+	select {
+	case c.reports <- rep:
+	case <-c.r.drainCtx.Done():
+	}
+}
+
+// run takes checkpoints until ctx ends.
+func (c *coordinator) run(ctx context.Context) {
+	ticks, stop := c.r.cfg.Wall.NewTicker(c.interval)
+	defer stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticks:
+		case <-c.wake:
+		}
+		if err := c.take(ctx); err != nil && ctx.Err() == nil {
+			c.r.cfg.Logger.Warn("checkpoint failed", "err", err)
+		}
+	}
+}
+
+// take takes one checkpoint: it asks every source instance for a barrier
+// and waits for every instance's share, then stores them and completes
+// the checkpoint.
+func (c *coordinator) take(ctx context.Context) error {
+	c.mu.Lock()
+	id := c.next
+	c.next++
+	c.mu.Unlock()
+	start := c.r.cfg.Wall.Now()
+	for _, s := range c.r.sources {
+		s.wantBarrier.Store(id)
+	}
+	for _, s := range c.r.sources {
+		s.barrierNow()
+	}
+	shares := make(map[string]ckptReport, c.participants)
+	var errs []error
+	for len(shares) < c.participants {
+		c.mu.Lock()
+		for name, rep := range c.ended {
+			if _, ok := shares[name]; !ok {
+				shares[name] = rep
+			}
+		}
+		c.mu.Unlock()
+		if len(shares) == c.participants {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case rep := <-c.reports:
+			if rep.id != id {
+				continue
+			}
+			if rep.err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", rep.instance, rep.err))
+			}
+			shares[rep.instance] = rep
+		case <-c.endCh:
+		}
+	}
+	acks := &c.held
+	for _, rep := range shares {
+		acks.append(&rep.acks)
+	}
+	if err := errors.Join(errs...); err != nil {
+		c.failed(id)
+		return fmt.Errorf("checkpoint %d: %w", id, err)
+	}
+	bytes, err := c.commit(ctx, id, shares)
+	if err != nil {
+		c.failed(id)
+		return fmt.Errorf("checkpoint %d: %w", id, err)
+	}
+	// The checkpoint holds the effect of every input deferred to it.
+	if c.r.acks != nil {
+		var fin finished
+		c.r.acks.apply(acks, &fin)
+	}
+	acks.reset()
+	for _, rep := range shares {
+		if p := rep.source; p != nil && p.own != nil {
+			if pos, ok := p.src.src.(Positioner); ok {
+				pos.Committed(p.own)
+			}
+		}
+	}
+	now := c.r.cfg.Wall.Now()
+	c.mu.Lock()
+	c.stats.Last, c.stats.LastAt, c.stats.Duration, c.stats.Bytes = id, now, now.Sub(start), bytes
+	c.stats.Completed++
+	c.notifyLocked()
+	c.mu.Unlock()
+	c.r.cfg.Logger.Debug("checkpoint complete", "id", id, "bytes", bytes, "took", now.Sub(start))
+	if err := c.store.Prune(ctx, 2); err != nil {
+		c.r.cfg.Logger.Warn("checkpoint: pruning old ones failed", "err", err)
+	}
+	return nil
+}
+
+func (c *coordinator) failed(id uint64) {
+	c.mu.Lock()
+	c.stats.Failed++
+	c.lastFailed = id
+	c.notifyLocked()
+	c.mu.Unlock()
+}
+
+// notifyLocked wakes those waiting for a checkpoint. c.mu is held.
+func (c *coordinator) notifyLocked() {
+	close(c.taken)
+	c.taken = make(chan struct{})
+}
+
+// final takes a checkpoint that starts after it was called, and waits
+// until it completes: the last of a run that stops. A checkpoint in
+// progress completes first.
+func (c *coordinator) final(ctx context.Context) error {
+	c.mu.Lock()
+	target := c.next
+	c.mu.Unlock()
+	for {
+		c.request()
+		c.mu.Lock()
+		last, lastFailed, taken := c.stats.Last, c.lastFailed, c.taken
+		c.mu.Unlock()
+		switch {
+		case last >= target:
+			return nil
+		case lastFailed >= target:
+			return fmt.Errorf("topology: final checkpoint %d failed: the next run resumes from checkpoint %d", lastFailed, last)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("topology: final checkpoint: %w", ctx.Err())
+		case <-taken:
+		}
+	}
+}
+
+// end records the final share of an instance that ended its stream.
+func (c *coordinator) end(rep ckptReport) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ended[rep.instance] = rep
+	select {
+	case c.endCh <- struct{}{}:
+	default:
+	}
+}
+
+// commit stores the bolts' snapshots and the manifest with the sources'
+// positions, and returns the bytes stored.
+func (c *coordinator) commit(ctx context.Context, id uint64, shares map[string]ckptReport) (int64, error) {
+	m := checkpoint.Manifest{ID: id}
+	w := state.NewWriter(nil)
+	w.PutUvarint(manifestVersion)
+	var bytes int64
+	positions := 0
+	for _, rep := range shares {
+		if rep.source != nil {
+			positions++
+		}
+	}
+	w.PutLen(positions)
+	for _, s := range c.r.sources {
+		rep, ok := shares[s.instanceName()]
+		if !ok || rep.source == nil {
+			return 0, fmt.Errorf("no position from source %s", s.instanceName())
+		}
+		w.PutString(rep.instance)
+		w.PutUvarint(rep.source.seq)
+		w.PutUvarint(rep.source.emitted)
+		w.PutBool(rep.source.own != nil)
+		w.PutBytes(rep.source.own)
+	}
+	for _, b := range c.r.bolts {
+		name := b.instanceName()
+		rep, ok := shares[name]
+		if !ok {
+			return 0, fmt.Errorf("no snapshot from bolt %s", name)
+		}
+		if err := c.store.Put(ctx, id, name, rep.snapshot); err != nil {
+			return 0, err
+		}
+		m.Instances = append(m.Instances, name)
+		bytes += int64(len(rep.snapshot))
+	}
+	m.Data = w.Bytes()
+	bytes += int64(len(m.Data))
+	if err := c.store.Commit(ctx, m); err != nil {
+		return 0, err
+	}
+	return bytes, nil
+}
+
+// manifestVersion is the version of the coordinator's part of a manifest.
+const manifestVersion = 1
+
+// restoredRun is the checkpoint a run restores: the sources' positions
+// and the bolt instances' snapshots, by instance name.
+type restoredRun struct {
+	id        uint64
+	positions map[string]sourcePosition
+	snapshots map[string][]byte
+}
+
+// ErrCheckpointMismatch is wrapped by the error of a run whose newest
+// checkpoint was taken by another topology: other components, or another
+// parallelism.
+var ErrCheckpointMismatch = errors.New("topology: checkpoint of another topology")
+
+// loadCheckpoint reads the newest complete checkpoint of store for a run
+// of sources and bolts: nil, nil when there is none.
+func loadCheckpoint(ctx context.Context, store checkpoint.Store, sources []*sourceInstance, bolts []*boltInstance) (*restoredRun, error) {
+	m, err := checkpoint.Latest(ctx, store)
+	if errors.Is(err, checkpoint.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("topology: restore: %w", err)
+	}
+	rr := &restoredRun{id: m.ID, positions: map[string]sourcePosition{}, snapshots: map[string][]byte{}}
+	r := state.NewReader(m.Data)
+	if v := r.ReadUvarint(); v != manifestVersion && r.Err() == nil {
+		return nil, fmt.Errorf("topology: restore checkpoint %d: manifest version %d, want %d", m.ID, v, manifestVersion)
+	}
+	for range r.ReadLen() {
+		name := r.ReadString()
+		p := sourcePosition{seq: r.ReadUvarint(), emitted: r.ReadUvarint()}
+		if own := r.ReadBool(); own {
+			p.own = r.ReadBytes()
+		} else {
+			r.ReadBytes()
+		}
+		rr.positions[name] = p
+	}
+	if err := r.Err(); err != nil {
+		return nil, fmt.Errorf("topology: restore checkpoint %d: manifest: %w", m.ID, err)
+	}
+	var missing []string
+	for _, s := range sources {
+		if _, ok := rr.positions[s.instanceName()]; !ok {
+			missing = append(missing, s.instanceName())
+		}
+	}
+	for _, b := range bolts {
+		name := b.instanceName()
+		snap, err := store.Get(ctx, m.ID, name)
+		if err != nil {
+			var ce *checkpoint.CorruptError
+			if errors.As(err, &ce) && errors.Is(err, fs.ErrNotExist) {
+				missing = append(missing, name)
+				continue
+			}
+			return nil, fmt.Errorf("topology: restore checkpoint %d: %w", m.ID, err)
+		}
+		rr.snapshots[name] = snap
+	}
+	if len(missing) > 0 || len(m.Instances) != len(bolts) || len(rr.positions) != len(sources) {
+		return nil, fmt.Errorf("%w: checkpoint %d holds %d bolt and %d source instances, this run has %d and %d; missing: %v",
+			ErrCheckpointMismatch, m.ID, len(m.Instances), len(rr.positions), len(bolts), len(sources), missing)
+	}
+	return rr, nil
+}
