@@ -1,10 +1,10 @@
 package topology
 
 import (
-	"math"
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 
 	"github.com/sensorstorm/sensorstorm/acker"

@@ -192,7 +192,7 @@ type run struct {
 	clock    streamclock.Clock
 	position atomic.Int64 // newest event time the sources have handed on
 	pool     *batchPool
-	acks     *ackService // nil without acking
+	acks     *ackService  // nil without acking
 	ckpt     *coordinator // nil without checkpoints
 	drainCtx context.Context
 	// stopped reports that Run's context ended. With a Transport, the
