@@ -28,3 +28,7 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // Is makes every Error match ErrInvalid.
 func (e *Error) Is(target error) bool { return target == ErrInvalid }
+
+// ErrCheckpointsInCluster refuses checkpoints in a pipeline run by a
+// cluster, whose state still moves by redelivery.
+var ErrCheckpointsInCluster = errors.New("not built for a cluster yet: run the pipeline in one process")

@@ -44,12 +44,15 @@ func Parse(data []byte, name string) (*Pipeline, error) {
 		d.fail(&doc, "empty pipeline: it needs sources and bolts")
 		return nil, d.err()
 	}
-	root := d.mapping(doc.Content[0], "pipeline", "sources", "bolts", "acking")
+	root := d.mapping(doc.Content[0], "pipeline", "sources", "bolts", "acking", "checkpoints")
 	if root == nil {
 		return nil, d.err()
 	}
 	if n := root["acking"]; n != nil {
 		d.acking(n, p)
+	}
+	if n := root["checkpoints"]; n != nil {
+		d.checkpoints(n, p)
 	}
 	if n := root["sources"]; n == nil {
 		d.fail(doc.Content[0], "pipeline: no sources")
@@ -241,6 +244,21 @@ func (d *decoder) acking(n *yaml.Node, p *Pipeline) {
 	}
 	if v := m["hard_timeout"]; v != nil {
 		a.HardTimeout = d.duration(v, "acking: hard_timeout", false)
+	}
+}
+
+func (d *decoder) checkpoints(n *yaml.Node, p *Pipeline) {
+	m := d.mapping(n, "checkpoints", "dir", "interval")
+	if m == nil {
+		return
+	}
+	if v := m["dir"]; v != nil {
+		p.Checkpoints.Dir, _ = d.str(v, "checkpoints: dir")
+	} else {
+		d.fail(n, "checkpoints: no dir: set the directory that keeps them")
+	}
+	if v := m["interval"]; v != nil {
+		p.Checkpoints.Interval = d.duration(v, "checkpoints: interval", false)
 	}
 }
 

@@ -23,9 +23,22 @@ type Pipeline struct {
 	Acking topology.AckingConfig
 	// ackingEnabledSet says whether the file set acking's enabled.
 	ackingEnabledSet bool
+	// Checkpoints, when its Dir is set, makes the run take checkpoints
+	// there and resume from the newest.
+	Checkpoints Checkpoints
 	// Sources and Bolts are the components, in file order.
 	Sources []Source
 	Bolts   []Bolt
+}
+
+// Checkpoints configures a pipeline's checkpoints (topology.CheckpointConfig).
+type Checkpoints struct {
+	// Dir is the directory of the checkpoints, relative to the
+	// pipeline's file; empty turns them off.
+	Dir string
+	// Interval is the wall time between two checkpoints. Defaults to
+	// topology.DefaultCheckpointInterval.
+	Interval time.Duration
 }
 
 // Source is a source of a pipeline: File, MQTT or HTTP is set.

@@ -1,0 +1,145 @@
+package topology_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sensorstorm/sensorstorm/checkpoint"
+	"github.com/sensorstorm/sensorstorm/operation"
+	"github.com/sensorstorm/sensorstorm/particle"
+	"github.com/sensorstorm/sensorstorm/topology"
+)
+
+// A window that holds a hundred times more inputs than a source may have
+// pending completes: its inputs are acknowledged by checkpoints, not when
+// it fires, and its result is the one a run without checkpoints gives.
+func TestCheckpointsAcknowledgeWhatAWindowHolds(t *testing.T) {
+	const n, maxPending = 20000, 200
+	run := func(store checkpoint.Store) ([]string, *trackedSource) {
+		src := newTrackedSource(n)
+		cfg := topology.Config{Replay: true}
+		cfg.Acking.Enabled, cfg.Acking.MaxPending = true, maxPending
+		cfg.Checkpoints.Store, cfg.Checkpoints.Interval = store, time.Hour
+		topo := newTopology(t, cfg)
+		topo.AddSource("src", topology.Single(src), topology.SourceConfig{})
+		count := func() operation.Operation {
+			// One window over the whole run: every input stays in it
+			// until the end of the stream.
+			return operation.Aggregate(operation.Tumbling(time.Hour), nil, sumAgg{})
+		}
+		topo.AddBolt("window", count, topology.BoltConfig{}).Input("src", topology.Global())
+		var out gatherLines
+		topo.AddBolt("out", operation.Stateless(&out), topology.BoltConfig{}).Input("window", topology.Global())
+		require.NoError(t, topo.Run(context.Background()))
+		return out.lines, src
+	}
+	store, err := checkpoint.OpenDir(t.TempDir())
+	require.NoError(t, err)
+	lines, src := run(store)
+	src.assertEachEndedOnce(t)
+	require.Equal(t, []string{fmt.Sprintf("sum n=%di,sum=0i 3600000000000\n", n)}, lines)
+	ids, err := store.Checkpoints(context.Background())
+	require.NoError(t, err)
+	require.NotEmpty(t, ids, "the source waited for checkpoints, which completed")
+}
+
+// stoppableSource emits its readings, then, if stop is set, waits until
+// its run is stopped; a run of it started again emits them all again,
+// the engine dropping those its checkpoint covers.
+type stoppableSource struct {
+	readings []reading
+	stopAt   int
+	reached  chan struct{}
+}
+
+func (s *stoppableSource) Run(ctx context.Context, out topology.SourceEmitter) error {
+	for i, r := range s.readings {
+		if i == s.stopAt {
+			if err := out.Flush(); err != nil {
+				return err
+			}
+			close(s.reached)
+			<-ctx.Done()
+			return nil
+		}
+		if err := out.Emit(r.particle()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Stopping a run that takes checkpoints takes a last one and emits no
+// open window as if it were complete; the next run resumes from it and
+// gives, in all, what one run without a stop gives.
+func TestStopTakesAFinalCheckpointAndResumes(t *testing.T) {
+	var readings []reading
+	for i := range 300 {
+		readings = append(readings, reading{t: int64(1000 + i/3), key: string(rune('a' + i%3)), value: int64(i)})
+	}
+	build := func(store checkpoint.Store, src topology.Source, out *gatherLines) *topology.Topology {
+		cfg := topology.Config{Replay: true}
+		cfg.Checkpoints.Store, cfg.Checkpoints.Interval = store, time.Hour
+		topo := newTopology(t, cfg)
+		topo.AddSource("src", topology.Single(src), topology.SourceConfig{})
+		perKey := func() operation.Operation {
+			return operation.Aggregate(operation.Tumbling(30*time.Second), operation.ByTags("k"), sumAgg{})
+		}
+		topo.AddBolt("window", perKey, topology.BoltConfig{Parallelism: 2}).Input("src", topology.Fields("k"))
+		topo.AddBolt("out", operation.Stateless(out), topology.BoltConfig{}).Input("window", topology.Global())
+		return topo
+	}
+	var want gatherLines
+	require.NoError(t, build(nil, &stoppableSource{readings: readings, stopAt: -1}, &want).Run(context.Background()))
+	require.Len(t, want.lines, 3*10)
+
+	store, err := checkpoint.OpenDir(t.TempDir())
+	require.NoError(t, err)
+	var got gatherLines
+	first := &stoppableSource{readings: readings, stopAt: 200, reached: make(chan struct{})}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	topo := build(store, first, &got)
+	go func() { done <- topo.Run(ctx) }()
+	<-first.reached
+	stop()
+	require.NoError(t, <-done)
+	require.Less(t, len(got.lines), len(want.lines), "open windows were not emitted at the stop")
+	require.Equal(t, want.lines[:len(got.lines)], got.lines, "what came out before the stop is complete windows")
+	st, err := checkpoint.Latest(context.Background(), store)
+	require.NoError(t, err)
+	require.NotZero(t, st.ID)
+
+	require.NoError(t, build(store, &stoppableSource{readings: readings, stopAt: -1}, &got).Run(context.Background()))
+	require.Equal(t, want.lines, got.lines)
+}
+
+// A run whose newest checkpoint another topology took is refused, naming
+// the difference.
+func TestRestoreRefusesTheCheckpointOfAnotherTopology(t *testing.T) {
+	store, err := checkpoint.OpenDir(t.TempDir())
+	require.NoError(t, err)
+	build := func(par int) *topology.Topology {
+		cfg := topology.Config{Replay: true}
+		cfg.Checkpoints.Store, cfg.Checkpoints.Interval = store, time.Hour
+		topo := newTopology(t, cfg)
+		src := &stoppableSource{readings: []reading{{t: 1, key: "a"}, {t: 2, key: "b"}}, stopAt: 1, reached: make(chan struct{})}
+		topo.AddSource("src", topology.Single(src), topology.SourceConfig{})
+		topo.AddBolt("pass", operation.Stateless(operation.Func(func(_ context.Context, in particle.Particle, out operation.Emitter) error {
+			out.Emit(in)
+			return nil
+		})), topology.BoltConfig{Parallelism: par}).Input("src", topology.Shuffle())
+		return topo
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	stop()
+	require.NoError(t, build(1).Run(ctx))
+	err = build(2).Run(context.Background())
+	require.ErrorIs(t, err, topology.ErrCheckpointMismatch)
+	require.True(t, errors.Is(err, topology.ErrCheckpointMismatch))
+}
