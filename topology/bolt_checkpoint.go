@@ -153,9 +153,9 @@ func (b *boltInstance) maybeCompleteCheckpoint() {
 	if c.waiting != 0 {
 		return
 	}
-	w := state.NewWriter(c.snapshot)
-	w.PutLen(c.recorded)
-	snap := append(w.Bytes(), c.channel.Bytes()...)
+	count := state.NewWriter(nil)
+	count.PutLen(c.recorded)
+	snap := append(append(c.snapshot, count.Bytes()...), c.channel.Bytes()...)
 	rep := ckptReport{id: c.id, instance: b.instanceName(), snapshot: snap, acks: c.cut, err: c.snapErr}
 	c.cut, c.snapshot, c.waiting = ackOps{}, nil, -1
 	b.topo.ckpt.send(rep)

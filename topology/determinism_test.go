@@ -110,7 +110,7 @@ func drawCase(t *rapid.T) pipelineCase {
 			batch:       rapid.SampledFrom([]int{1, 7, 64}).Draw(t, "batch"),
 			inbox:       rapid.IntRange(1, 4).Draw(t, "inbox"),
 			seed:        uint64(i) + 10,
-			checkpoints: time.Duration(rapid.IntRange(1, 3000).Draw(t, "checkpoints")) * time.Microsecond,
+			checkpoints: time.Duration(rapid.IntRange(50, 1000).Draw(t, "checkpoints")) * time.Microsecond,
 		}
 		for range rapid.IntRange(0, min(total, 3)).Draw(t, "crashes") {
 			s.crashes = append(s.crashes, rapid.IntRange(0, total-1).Draw(t, "crash"))
@@ -188,14 +188,14 @@ func (g *gatherLines) reset() {
 func (g *gatherLines) Snapshot(w *state.Writer) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	w.PutLen(len(g.lines))
+	w.PutUvarint(uint64(len(g.lines)))
 	return nil
 }
 
 // Restore implements operation.Snapshotter: what came after the
 // checkpoint is cut, and written again.
 func (g *gatherLines) Restore(r *state.Reader) error {
-	n := r.ReadLen()
+	n := int(r.ReadUvarint())
 	if err := r.Err(); err != nil {
 		return err
 	}
@@ -286,6 +286,10 @@ func (c pipelineCase) runOnce(t require.TestingT, s schedule, store checkpoint.S
 				}
 				if s.seed != 0 && rng.IntN(4) == 0 {
 					runtime.Gosched()
+				}
+				if s.checkpoints > 0 && j%8 == 7 {
+					// Time for checkpoints to be taken in the middle.
+					time.Sleep(s.checkpoints)
 				}
 			}
 			return nil
