@@ -23,7 +23,8 @@ type Collector struct {
 	behind, full, destRetries                                         *prometheus.Desc
 	buffered, bufferedBytes, watermark, lag                           *prometheus.Desc
 	acked, failed, replayed, dead                                     *prometheus.Desc
-	pending, stale                                                    *prometheus.Desc
+	pending, pendingCap, stale                                        *prometheus.Desc
+	ckptID, ckptAge, ckptDuration, ckptBytes, ckpts                   *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
@@ -61,6 +62,12 @@ func New(topo *topology.Topology, now func() time.Time) *Collector {
 		replayed:      desc("replayed_total", "Particles the source emitted again after a failure.", comp...),
 		dead:          desc("dead_letters_total", "Particles given up on and dead-lettered: a source's trees, a bolt's untracked inputs its operation failed.", comp...),
 		pending:       desc("pending_trees", "Trees not finished yet."),
+		pendingCap:    desc("pending_trees_max", "The bound on pending trees: max_pending times the source instances."),
+		ckptID:        desc("checkpoint_last_id", "Id of the newest complete checkpoint."),
+		ckptAge:       desc("checkpoint_age_seconds", "Time since the newest checkpoint of this run completed."),
+		ckptDuration:  desc("checkpoint_duration_seconds", "How long the newest checkpoint took from its start to its completion."),
+		ckptBytes:     desc("checkpoint_bytes", "Bytes of the newest checkpoint's snapshots."),
+		ckpts:         desc("checkpoints_total", "Checkpoints of this run, by outcome.", "outcome"),
 		stale:         desc("stale_acks_total", "Acks and fails for trees that had already finished."),
 	}
 }
@@ -69,7 +76,8 @@ func New(topo *topology.Topology, now func() time.Time) *Collector {
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.in, c.out, c.processed, c.meta, c.duplicates, c.late, c.invalid, c.errs, c.panics,
 		c.behind, c.full, c.destRetries,
-		c.buffered, c.bufferedBytes, c.watermark, c.lag, c.acked, c.failed, c.replayed, c.dead, c.pending, c.stale} {
+		c.buffered, c.bufferedBytes, c.watermark, c.lag, c.acked, c.failed, c.replayed, c.dead, c.pending, c.pendingCap, c.stale,
+		c.ckptID, c.ckptAge, c.ckptDuration, c.ckptBytes, c.ckpts} {
 		ch <- d
 	}
 }
@@ -119,5 +127,16 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	a := c.topo.AckStats()
 	gauge(c.pending, float64(a.Pending))
+	gauge(c.pendingCap, float64(a.MaxPending))
 	counter(c.stale, a.Stale)
+	if cs := c.topo.Checkpoints(); cs.Enabled {
+		gauge(c.ckptID, float64(cs.Last))
+		if !cs.LastAt.IsZero() {
+			gauge(c.ckptAge, now.Sub(cs.LastAt).Seconds())
+			gauge(c.ckptDuration, cs.Duration.Seconds())
+			gauge(c.ckptBytes, float64(cs.Bytes))
+		}
+		counter(c.ckpts, cs.Completed, "completed")
+		counter(c.ckpts, cs.Failed, "failed")
+	}
 }

@@ -16,8 +16,11 @@
 //	sensorstorm_acked_total, sensorstorm_failed_total{reason},
 //	sensorstorm_replayed_total, sensorstorm_dead_letters_total,
 //
-// and, for the whole topology, sensorstorm_pending_trees and
-// sensorstorm_stale_acks_total.
+// and, for the whole topology, sensorstorm_pending_trees,
+// sensorstorm_pending_trees_max and sensorstorm_stale_acks_total; with
+// checkpoints, sensorstorm_checkpoint_last_id,
+// sensorstorm_checkpoint_age_seconds, sensorstorm_checkpoint_duration_seconds,
+// sensorstorm_checkpoint_bytes and sensorstorm_checkpoints_total{outcome}.
 //
 // [Backlogs] is a second collector, of the sources whose input waits in a
 // spool for the pipeline (an MQTT source in spool mode), labelled by

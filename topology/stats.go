@@ -49,8 +49,9 @@ type ComponentStats struct {
 
 // AckStats describes the acker of a running topology.
 type AckStats struct {
-	// Pending is the number of trees not finished yet.
-	Pending int
+	// Pending is the number of trees not finished yet; MaxPending the
+	// bound on them, AckingConfig.MaxPending per source instance.
+	Pending, MaxPending int
 	// Stale counts acks and fails for trees that had already finished.
 	Stale uint64
 }
@@ -65,5 +66,5 @@ func (t *Topology) AckStats() AckStats {
 	a := r.acks
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return AckStats{Pending: a.table.Len(), Stale: a.stale.Load()}
+	return AckStats{Pending: a.table.Len(), MaxPending: r.cfg.Acking.MaxPending * len(r.sources), Stale: a.stale.Load()}
 }
