@@ -107,9 +107,9 @@ func (p *Pipeline) Check(dir string) error {
 	}
 	for _, s := range p.Sources {
 		what := fmt.Sprintf("source %q", s.Name)
-		if p.Checkpoints.Dir != "" && s.File == nil {
+		if p.Checkpoints.Dir != "" && (s.HTTP != nil || (s.MQTT != nil && s.MQTT.Mode != mqtt.ModeSpool)) {
 			errs = append(errs, &Error{File: p.File, Line: s.pos.line, Column: s.pos.col,
-				Err: fmt.Errorf("%s: checkpoints resume file sources only so far: a live source does not record its position in them yet", what)})
+				Err: fmt.Errorf("%s: checkpoints resume file sources and MQTT sources in mode spool only: this source does not record its position in them", what)})
 		}
 		switch {
 		case s.File != nil:
@@ -330,7 +330,7 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 			err = errors.New("an MQTT source of a cluster needs a lease (Options.LeaseFeed)")
 		case s.MQTT != nil:
 			var srcs []*mqtt.Source
-			srcs, err = mqttSources(s, opts)
+			srcs, err = mqttSources(s, opts, p.Checkpoints.Dir != "")
 			for i, src := range srcs {
 				built.sources = append(built.sources, src)
 				built.addBacklog(s.Name, i, src)
@@ -417,7 +417,7 @@ func fileSource(s *Source, dir string, built *Built) (topology.SourceFactory, er
 // a cluster leases (Options.LeaseFeed): each holding of an instance runs a
 // source of its own, which built closes at the end.
 func leasedMQTTSource(s *Source, opts Options, built *Built) (topology.SourceFactory, error) {
-	cfgs := mqttSourceConfigs(s, opts.Dir, opts.Cluster, opts.Logger)
+	cfgs := mqttSourceConfigs(s, opts.Dir, opts.Cluster, opts.Logger, false)
 	for _, c := range cfgs {
 		// Neither connects nor opens anything: it checks c.
 		if _, err := mqtt.NewSource(c); err != nil {
@@ -450,9 +450,9 @@ func httpSource(s *Source, opts Options) (*httpwrite.Source, error) {
 }
 
 // mqttSources returns the instances of an MQTT source.
-func mqttSources(s *Source, opts Options) ([]*mqtt.Source, error) {
+func mqttSources(s *Source, opts Options, checkpoints bool) ([]*mqtt.Source, error) {
 	var srcs []*mqtt.Source
-	for _, cfg := range mqttSourceConfigs(s, opts.Dir, opts.Cluster, opts.Logger) {
+	for _, cfg := range mqttSourceConfigs(s, opts.Dir, opts.Cluster, opts.Logger, checkpoints) {
 		src, err := mqtt.NewSource(cfg)
 		if err != nil {
 			for _, s := range srcs {

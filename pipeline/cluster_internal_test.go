@@ -39,7 +39,7 @@ func TestClusterClientIDs(t *testing.T) {
 			p, err := Parse([]byte(tc.file), "p.yaml")
 			require.NoError(t, err)
 			var got []string
-			for _, c := range mqttSourceConfigs(&p.Sources[0], t.TempDir(), tc.cluster, nil) {
+			for _, c := range mqttSourceConfigs(&p.Sources[0], t.TempDir(), tc.cluster, nil, false) {
 				got = append(got, c.ClientID)
 			}
 			if tc.want == nil {

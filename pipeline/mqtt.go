@@ -234,10 +234,11 @@ func (p *Pipeline) CheckCluster() error {
 // source, paths resolved against dir: with several instances, each has its
 // own client id and spool directory. In the cluster named cluster, the
 // client id the file does not give is the pipeline's, not the host's.
-func mqttSourceConfigs(s *Source, dir, cluster string, logger *slog.Logger) []mqtt.Config {
+func mqttSourceConfigs(s *Source, dir, cluster string, logger *slog.Logger, checkpoints bool) []mqtt.Config {
 	cfgs := make([]mqtt.Config, s.Parallelism)
 	for i := range cfgs {
 		c := *s.MQTT
+		c.Checkpoints = checkpoints
 		if cluster != "" && !s.ownClientID {
 			c.ClientID = "sensorstorm-" + cluster + "-" + s.Name
 		}

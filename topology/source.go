@@ -139,10 +139,11 @@ type sourceInstance struct {
 	finished  finished
 
 	// emitted counts the data particles Run emitted, skip those still to
-	// drop after a restore (see resume); eos is set once the instance
-	// ended its stream.
+	// drop after a restore (see resume), while skipping is set; eos is
+	// set once the instance ended its stream.
 	emitted, skip uint64
 	eos           bool
+	skipping      atomic.Bool
 	// wantBarrier is the checkpoint the coordinator asked for;
 	// lastBarrier the last one whose barrier the instance emitted.
 	wantBarrier, lastBarrier atomic.Uint64
@@ -179,20 +180,22 @@ func (s *sourceInstance) emit(p particle.Particle, msgID uint64, track bool) err
 	if p.Meta != nil {
 		return fmt.Errorf("topology: Emit of a meta particle (%s): use EmitMeta", p.Meta.MetaType())
 	}
+	if s.skipping.Load() && s.skipOne(&p, msgID, track) {
+		return nil
+	}
 	if p.Time > s.horizon.Load() {
 		// The horizon may lag the clock: look again before rejecting.
 		if s.moveHorizon(); p.Time > s.horizon.Load() {
 			s.rejectWild(p, msgID, track)
+			s.mu.Lock()
+			s.emitted++ // taken from the source all the same
+			s.mu.Unlock()
 			return nil
 		}
 	}
 	tracked := track && s.pending != nil
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.skip > 0 {
-		s.skipOne(&p, msgID, track)
-		return nil
-	}
 	if tracked {
 		if err := s.takeToken(p.Time); err != nil {
 			return err

@@ -89,13 +89,22 @@ func (s *sourceInstance) resume(pos sourcePosition) error {
 	}
 	s.skip = pos.emitted
 	s.seq = pos.seq - pos.emitted
+	s.skipping.Store(s.skip > 0)
 	return nil
 }
 
-// skipOne drops a particle a restored checkpoint covers, as if emitted.
-// s.mu is held.
-func (s *sourceInstance) skipOne(p *particle.Particle, msgID uint64, track bool) {
+// skipOne drops a particle a restored checkpoint covers, as if emitted,
+// and reports whether it did: false once the instance is past them.
+func (s *sourceInstance) skipOne(p *particle.Particle, msgID uint64, track bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.skip == 0 {
+		return false
+	}
 	s.skip--
+	if s.skip == 0 {
+		s.skipping.Store(false)
+	}
 	s.emitted++
 	s.seq++
 	// Lateness downstream is judged against the high-water mark, which
@@ -104,4 +113,5 @@ func (s *sourceInstance) skipOne(p *particle.Particle, msgID uint64, track bool)
 	if track {
 		s.ackr.Ack(msgID)
 	}
+	return true
 }

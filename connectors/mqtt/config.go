@@ -285,6 +285,12 @@ type Config struct {
 	MaxPayload int `yaml:"max_payload"`
 	// Payload says how payloads are decoded.
 	Payload PayloadConfig `yaml:"payload"`
+	// Checkpoints says that the run takes checkpoints (ModeSpool only):
+	// a record leaves the spool once a checkpoint holding it completes,
+	// not when its particles are acknowledged, and a restored run resumes
+	// from the checkpoint's position (see Source.Position). Set by the
+	// pipeline that takes them.
+	Checkpoints bool `yaml:"-"`
 }
 
 // PayloadConfig says how payloads become particles.
@@ -457,6 +463,9 @@ func (c *Config) Validate() error {
 	errs := c.ConnConfig.validate()
 	if len(c.Topics) == 0 {
 		errs = append(errs, ErrNoTopic)
+	}
+	if c.Checkpoints && c.Mode != ModeSpool {
+		errs = append(errs, fmt.Errorf("checkpoints need mode spool, whose spool keeps what a checkpoint has not covered; mode is %s", c.Mode))
 	}
 	for _, t := range c.Topics {
 		if !validFilter(t) {

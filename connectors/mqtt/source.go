@@ -108,6 +108,8 @@ type Source struct {
 
 	inflight topology.InFlight[*message] // the messages with particles in the pipeline
 
+	positions positions // with Config.Checkpoints
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -226,6 +228,11 @@ func (s *Source) Run(ctx context.Context, out topology.SourceEmitter) error {
 		s.spool = sp
 		s.opened.Store(sp)
 		s.firstSeq = sp.Durable()
+		if s.cfg.Checkpoints {
+			if err := s.skipCovered(); err != nil {
+				return err
+			}
+		}
 		bcfg := s.cfg.Backlog
 		bcfg.MemoryRecords, bcfg.MemoryBytes = s.cfg.MaxBuffered, int64(s.cfg.MaxBufferedBytes)
 		bcfg.ReadBatch = min(spool.DefaultReadBatch, s.cfg.MaxBuffered)
@@ -626,6 +633,9 @@ func (s *Source) next(ctx context.Context, batch []*message) ([]*message, error)
 // Messages too large or on a topic that does not match TopicTags are
 // rejected whole as bad input; unwanted ones are dropped.
 func (s *Source) emit(out topology.SourceEmitter, msgs []*message) error {
+	if s.cfg.Checkpoints {
+		s.positions.handing(msgs)
+	}
 	ok := s.ok[:0]
 	for _, m := range msgs {
 		m.remaining.Store(1)
@@ -649,6 +659,10 @@ func (s *Source) emit(out topology.SourceEmitter, msgs []*message) error {
 	defer clear(s.ok)
 	err := s.dec.decode(ok, func(i int, p particle.Particle) error {
 		m := ok[i]
+		if s.cfg.Checkpoints && s.positions.skipping(m) {
+			m.emitted++
+			return nil
+		}
 		if m.number == 0 {
 			m.number = s.inflight.Add(m)
 		}
@@ -658,6 +672,7 @@ func (s *Source) emit(out topology.SourceEmitter, msgs []*message) error {
 		if err := out.EmitTracked(p, id); err != nil {
 			return err
 		}
+		s.positions.count++
 		s.stats.Emitted.Add(1)
 		return nil
 	}, func(_ int, err error, raw []byte) {
@@ -717,6 +732,10 @@ func (s *Source) finishOne(m *message) {
 	}
 	if m.number != 0 {
 		s.inflight.Remove(m.number)
+	}
+	if s.cfg.Checkpoints {
+		// The record leaves the spool once a checkpoint covers it.
+		return
 	}
 	s.stats.Completed.Add(1)
 	switch {

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sensorstorm/sensorstorm/connectors/mqtt/mosquittotest"
+)
+
+// TestRunCheckpointedWindowsKill counts ten-minute windows of a live MQTT
+// feed (stock Mosquitto, spool mode) whose windows each hold twelve times
+// max_pending readings, kills the process with SIGKILL in the middle of a
+// window and starts it again: every window comes out once, with the count
+// an independent reference gives, and nothing is dead-lettered or
+// dropped. The inputs are acknowledged by checkpoints, not when their
+// windows fire, and the file is cut back to the last checkpoint at the
+// restart.
+func TestRunCheckpointedWindowsKill(t *testing.T) {
+	const (
+		sensors    = 12
+		n          = 36_000 // 30 minutes of readings, one every 50 ms
+		maxPending = 1000
+	)
+	bin := buildBinary(t)
+	broker := mosquittotest.Start(t, mosquittotest.Config{})
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out.lp")
+	file := filepath.Join(dir, "p.yaml")
+	require.NoError(t, os.WriteFile(file, fmt.Appendf(nil, `
+sources:
+  - name: sensors
+    mqtt:
+      broker: %s
+      topics: [sensors/#]
+      client_id: checkpointed-kill
+      state_dir: state
+      payload: {topic_tags: "sensors/{sensor}"}
+acking: {max_pending: %d}
+checkpoints: {dir: checkpoints, interval: 200ms}
+bolts:
+  - name: count
+    input: {from: sensors, grouping: fields, fields: [sensor]}
+    window: 1s
+    op: {type: window-count, size: 10m, by: [sensor]}
+  - name: out
+    input: {from: count, grouping: global}
+    sink: {file: out.lp}
+`, broker.URL(), maxPending), 0o644))
+	start := func() (*exec.Cmd, *mosquittotest.LockedBuffer) {
+		cmd := exec.Command(bin, "run", "--log-level", "info", file)
+		stderr := &mosquittotest.LockedBuffer{}
+		cmd.Stderr = stderr
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		return cmd, stderr
+	}
+	pub := paho.NewClient(paho.NewClientOptions().AddBroker(broker.URL()).SetClientID("checkpointed-kill-pub"))
+	require.True(t, pub.Connect().WaitTimeout(10*time.Second))
+	defer pub.Disconnect(100)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	reading := func(i int) int64 { return t0 + int64(i)*int64(50*time.Millisecond) }
+	publish := func(from, to int) {
+		var last paho.Token
+		for i := from; i < to; i++ {
+			if i%100 == 0 {
+				time.Sleep(10 * time.Millisecond) // about 10,000 readings a second
+			}
+			last = pub.Publish(fmt.Sprintf("sensors/s%d", i%sensors), 1, false, fmt.Sprintf("reading v=%di %d", i, reading(i)))
+		}
+		require.True(t, last.WaitTimeout(30*time.Second))
+		require.NoError(t, last.Error())
+	}
+
+	first, stderr := start()
+	waitUntil(t, 20*time.Second, "subscribed", func() bool { return strings.Contains(stderr.String(), "connected") })
+	// Killed a quarter into the second window, after checkpoints.
+	publish(0, n/2-n/12)
+	waitUntil(t, 20*time.Second, "a checkpoint", func() bool {
+		m, _ := filepath.Glob(filepath.Join(dir, "checkpoints", "*", "MANIFEST*"))
+		return len(m) > 0
+	})
+	require.NoError(t, first.Process.Signal(syscall.SIGKILL))
+	_ = first.Wait()
+	t.Logf("first run: %s", lastLines(stderr.String(), 3))
+
+	second, stderr := start()
+	publish(n/2-n/12, n)
+	// A reading past the last window closes it.
+	tok := pub.Publish("sensors/s0", 1, false, fmt.Sprintf("reading v=-1i %d", reading(n)+int64(11*time.Minute)))
+	require.True(t, tok.WaitTimeout(10*time.Second))
+	want := 3 * sensors
+	waitUntil(t, 90*time.Second, "every window in the output", func() bool { return len(windowCounts(t, out)) >= want })
+	require.NoError(t, second.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, second.Wait(), "exit status after SIGTERM: %s", stderr.String())
+	assert.Contains(t, stderr.String(), "restored checkpoint")
+
+	counts := windowCounts(t, out)
+	lines := strings.Count(readFile(t, out), "\n")
+	assert.Equal(t, want, lines, "one line per window, none twice: %s", readFile(t, out))
+	for w := range 3 {
+		for s := range sensors {
+			key := fmt.Sprintf("s%d@%d", s, t0+int64(w+1)*int64(10*time.Minute))
+			assert.Equal(t, n/3/sensors, counts[key], "window %s", key)
+		}
+	}
+	assert.NotContains(t, stderr.String(), "dead letter", "nothing dead-lettered")
+	assert.NotContains(t, broker.Log(), "dropped", "the broker dropped messages")
+}
+
+// windowCounts reads a window-count sink's file: the count of each
+// sensor's window, by "sensor@end".
+func windowCounts(t *testing.T, path string) map[string]int {
+	t.Helper()
+	re := regexp.MustCompile(`(?m)^\S*sensor=(s\d+)\S* \S*count=(\d+)i?\S* (\d+)$`)
+	counts := map[string]int{}
+	for _, m := range re.FindAllStringSubmatch(readFile(t, path), -1) {
+		c, err := strconv.Atoi(m[2])
+		require.NoError(t, err)
+		counts[m[1]+"@"+m[3]] += c
+	}
+	return counts
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return ""
+	}
+	require.NoError(t, err)
+	return string(b)
+}
+
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
