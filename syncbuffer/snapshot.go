@@ -15,8 +15,9 @@ const snapshotVersion = 1
 // promise, last sign of life and end, the key of the newest item
 // released, the meta identities remembered and their horizon, the
 // counters, and every item held, in release order, with its key, written
-// by enc. It changes nothing in the buffer. If enc fails, Snapshot returns
-// its error and w holds part of a snapshot.
+// by enc. It changes nothing in the buffer, and takes a list of the items
+// held, 40 bytes each, while it runs. If enc fails, Snapshot returns its
+// error and w holds part of a snapshot.
 //
 // What it writes does not depend on how the buffer indexes its items, so
 // a restored buffer writes what the original would. Items are written

@@ -95,7 +95,7 @@ func observe(t require.TestingT, b *Buffer[item], now int64, whole bool) observe
 func checkRestore(t require.TestingT, s script, at int, lift []int64) {
 	bufs := []*Buffer[item]{newMeasured(t, s)}
 	p := newPlayer(bufs[0].Config().Window, s.inputs)
-	step := -1
+	var step int
 	// same requires f to give every buffer's result the first one's.
 	same := func(what string, f func(b *Buffer[item]) any) {
 		want := f(bufs[0])
@@ -155,7 +155,7 @@ func TestRestoreBehavesAsTheOriginal(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		s := drawScript(t)
 		// Longer scripts than the model's, so that snapshots hold more.
-		s.ops = rapid.SliceOfN(opGen(s.inputs), 20, 400).Draw(t, "more ops")
+		s.ops = rapid.SliceOfN(opGen(s.inputs), 100, 600).Draw(t, "more ops")
 		// Small capacities, so that Full changes along the way.
 		s.cfg.Capacity = rapid.IntRange(1, 30).Draw(t, "capacity")
 		s.cfg.CapacityBytes = rapid.Int64Range(1, 150).Draw(t, "capacity bytes")
