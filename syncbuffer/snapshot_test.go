@@ -377,3 +377,28 @@ func TestRestoreRemembersMetaHorizon(t *testing.T) {
 	require.Equal(t, Late, b.Push(0, meta(10, 9, 1), 0))
 	require.Equal(t, Late, restored.Push(0, meta(10, 9, 1), 0))
 }
+
+// Items with equal keys, which leave in arrival order, keep that order
+// across a restore, also against items pushed after it.
+func TestRestoreKeepsEqualKeysInArrivalOrder(t *testing.T) {
+	s := script{inputs: 2, cfg: Config{Window: 10, IdleTimeout: -1}}
+	b := newMeasured(t, s)
+	push := func(b *Buffer[item], id int) {
+		require.Equal(t, Buffered, b.Push(id%2, item{K: Key{Time: 5, Origin: 1, Seq: 1}, ID: id}, 0))
+	}
+	for id := range 4 {
+		push(b, id)
+	}
+	restored := restore(t, s, snapshot(t, b))
+	for _, b := range []*Buffer[item]{b, restored} {
+		push(b, 4)
+		b.EndOfStream(0)
+		b.EndOfStream(1)
+		var ids []int
+		b.Release(0, func(it item) bool {
+			ids = append(ids, it.ID)
+			return true
+		})
+		require.Equal(t, []int{0, 1, 2, 3, 4}, ids)
+	}
+}
