@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/sensorstorm/sensorstorm/state"
 )
 
 // benchItem is shaped like an engine envelope: a key and a pointer.
@@ -70,8 +72,17 @@ func count(n int) string {
 // bytesPerItem is the heap a buffer takes per item held, beyond the item
 // itself, after n pushes that release nothing.
 func bytesPerItem(b *testing.B, n int) float64 {
-	s := newBenchStream(n)
 	before := heapInUse()
+	buf := heldBuffer(b, n)
+	used := heapInUse() - before
+	runtime.KeepAlive(buf)
+	return float64(used)/float64(n) - float64(unsafe.Sizeof(benchItem{}))
+}
+
+// heldBuffer returns a buffer that holds the first n items of a stream of
+// n, released none.
+func heldBuffer(b *testing.B, n int) *Buffer[benchItem] {
+	s := newBenchStream(n)
 	// Without releases the buffer holds everything: with the stream's
 	// window none of it is late, and all of it is out of order.
 	buf, err := New(Config{Window: time.Duration(s.window)}, 1, benchKey, nil)
@@ -82,12 +93,58 @@ func bytesPerItem(b *testing.B, n int) float64 {
 		it, now := s.item(i)
 		buf.Push(0, it, now)
 	}
-	used := heapInUse() - before
 	if buf.Len() != n {
 		b.Fatalf("holds %d of %d", buf.Len(), n)
 	}
-	runtime.KeepAlive(buf)
-	return float64(used)/float64(n) - float64(unsafe.Sizeof(benchItem{}))
+	return buf
+}
+
+func encBench(w *state.Writer, it *benchItem) error {
+	w.PutVarint(it.key.Time)
+	w.PutUvarint(uint64(it.key.Origin))
+	w.PutUvarint(it.key.Seq)
+	return nil
+}
+
+func decBench(r *state.Reader) (benchItem, error) {
+	it := benchItem{key: Key{Time: r.ReadVarint(), Origin: uint32(r.ReadUvarint()), Seq: r.ReadUvarint()}}
+	return it, r.Err()
+}
+
+// snapshotItems is how many items the snapshot benchmarks' buffer holds.
+const snapshotItems = 100_000
+
+func BenchmarkSnapshot(b *testing.B) {
+	buf := heldBuffer(b, snapshotItems)
+	var w state.Writer
+	b.ReportAllocs()
+	for b.Loop() {
+		w.Reset()
+		if err := buf.Snapshot(&w, encBench); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*snapshotItems), "ns/item")
+	b.ReportMetric(float64(w.Len())/snapshotItems, "bytes/item")
+}
+
+func BenchmarkRestore(b *testing.B) {
+	var w state.Writer
+	if err := heldBuffer(b, snapshotItems).Snapshot(&w, encBench); err != nil {
+		b.Fatal(err)
+	}
+	cfg := Config{Window: time.Duration(newBenchStream(snapshotItems).window)}
+	b.ReportAllocs()
+	for b.Loop() {
+		buf, err := New(cfg, 1, benchKey, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := buf.Restore(state.NewReader(w.Bytes()), decBench); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*snapshotItems), "ns/item")
 }
 
 func benchBuffer(b *testing.B, n int) {

@@ -78,15 +78,11 @@ type buckets[T any] struct {
 	ring  [bucketCount]bucket[T]
 	held  int // items in ring
 
-	// ready is the bucket sorted last, released from readyAt on;
-	// entries holds the entries of its items by place, and order their
-	// places in release order (see sortReady).
+	// ready is the bucket sorted last, released from readyAt on, in the
+	// order of bucketOrder.
 	ready   bucket[T]
-	entries []entry
-	order   []uint64
 	readyAt int
-	// spreadScratch is spreadSort's second buffer.
-	spreadScratch []uint64
+	bucketOrder
 	// batch and batchItems hold copies of ready's entries from batchAt
 	// on and of their items, in release order (see gather).
 	batch      []entry
@@ -99,6 +95,14 @@ type buckets[T any] struct {
 	spareBuckets []bucket[T]
 	spareChunks  []*chunk[T]
 	spareCap     int // the spare lists' capacity in items
+}
+
+// bucketOrder is a bucket sorted by sortBucket: entries holds the entries
+// of its items by place, and order their places in release order.
+type bucketOrder struct {
+	entries []entry
+	order   []uint64
+	scratch []uint64 // spreadSort's second buffer
 }
 
 func newBuckets[T any](window int64, key func(*T) Key) buckets[T] {
@@ -220,23 +224,22 @@ func (q *buckets[T]) sortNext(last int64) {
 		q.recycle(q.ready)
 		q.ready, q.readyAt, *bk = *bk, 0, bucket[T]{}
 		q.held -= q.ready.n
-		q.sortReady(n)
+		q.sortBucket(&q.bucketOrder, &q.ready, n)
 		clear(q.batchItems)
 		q.batch, q.batchItems, q.batchAt = q.batch[:0], q.batchItems[:0], 0
 		return
 	}
 }
 
-// sortReady sorts the entries of ready, bucket number n, into order.
-// Sorting integers compares inline where sorting entries calls a
-// function for each comparison: an entry's place in the bucket goes in
-// the low bits, below its time's offset in the bucket, and entries with
-// equal times are then put in key order.
-func (q *buckets[T]) sortReady(n int64) {
-	rd := &q.ready
-	es, order := reuse(q.entries, rd.n), reuse(q.order, rd.n)
-	for c, ch := range rd.chunks {
-		for j := range min(chunkSize, rd.n-c*chunkSize) {
+// sortBucket sorts the entries of bk, bucket number n, into o. Sorting
+// integers compares inline where sorting entries calls a function for
+// each comparison: an entry's place in the bucket goes in the low bits,
+// below its time's offset in the bucket, and entries with equal times
+// are then put in key order.
+func (q *buckets[T]) sortBucket(o *bucketOrder, bk *bucket[T], n int64) {
+	es, order := reuse(o.entries, bk.n), reuse(o.order, bk.n)
+	for c, ch := range bk.chunks {
+		for j := range min(chunkSize, bk.n-c*chunkSize) {
 			k, mark := q.key(&ch.items[j]), ch.marks[j]
 			e := entry{time: k.Time, seq: k.Seq, origin: uint64(k.Origin)<<32 | mark>>32, held: mark & math.MaxUint32}
 			// The offset is below width: computed with wrapping, it is
@@ -245,7 +248,7 @@ func (q *buckets[T]) sortReady(n int64) {
 			es = append(es, e)
 		}
 	}
-	q.entries, q.order = es, order
+	o.entries, o.order = es, order
 	byEntry := func(a, b uint64) int { return cmpEntry(es[a&placeMask], es[b&placeMask]) }
 	if q.width > math.MaxUint64>>placeBits {
 		slices.SortFunc(order, byEntry)
@@ -254,8 +257,8 @@ func (q *buckets[T]) sortReady(n int64) {
 	if len(order) < spreadMin {
 		slices.Sort(order)
 	} else {
-		q.order, q.spreadScratch = spreadSort(order, reuse(q.spreadScratch, rd.n), bits.Len64(uint64(q.width-1)))
-		order = q.order
+		o.order, o.scratch = spreadSort(order, reuse(o.scratch, bk.n), bits.Len64(uint64(q.width-1)))
+		order = o.order
 	}
 	for i := 0; i < len(order); {
 		j := i + 1
@@ -266,6 +269,27 @@ func (q *buckets[T]) sortReady(n int64) {
 			slices.SortFunc(order[i:j], byEntry)
 		}
 		i = j
+	}
+}
+
+// ordered calls fn with the entry and item of every item held, in
+// release order: ready's, then each other bucket's, sorted aside. It
+// changes nothing.
+func (q *buckets[T]) ordered(fn func(e entry, item *T)) {
+	emit := func(o *bucketOrder, bk *bucket[T], from int) {
+		for _, x := range o.order[from:bk.n] {
+			fn(o.entries[x&placeMask], bk.at(uint32(x&placeMask)))
+		}
+	}
+	emit(&q.bucketOrder, &q.ready, q.readyAt)
+	var o bucketOrder
+	for n, left := q.first, q.held; left > 0; n++ {
+		bk := &q.ring[uint64(n)%bucketCount]
+		if bk.n > 0 {
+			q.sortBucket(&o, bk, n)
+			emit(&o, bk, 0)
+			left -= bk.n
+		}
 	}
 }
 

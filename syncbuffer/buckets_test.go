@@ -107,7 +107,7 @@ func TestBucketScratchGivenBack(t *testing.T) {
 	b := newTestBuffer(t, Config{Window: width * bucketsPerWindow, IdleTimeout: -1}, 2)
 	r := rand.New(rand.NewPCG(9, 10))
 	scratch := func() []int {
-		return []int{cap(b.buckets.entries), cap(b.buckets.order), cap(b.buckets.spreadScratch)}
+		return []int{cap(b.buckets.entries), cap(b.buckets.order), cap(b.buckets.scratch)}
 	}
 	// push pushes n items from two inputs, so that nearly all go to
 	// buckets, each in the span of bucket number at, and releases them.

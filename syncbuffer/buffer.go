@@ -146,6 +146,11 @@ func New[T any](cfg Config, inputs int, key func(*T) Key, isMeta func(*T) bool) 
 	if key == nil {
 		return nil, ErrNilKey
 	}
+	return newBuffer(cfg, inputs, key, isMeta), nil
+}
+
+// newBuffer returns an empty buffer; New has checked its arguments.
+func newBuffer[T any](cfg Config, inputs int, key func(*T) Key, isMeta func(*T) bool) *Buffer[T] {
 	b := &Buffer[T]{
 		cfg:     cfg,
 		key:     key,
@@ -159,7 +164,7 @@ func New[T any](cfg Config, inputs int, key func(*T) Key, isMeta func(*T) bool) 
 		b.inputs[i].promise = math.MinInt64
 	}
 	b.stats.MaxReleased = math.MinInt64
-	return b, nil
+	return b
 }
 
 // Full reports whether the buffer holds its capacity of items or bytes, or
@@ -230,9 +235,7 @@ func (b *Buffer[T]) Push(input int, item T, now int64) Status {
 	meta := b.isMeta != nil && b.isMeta(&b.scratch)
 	st := b.classify(input, k, meta, now)
 	if st == Buffered {
-		size := b.measure(&b.scratch)
-		b.insert(&b.inputs[input], entry{time: k.Time, seq: k.Seq, origin: uint64(k.Origin)<<32 | uint64(b.arrival), held: uint64(size)}, &b.scratch)
-		b.arrival++
+		b.insert(&b.inputs[input], b.newEntry(k, b.measure(&b.scratch)), &b.scratch)
 	}
 	var zero T
 	b.scratch = zero
@@ -308,8 +311,16 @@ func (in *input) bound(window int64) (int64, bool) {
 	return max(subSat(subSat(in.high, window), 1), in.promise), true
 }
 
+// newEntry returns the entry of a new item with key k and size, the next
+// in arrival order.
+func (b *Buffer[T]) newEntry(k Key, size uint32) entry {
+	e := entry{time: k.Time, seq: k.Seq, origin: uint64(k.Origin)<<32 | uint64(b.arrival), held: uint64(size)}
+	b.arrival++
+	return e
+}
+
 // insert stores item with its entry e: in its input's run if it keeps
-// the run in order, else in its bucket, else in a slot and the tree.
+// the run in order, else as index does.
 func (b *Buffer[T]) insert(in *input, e entry, item *T) {
 	if len(b.inputs) <= maxRunInputs && in.run.accepts(e) {
 		e.held |= uint64(b.store(item)) << 32
@@ -317,6 +328,12 @@ func (b *Buffer[T]) insert(in *input, e entry, item *T) {
 		b.inRuns++
 		return
 	}
+	b.index(e, item)
+}
+
+// index stores item with its entry e in its bucket, else in a slot and the
+// tree.
+func (b *Buffer[T]) index(e entry, item *T) {
 	if b.buckets.push(e, item) {
 		return
 	}

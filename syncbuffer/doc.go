@@ -95,6 +95,19 @@
 // items. In the steady state a push and its release allocate nothing, and
 // an in-order stream passes through without sorting anything.
 //
+// # Snapshots
+//
+// For checkpoints, [Buffer.Snapshot] writes, with a [state.Writer], all
+// that the buffer's future behaviour depends on: each input's high-water
+// mark, promise, last sign of life and end, the key of the newest item
+// released, the meta identities remembered and their horizon, the
+// counters, and the items held, in release order, with their keys, each
+// written by the caller's encoder. [Buffer.Restore] reads it into a new
+// buffer of the same configuration, which then classifies, releases and
+// computes watermarks exactly as the original would have. What is written
+// does not depend on which index holds an item, so a restored buffer
+// writes the same snapshot as its original.
+//
 // # What it is not
 //
 // The buffer classifies; it does not act. What happens to Late, Invalid and
@@ -103,9 +116,12 @@
 // [LatePolicy] to it. It does not stop its owner from pushing:
 // [Buffer.Full] says when the owner should stop taking input. The buffer
 // knows nothing about particles or the engine: it is generic in the item
-// type and reads keys through a function given to [New]. It is not safe for
-// concurrent use.
+// type and reads keys through a function given to [New], and its items
+// through the encoder and decoder given to Snapshot and Restore. It does
+// not decide when to snapshot or keep snapshots: the engine and package
+// checkpoint do. It is not safe for concurrent use.
 //
 // See the repository's DESIGN.md, "Time and order", "Watermarks and the
-// window", "Late data" and "Meta particles".
+// window", "Late data", "Meta particles" and "Checkpoints and
+// exactly-once output".
 package syncbuffer

@@ -13,6 +13,18 @@ var (
 	// ErrNilKey is returned by [New] when the key function is nil.
 	ErrNilKey = errors.New("syncbuffer: nil key function")
 
+	// ErrSnapshotVersion is wrapped by the error of [Buffer.Restore] for a
+	// snapshot of a version it does not read.
+	ErrSnapshotVersion = errors.New("syncbuffer: unknown snapshot version")
+
+	// ErrSnapshotInputs is wrapped by the error of [Buffer.Restore] for a
+	// snapshot of a buffer with another number of inputs.
+	ErrSnapshotInputs = errors.New("syncbuffer: snapshot of another number of inputs")
+
+	// ErrNotEmpty is returned by [Buffer.Restore] for a buffer that has
+	// taken something already.
+	ErrNotEmpty = errors.New("syncbuffer: restore into a buffer in use")
+
 	// ErrUnknownLatePolicy is returned when parsing a late policy name other
 	// than "drop", "side" or "pass".
 	ErrUnknownLatePolicy = errors.New("syncbuffer: unknown late policy")

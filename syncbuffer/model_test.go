@@ -224,6 +224,77 @@ type script struct {
 	ops    []op
 }
 
+// player turns ops into calls on the buffers under test, keeping what
+// later ops refer to: the stream clock, each input's sequence numbers,
+// last key and high-water mark, and the meta identities sent.
+type player struct {
+	window int64
+	now    int64
+	ids    int // the items pushed, each with its own id
+	seqs   []uint64
+	last   []Key
+	highs  []int64
+	metas  []Key
+}
+
+// calls are what ops do to the buffers under test.
+type calls struct {
+	push    func(input int, it item)
+	release func(limit int)
+	end     func(input int)
+	advance func(input int, high, promise int64)
+}
+
+func newPlayer(window time.Duration, inputs int) *player {
+	p := &player{window: int64(window), seqs: make([]uint64, inputs), last: make([]Key, inputs), highs: make([]int64, inputs)}
+	for i := range p.highs {
+		p.highs[i] = math.MinInt64
+	}
+	return p
+}
+
+// play makes the calls of o at the stream-clock time p.now.
+func (p *player) play(o op, c calls) {
+	in := o.input % len(p.seqs)
+	push := func(it item) {
+		p.ids++
+		it.ID = p.ids
+		c.push(in, it)
+	}
+	switch o.kind {
+	case opPush:
+		p.seqs[in]++
+		p.last[in] = Key{Time: p.now + o.delta, Origin: uint32(in), Seq: p.seqs[in]}
+		p.highs[in] = max(p.highs[in], p.last[in].Time)
+		p.last[in].High = p.highs[in]
+		push(item{K: p.last[in]})
+	case opPushSame:
+		push(item{K: p.last[in]})
+	case opMeta:
+		k := Key{Time: p.now + o.delta, Origin: 1, Seq: uint64(len(p.metas))}
+		p.metas = append(p.metas, k)
+		push(item{K: k, Meta: true})
+	case opCopyMeta:
+		if len(p.metas) > 0 {
+			push(item{K: p.metas[o.pick%len(p.metas)], Meta: true})
+		}
+	case opWild:
+		p.seqs[in]++
+		push(item{K: Key{Time: p.now + 1<<40, Origin: uint32(in), Seq: p.seqs[in]}})
+	case opRelease:
+		c.release(int(o.delta))
+	case opAdvance:
+		p.now += o.delta
+	case opEnd:
+		c.end(in)
+	case opAnnounce:
+		// An honest announcement: the promise is below anything that
+		// is not late for the input.
+		p.highs[in] = max(p.highs[in], p.now+o.delta)
+		c.advance(in, p.highs[in], p.highs[in]-p.window-1-int64(o.pick%8))
+	}
+}
+
 // run plays s on a Buffer and the model, requires the same classifications
 // and output, and checks the invariants: output never goes back in time,
 // every Buffered item is released exactly once, every meta identity at
@@ -232,13 +303,9 @@ func (s script) run(t require.TestingT) {
 	b, err := New(s.cfg, s.inputs, itemKey, itemMeta)
 	require.NoError(t, err)
 	m := newModel(s.cfg, s.inputs)
+	p := newPlayer(b.Config().Window, s.inputs)
 
 	var (
-		now        int64
-		ids        int
-		seqs       = make([]uint64, s.inputs)
-		last       = make([]Key, s.inputs)
-		metas      []Key
 		buffered   = map[int]bool{}
 		metaKept   = map[Key]bool{}
 		released   = map[int]int{}
@@ -246,36 +313,16 @@ func (s script) run(t require.TestingT) {
 		lastTime   = int64(math.MinInt64)
 		counts     [5]uint64
 		totalRels  uint64
-		highs      = make([]int64, s.inputs)
 		behindData int
 		ended      = make([]bool, s.inputs)
 	)
-	for i := range highs {
-		highs[i] = math.MinInt64
-	}
-	push := func(input int, it item) {
-		ids++
-		it.ID = ids
-		got, want := b.Push(input, it, now), m.push(input, it, now)
-		require.Equal(t, want, got, "push %+v from %d at %d", it, input, now)
-		counts[got]++
-		if got == Behind && !it.Meta && !ended[input] {
-			behindData++
-		}
-		if got == Buffered {
-			buffered[it.ID] = true
-			if it.Meta {
-				metaKept[it.K] = true
-			}
-		}
-	}
 	release := func(limit int) {
 		var out []item
-		b.Release(now, func(it item) bool {
+		b.Release(p.now, func(it item) bool {
 			out = append(out, it)
 			return len(out) != limit
 		})
-		require.Equal(t, m.release(now, limit), out, "release at %d", now)
+		require.Equal(t, m.release(p.now, limit), out, "release at %d", p.now)
 		for _, it := range out {
 			require.GreaterOrEqual(t, it.K.Time, lastTime, "output went back in time")
 			lastTime = it.K.Time
@@ -286,47 +333,42 @@ func (s script) run(t require.TestingT) {
 		}
 		totalRels += uint64(len(out))
 	}
+	c := calls{
+		push: func(input int, it item) {
+			got, want := b.Push(input, it, p.now), m.push(input, it, p.now)
+			require.Equal(t, want, got, "push %+v from %d at %d", it, input, p.now)
+			counts[got]++
+			if got == Behind && !it.Meta && !ended[input] {
+				behindData++
+			}
+			if got == Buffered {
+				buffered[it.ID] = true
+				if it.Meta {
+					metaKept[it.K] = true
+				}
+			}
+		},
+		release: release,
+		end: func(input int) {
+			b.EndOfStream(input)
+			m.inputs[input].ended = true
+			ended[input] = true
+		},
+		advance: func(input int, high, promise int64) {
+			b.Advance(input, high, promise, p.now)
+			m.advance(input, high, promise, p.now)
+		},
+	}
 
 	for _, o := range s.ops {
-		in := o.input % s.inputs
-		switch o.kind {
-		case opPush:
-			seqs[in]++
-			last[in] = Key{Time: now + o.delta, Origin: uint32(in), Seq: seqs[in]}
-			highs[in] = max(highs[in], last[in].Time)
-			last[in].High = highs[in]
-			push(in, item{K: last[in]})
-		case opPushSame:
-			push(in, item{K: last[in]})
-		case opMeta:
-			k := Key{Time: now + o.delta, Origin: 1, Seq: uint64(len(metas))}
-			metas = append(metas, k)
-			push(in, item{K: k, Meta: true})
-		case opCopyMeta:
-			if len(metas) > 0 {
-				push(in, item{K: metas[o.pick%len(metas)], Meta: true})
-			}
-		case opWild:
-			seqs[in]++
-			push(in, item{K: Key{Time: now + 1<<40, Origin: uint32(in), Seq: seqs[in]}})
-		case opRelease:
-			release(int(o.delta))
-		case opAdvance:
-			now += o.delta
-		case opEnd:
-			b.EndOfStream(in)
-			m.inputs[in].ended = true
-			ended[in] = true
-		case opAnnounce:
-			// An honest announcement: the promise is below anything that
-			// is not late for the input.
-			highs[in] = max(highs[in], now+o.delta)
-			promise := highs[in] - int64(b.Config().Window) - 1 - int64(o.pick%8)
-			b.Advance(in, highs[in], promise, now)
-			m.advance(in, highs[in], promise, now)
+		p.play(o, c)
+		if o.kind == opRelease {
+			// Snapshot changes nothing: the model takes none and still
+			// agrees. (After every push would make long scripts slow.)
+			snapshot(t, b)
 		}
-		wm, ok := b.Watermark(now)
-		mwm, mok := m.watermark(now)
+		wm, ok := b.Watermark(p.now)
+		mwm, mok := m.watermark(p.now)
 		require.Equal(t, mok, ok)
 		if ok {
 			require.Equal(t, mwm, wm)
@@ -351,7 +393,7 @@ func (s script) run(t require.TestingT) {
 	require.Len(t, metaOut, len(metaKept))
 
 	st := b.Stats()
-	require.Equal(t, uint64(ids), st.Pushed)
+	require.Equal(t, uint64(p.ids), st.Pushed)
 	require.Equal(t, counts[Late], st.Late)
 	require.Equal(t, counts[Invalid], st.Invalid)
 	require.Equal(t, counts[Duplicate], st.Duplicate)
@@ -376,10 +418,16 @@ func drawScript(t *rapid.T) script {
 			MetaRetention: time.Duration(rapid.SampledFrom([]int64{0, 1, 10, 50}).Draw(t, "retention")),
 		},
 	}
-	s.ops = rapid.SliceOfN(rapid.Custom(func(t *rapid.T) op {
+	s.ops = rapid.SliceOfN(opGen(s.inputs), 1, 200).Draw(t, "ops")
+	return s
+}
+
+// opGen generates ops of a script of inputs inputs.
+func opGen(inputs int) *rapid.Generator[op] {
+	return rapid.Custom(func(t *rapid.T) op {
 		o := op{
 			kind:  opKind(rapid.IntRange(0, int(opKinds)-1).Draw(t, "kind")),
-			input: rapid.IntRange(0, s.inputs-1).Draw(t, "input"),
+			input: rapid.IntRange(0, inputs-1).Draw(t, "input"),
 		}
 		switch o.kind {
 		case opPush, opMeta, opAnnounce:
@@ -398,8 +446,7 @@ func drawScript(t *rapid.T) script {
 			}
 		}
 		return o
-	}), 1, 200).Draw(t, "ops")
-	return s
+	})
 }
 
 func TestBufferMatchesModel(t *testing.T) {

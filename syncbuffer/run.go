@@ -46,6 +46,25 @@ func (r *run) len() int { return r.n }
 
 func (r *run) front() entry { return r.head[r.start] }
 
+// each calls fn with the run's entries in order.
+func (r *run) each(fn func(entry)) {
+	if r.n == 0 {
+		return
+	}
+	for i, blk := range r.blocks[r.first:] {
+		lo, hi := 0, runBlockSize
+		if i == 0 {
+			lo = r.start
+		}
+		if blk == r.tail {
+			hi = r.end
+		}
+		for _, e := range blk[lo:hi] {
+			fn(e)
+		}
+	}
+}
+
 // accepts reports whether e keeps the run in order.
 func (r *run) accepts(e entry) bool {
 	return r.n == 0 || lessEntry(r.tail[r.end-1], e)
