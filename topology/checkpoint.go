@@ -178,7 +178,7 @@ func (c *coordinator) run(ctx context.Context) {
 		case <-c.wake:
 		}
 		if err := c.take(ctx); err != nil && ctx.Err() == nil {
-			c.r.cfg.Logger.Warn("checkpoint failed", "err", err)
+			c.r.cfg.Logger.Error("checkpoint failed: inputs stay unacknowledged until one completes", "err", err)
 		}
 	}
 }
