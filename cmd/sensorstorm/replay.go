@@ -233,9 +233,23 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		code = exitError
 	}
 	sum := summary{Read: st.Read, Invalid: st.Invalid, Skipped: st.Skipped, Outside: st.Outside}
+	if ahead := unreplayed(st); ahead > 0 {
+		// Stopped early (q, Ctrl-C): the source had read records that were
+		// waiting for their time. They were never replayed, so the summary
+		// leaves them out and says so, and still adds up.
+		sum.Read -= ahead
+		fmt.Fprintf(stderr, "replay: stopped at %s: %d record(s) read ahead and not replayed, left out of the summary\n",
+			st.Position.UTC().Format(time.RFC3339Nano), ahead)
+	}
 	sum.addBolt(st.Emitted, t.Stats("out"))
 	sum.addRefused(t.Stats, t.Components())
 	return sum.write(stderr, code)
+}
+
+// unreplayed returns how many records the replay read but neither emitted
+// nor set aside: those read ahead of a replay stopped early.
+func unreplayed(st replaysrc.Status) uint64 {
+	return st.Read - min(st.Read, st.Emitted+st.Invalid+st.Skipped+st.Outside)
 }
 
 // serveControl serves the HTTP control endpoint h on addr, if not empty,
