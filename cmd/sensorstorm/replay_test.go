@@ -285,7 +285,9 @@ func TestReplayStoppedEarlyAddsUp(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var stdout, stderr syncBuffer
 	done := make(chan int)
-	go func() { done <- run(ctx, []string{"replay", "--speed", "1", "--control", "127.0.0.1:0", path}, &stdout, &stderr) }()
+	go func() {
+		done <- run(ctx, []string{"replay", "--speed", "1", "--control", "127.0.0.1:0", path}, &stdout, &stderr)
+	}()
 	control := regexp.MustCompile(`control on (http://\S+)`)
 	require.Eventually(t, func() bool {
 		m := control.FindStringSubmatch(stderr.String())
