@@ -327,3 +327,22 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// TestETA checks the replay's ETA: the event time left over the speed (at
+// 1x the real time left), over the event rate when unpaced, standing still
+// while paused.
+func TestETA(t *testing.T) {
+	first := time.Date(2006, 11, 13, 17, 14, 0, 0, time.UTC)
+	st := replaysrc.Status{First: first, Last: first.Add(6 * time.Hour), Position: first.Add(10 * time.Minute), Speed: 1}
+	var e eta
+	assert.Equal(t, "ETA 5h50m0s", e.next(st, 0))
+	st.Speed = 10
+	assert.Equal(t, "ETA 35m0s", e.next(st, 0))
+	st.Paused = true
+	st.Position = st.Position.Add(time.Minute)
+	assert.Equal(t, "ETA 35m0s", e.next(st, 0), "paused: stands still")
+	st.Paused, st.Speed = false, replaysrc.Max
+	assert.Equal(t, "ETA -", e.next(st, 0), "unpaced, no rate yet")
+	assert.Equal(t, "ETA 5s", e.next(st, float64(349*time.Minute)/5), "unpaced: 349 min left at 69.8 min/s")
+	assert.Equal(t, "ETA -", (&eta{}).next(replaysrc.Status{Speed: 1}, 0), "span unknown")
+}
