@@ -44,6 +44,7 @@ type ingestFlags struct {
 	idle       time.Duration
 	late       syncbuffer.LatePolicy
 	out        string
+	appendOut  bool
 	influx     influxFlags
 	publish    string
 	record     string
@@ -103,8 +104,10 @@ func (f *ingestFlags) register(fs *flag.FlagSet) {
 	// what the spool's replay already released: dropping them as late
 	// would lose them.
 	f.late = syncbuffer.LatePass
-	fs.TextVar(&f.late, "late", syncbuffer.LatePass, "late particles: pass (written out of order) or drop")
-	fs.StringVar(&f.out, "out", "-", "append line protocol to this file (created when missing); - is stdout")
+	fs.TextVar(&f.late, "late", syncbuffer.LatePass, "late particles: pass (written out of order) or drop; pass by default, unlike replay,\n"+
+		"because a broker's redeliveries after a crash can be older than what was already written")
+	fs.StringVar(&f.out, "out", "-", "write line protocol to this `FILE`, replacing it (see --append); - is stdout")
+	fs.BoolVar(&f.appendOut, "append", false, "add to the end of --out instead of replacing it, as a restart after a crash should")
 	f.influx.register(fs)
 	fs.StringVar(&f.publish, "publish", "", "also publish results to this topic template, e.g. results/{sensor}")
 	fs.StringVar(&f.record, "record", "", "also record everything that came in to DIR/ingest-<start time>.lp, for sensorstorm replay")
@@ -148,10 +151,11 @@ func ingest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		f.http.Token = os.Getenv("SENSORSTORM_HTTP_TOKEN")
 	}
 	logger, logs := c.log.logger(stderr)
-	code, err := runIngest(ctx, &f, stdout, stderr, logger)
+	report := c.log.reporter(stderr)
+	code, err := runIngest(ctx, &f, stdout, stderr, logger, report)
 	logs.Summarize(ctx)
 	if err != nil {
-		fmt.Fprintln(stderr, "sensorstorm:", err)
+		report.fail(err)
 	}
 	return code
 }
@@ -176,7 +180,7 @@ func unwrittenAdvice(f *ingestFlags) string {
 	return "readings not written: " + strings.Join(where, "; ")
 }
 
-func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, logger *slog.Logger) (int, error) {
+func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, logger *slog.Logger, report reporter) (int, error) {
 	// A connection refused for good, by the source or the publishing
 	// sink, stops the run with its error.
 	ctx, giveUp := context.WithCancelCause(ctx)
@@ -206,7 +210,7 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 		}
 	}
 	out, written, err := f.influx.sink(f.src.Payload.Precision, logger, func() (writtenSink, error) {
-		return openSink(f.out, stdout, f.src.Payload.Precision, logger)
+		return openSink(f.out, f.appendOut, stdout, f.src.Payload.Precision, logger)
 	})
 	if errors.Is(err, influxdb.ErrInvalidConfig) {
 		return exitUsage, fmt.Errorf("--influx-out: %w", err)
@@ -263,7 +267,7 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 			return exitError, err
 		}
 		path := filepath.Join(f.record, "ingest-"+time.Now().UTC().Format("20060102T150405Z")+".lp")
-		rec, err := openSink(path, nil, particle.Nanosecond, logger)
+		rec, err := openSink(path, false, nil, particle.Nanosecond, logger)
 		if err != nil {
 			return exitError, err
 		}
@@ -346,5 +350,5 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 		code = exitError
 	}
 	sum.addBolt(emitted, t.Stats("out"))
-	return sum.write(stderr, code), err
+	return sum.write(report, code), err
 }

@@ -87,7 +87,7 @@ func TestIngestHTTPWriteCrash(t *testing.T) {
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	out, addr := filepath.Join(dir, "out.lp"), freeAddr(t)
-	args := []string{"--http-write", addr, "--state-dir", filepath.Join(dir, "state"), "--out", out, "--window", "100ms"}
+	args := []string{"--http-write", addr, "--state-dir", filepath.Join(dir, "state"), "--out", out, "--append", "--window", "100ms"}
 	first, _ := startIngestUntil(t, bin, "httpwrite: listening", args...)
 
 	w := startInfluxWriter(t, addr, n)
@@ -146,7 +146,7 @@ func TestIngestHTTPWrite(t *testing.T) {
 	defer cancel()
 	go func() {
 		code <- run(runCtx, []string{"ingest", "--http-write", addr, "--state-dir", filepath.Join(dir, "state"),
-			"--out", out, "--dead-letter", dead, "--window", "10ms"}, &bytes.Buffer{}, stderr)
+			"--out", out, "--append", "--dead-letter", dead, "--window", "10ms"}, &bytes.Buffer{}, stderr)
 	}()
 	waitUntil(t, 20*time.Second, "ingest listening", func() bool { return strings.Contains(stderr.String(), "httpwrite: listening") })
 	write := func(token string) int {
@@ -193,7 +193,7 @@ func TestIngestMQTTAndHTTPWrite(t *testing.T) {
 	code := make(chan int, 1)
 	go func() {
 		code <- run(ctx, []string{"ingest", "--broker", broker.URL(), "--topic", "sensors/#", "--client-id", "both",
-			"--http-write", addr, "--state-dir", state, "--out", out, "--window", "10ms"}, &bytes.Buffer{}, stderr)
+			"--http-write", addr, "--state-dir", state, "--out", out, "--append", "--window", "10ms"}, &bytes.Buffer{}, stderr)
 	}()
 	waitUntil(t, 20*time.Second, "ingest connected and listening", func() bool {
 		return strings.Contains(stderr.String(), "mqtt: connected") && strings.Contains(stderr.String(), "httpwrite: listening")

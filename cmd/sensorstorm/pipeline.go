@@ -156,7 +156,7 @@ func runPipeline(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintln(stderr, "sensorstorm:", runErr)
 		code = exitError
 	}
-	return pipelineSummary(p, topo).write(stderr, code)
+	return pipelineSummary(p, topo).write(c.log.reporter(stderr), code)
 }
 
 // pipelineSummary counts what the sources of p read and what the first

@@ -305,7 +305,7 @@ func TestReplayStoppedEarlyAddsUp(t *testing.T) {
 	cancel()
 	require.Equal(t, exitOK, <-done, stderr.String())
 	assert.Equal(t, "m v=1 1000000000000000000\n", stdout.String())
-	assert.Contains(t, stderr.String(), "replay: stopped at 2001-09-09T01:46:40Z: 1 record(s) read ahead and not replayed, left out of the summary\n")
+	assert.Contains(t, stderr.String(), "replay stopped early: position=2001-09-09T01:46:40Z unreplayed=1\n")
 	assert.Equal(t, "summary: read=1 emitted=1 late=0 invalid=0 skipped=0 outside=0 duplicates=0 refused=0", lastLine(stderr.String()))
 }
 
