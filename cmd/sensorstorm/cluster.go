@@ -60,6 +60,10 @@ func (f *clusterFlags) join(ctx context.Context, p *pipeline.Pipeline, opts *pip
 	}
 	joinCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	if err := checkNotFinished(joinCtx, nc, p, name); err != nil {
+		nc.Close()
+		return nil, nil, fmt.Errorf("--cluster: %w", err)
+	}
 	w, err = cluster.Join(joinCtx, nc, cluster.Config{
 		Pipeline: name, Worker: f.worker, Logger: logger, RebalanceDelay: f.rebalanceDelay,
 		Edges: jetstreamedge.Config{Replicas: f.replicas},
@@ -80,6 +84,32 @@ func (f *clusterFlags) join(ctx context.Context, p *pipeline.Pipeline, opts *pip
 		wg.Wait()
 		nc.Close()
 	}, nil
+}
+
+// checkNotFinished returns an error when the pipeline name already ran to
+// its end on the cluster: every instance of its recordings is marked done,
+// so that a worker would replay nothing and end at once with no output.
+// A pipeline with live sources never ends, and one not run before has no
+// status to read.
+func checkNotFinished(ctx context.Context, nc *nats.Conn, p *pipeline.Pipeline, name string) error {
+	if p.Live() {
+		return nil
+	}
+	st, err := cluster.ReadPipelineStatus(ctx, nc, name)
+	if err != nil {
+		return nil
+	}
+	instances := 0
+	for _, src := range p.Sources {
+		instances += max(src.Parallelism, 1)
+	}
+	if len(st.Leases) > 0 || len(st.Done) < instances {
+		return nil
+	}
+	tok := jetstreamedge.Token(name)
+	return fmt.Errorf("pipeline %q already ran to its end on this cluster: its recordings are marked done, so a worker would replay nothing. "+
+		"Run it again under a new name (--pipeline-name %s-2), or delete its stream %s and its key-value buckets sensorstorm_%s_* first",
+		name, name, jetstreamedge.StreamName(name), tok)
 }
 
 // leaveTimeout bounds the hand-over of an interrupted worker: a live

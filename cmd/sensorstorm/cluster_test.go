@@ -61,6 +61,13 @@ func TestRunOnACluster(t *testing.T) {
 	for _, unit := range []string{"dedup_0", "dedup_1", "stats10m_0", "stats10m_1", "out_0"} {
 		assert.Regexp(t, unit+`\s+\w+(\s+\d+){3}\s+\d{4}-\d\d-\d\dT`, status.String(), "the unit and how far it finished")
 	}
+
+	// Run again, it would replay nothing: it says so and how to re-run.
+	var again, againErr strings.Builder
+	assert.Equal(t, exitError, run(ctx, []string{"run", "--cluster", c.URL(), "--worker", "w3", file}, &again, &againErr))
+	assert.Empty(t, again.String())
+	assert.Contains(t, againErr.String(), `pipeline "library1-mean" already ran to its end on this cluster`)
+	assert.Contains(t, againErr.String(), "--pipeline-name library1-mean-2")
 }
 
 // A pipeline whose MQTT source acknowledges from a local spool is refused
