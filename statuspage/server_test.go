@@ -224,11 +224,17 @@ func TestDisconnectedClientsLeaveNothingBehind(t *testing.T) {
 	// The handler goroutines are gone too: goleak checks at the end.
 }
 
+// The stream ends with the run's final figures, marked finished, so that
+// the page shows them rather than freeze at the last second's.
 func TestRunEndingEndsTheStreams(t *testing.T) {
 	p := newPage(t, statuspage.Config{})
 	ev := p.connect(t)
-	ev.snapshot()
+	require.False(t, ev.snapshot().Finished)
+	p.topo.Stats("in").Out.Add(7563)
 	p.stop()
+	final := ev.snapshot()
+	require.True(t, final.Finished)
+	require.Equal(t, uint64(7563), final.Components[0].Out)
 	_, err := ev.next()
 	require.ErrorIs(t, err, io.EOF, "the stream ends with Run")
 	res, err := http.Get(p.http.URL + "/events")

@@ -29,6 +29,9 @@ type Snapshot struct {
 	MQTT         *MQTTSnapshot   `json:"mqtt,omitempty"`
 	// Tap is the sample of recent values, absent without a Tap.
 	Tap *TapSnapshot `json:"tap,omitempty"`
+	// Finished marks the last snapshot, sent when Run ends: the final
+	// figures of the run.
+	Finished bool `json:"finished,omitempty"`
 }
 
 // ComponentSnapshot is one node of the graph with its figures, those of
