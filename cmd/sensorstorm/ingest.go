@@ -57,8 +57,9 @@ const ingestUsage = `usage: sensorstorm ingest --broker URL --topic FILTER [--to
 
 Subscribes to MQTT topics, or serves InfluxDB's write API (POST
 /api/v2/write and /write) on --http-write, or both, aligns the readings in
-a synchronization buffer and appends them as line protocol to --out, or
-writes them to InfluxDB (--influx-out).
+a synchronization buffer and writes them as line protocol to --out
+(replacing the file; --append adds to it, as a restart should), or to
+InfluxDB (--influx-out).
 SIGINT or SIGTERM drains and stops; the last line on stderr is
   summary: read=N emitted=N late=N invalid=N skipped=N outside=N duplicates=N refused=N
 where read = emitted + late + invalid + skipped + outside + duplicates, and
@@ -210,6 +211,11 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 		}
 	}
 	out, written, err := f.influx.sink(f.src.Payload.Precision, logger, func() (writtenSink, error) {
+		if st, err := os.Stat(f.out); err == nil && st.Mode().IsRegular() && st.Size() > 0 && !f.appendOut {
+			// A restart without --append would lose what an earlier run
+			// wrote and acknowledged: say so where it shows.
+			logger.Warn("replacing the output of an earlier run; --append adds to it instead", "out", f.out, "bytes", st.Size())
+		}
 		return openSink(f.out, f.appendOut, stdout, f.src.Payload.Precision, logger)
 	})
 	if errors.Is(err, influxdb.ErrInvalidConfig) {

@@ -133,11 +133,13 @@ func TestIngestHTTPWriteCrash(t *testing.T) {
 }
 
 // TestIngestHTTPWrite runs ingest with --http-write alone: a token is
-// required, a write is in the output, a bad line is dead-lettered with
-// its position, and the usage names what is missing without it.
+// required, a write is in the output, which replaces an earlier run's
+// (with a warning), a bad line is dead-lettered with its position, and
+// the usage names what is missing without it.
 func TestIngestHTTPWrite(t *testing.T) {
 	dir := t.TempDir()
 	out, dead, addr := filepath.Join(dir, "out.lp"), filepath.Join(dir, "dead.jsonl"), freeAddr(t)
+	require.NoError(t, os.WriteFile(out, []byte("reading n=9i 1\n"), 0o644))
 	t.Setenv("SENSORSTORM_HTTP_TOKEN", "secret")
 	ctx := t.Context()
 	stderr := &mosquittotest.LockedBuffer{}
@@ -146,7 +148,7 @@ func TestIngestHTTPWrite(t *testing.T) {
 	defer cancel()
 	go func() {
 		code <- run(runCtx, []string{"ingest", "--http-write", addr, "--state-dir", filepath.Join(dir, "state"),
-			"--out", out, "--append", "--dead-letter", dead, "--window", "10ms"}, &bytes.Buffer{}, stderr)
+			"--out", out, "--dead-letter", dead, "--window", "10ms"}, &bytes.Buffer{}, stderr)
 	}()
 	waitUntil(t, 20*time.Second, "ingest listening", func() bool { return strings.Contains(stderr.String(), "httpwrite: listening") })
 	write := func(token string) int {
@@ -164,7 +166,8 @@ func TestIngestHTTPWrite(t *testing.T) {
 	cancel()
 	assert.Equal(t, exitOK, <-code, stderr.String())
 	seen := readOutput(t, out)
-	assert.Equal(t, map[int]int{1: 1, 2: 1}, seen)
+	assert.Equal(t, map[int]int{1: 1, 2: 1}, seen, "the earlier run's output replaced")
+	assert.Contains(t, stderr.String(), "replacing the output of an earlier run; --append adds to it instead")
 	assert.Contains(t, stderr.String(), "summary: read=3 emitted=2 late=0 invalid=1")
 	b, err := os.ReadFile(dead)
 	require.NoError(t, err)
