@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/sensorstorm/sensorstorm/connectors/mqtt/mosquittotest"
 	replaysrc "github.com/sensorstorm/sensorstorm/connectors/replay"
 )
 
@@ -283,7 +283,7 @@ func TestReplayStoppedEarlyAddsUp(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "slow.lp")
 	require.NoError(t, os.WriteFile(path, []byte("m v=1 1000000000000000000\nm v=2 1000000100000000000\nm v=3 1000000200000000000\n"), 0o644))
 	ctx, cancel := context.WithCancel(context.Background())
-	var stdout, stderr syncBuffer
+	var stdout, stderr mosquittotest.LockedBuffer
 	done := make(chan int)
 	go func() {
 		done <- run(ctx, []string{"replay", "--speed", "1", "--control", "127.0.0.1:0", path}, &stdout, &stderr)
@@ -307,42 +307,4 @@ func TestReplayStoppedEarlyAddsUp(t *testing.T) {
 	assert.Equal(t, "m v=1 1000000000000000000\n", stdout.String())
 	assert.Contains(t, stderr.String(), "replay stopped early: position=2001-09-09T01:46:40Z unreplayed=1\n")
 	assert.Equal(t, "summary: read=1 emitted=1 late=0 invalid=0 skipped=0 outside=0 duplicates=0 refused=0", lastLine(stderr.String()))
-}
-
-// syncBuffer is a strings.Builder that a command writes while the test
-// reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// TestETA checks the replay's ETA: the event time left over the speed (at
-// 1x the real time left), over the event rate when unpaced, standing still
-// while paused.
-func TestETA(t *testing.T) {
-	first := time.Date(2006, 11, 13, 17, 14, 0, 0, time.UTC)
-	st := replaysrc.Status{First: first, Last: first.Add(6 * time.Hour), Position: first.Add(10 * time.Minute), Speed: 1}
-	var e eta
-	assert.Equal(t, "ETA 5h50m0s", e.next(st, 0))
-	st.Speed = 10
-	assert.Equal(t, "ETA 35m0s", e.next(st, 0))
-	st.Paused = true
-	st.Position = st.Position.Add(time.Minute)
-	assert.Equal(t, "ETA 35m0s", e.next(st, 0), "paused: stands still")
-	st.Paused, st.Speed = false, replaysrc.Max
-	assert.Equal(t, "ETA -", e.next(st, 0), "unpaced, no rate yet")
-	assert.Equal(t, "ETA 5s", e.next(st, float64(349*time.Minute)/5), "unpaced: 349 min left at 69.8 min/s")
-	assert.Equal(t, "ETA -", (&eta{}).next(replaysrc.Status{Speed: 1}, 0), "span unknown")
 }
