@@ -228,19 +228,24 @@ func TestOutTruncatesUnlessAppend(t *testing.T) {
 // TestJSONToTheLastLine checks that with --log-format json every line on
 // stderr is JSON, the summary included, with durations as text.
 func TestJSONToTheLastLine(t *testing.T) {
-	code, _, stderr := runCmd(t, "", "run", "--log-format", "json", "../../pipelines/demo.yaml")
-	require.Equal(t, exitOK, code, stderr)
-	lines := strings.Split(strings.TrimSpace(stderr), "\n")
-	for _, line := range lines {
-		var rec map[string]any
-		require.NoError(t, json.Unmarshal([]byte(line), &rec), line)
-		if d, ok := rec["elapsed"]; ok {
-			assert.IsType(t, "", d, line)
+	for _, args := range [][]string{
+		{"run", "../../pipelines/demo.yaml"},
+		{"replay", "--speed", "max", "--window", "30s", "--control", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "../../testdata/library1-disordered.lp"},
+	} {
+		code, _, stderr := runCmd(t, "", append(args, "--log-format", "json")...)
+		require.Equal(t, exitOK, code, stderr)
+		lines := strings.Split(strings.TrimSpace(stderr), "\n")
+		for _, line := range lines {
+			var rec map[string]any
+			require.NoError(t, json.Unmarshal([]byte(line), &rec), "%s: %s", args[0], line)
+			if d, ok := rec["elapsed"]; ok {
+				assert.IsType(t, "", d, line)
+			}
 		}
+		var sum map[string]any
+		require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &sum))
+		assert.Equal(t, "summary", sum["msg"], args[0])
+		assert.Equal(t, 2236.0, sum["read"], args[0])
+		assert.Equal(t, 47.0, sum["late"], args[0])
 	}
-	var sum map[string]any
-	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &sum))
-	assert.Equal(t, "summary", sum["msg"])
-	assert.Equal(t, 2236.0, sum["read"])
-	assert.Equal(t, 47.0, sum["late"])
 }

@@ -308,24 +308,29 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 	if src != nil {
 		closeErrs = append(closeErrs, src.Close())
 		st := src.Stats()
-		fmt.Fprintf(stderr, "ingest: messages=%d written=%d replayed=%d redelivered=%d acked=%d failed=%d reconnects=%d%s elapsed=%s\n",
-			st.Received.Load(), written(), st.Replayed.Load(), st.Redelivered.Load(), st.Acked.Load(), st.Failed.Load(),
-			max(int64(st.Connects.Load())-1, 0), backlogFields(src), elapsed)
-		writeBacklogKept(stderr, "ingest: mqtt", src, f.src.StateDir)
+		attrs := []slog.Attr{slog.Uint64("messages", st.Received.Load()), slog.Uint64("written", written()),
+			slog.Uint64("replayed", st.Replayed.Load()), slog.Uint64("redelivered", st.Redelivered.Load()),
+			slog.Uint64("acked", st.Acked.Load()), slog.Uint64("failed", st.Failed.Load()),
+			slog.Int64("reconnects", max(int64(st.Connects.Load())-1, 0))}
+		attrs = append(attrs, backlogAttrs(src)...)
+		report.line("ingest", append(attrs, slog.Duration("elapsed", elapsed))...)
+		writeBacklogKept(report, "ingest: mqtt", src, f.src.StateDir)
 	}
 	if hsrc != nil {
 		closeErrs = append(closeErrs, hsrc.Close())
 		st := hsrc.Stats()
-		var fields string
+		attrs := []slog.Attr{slog.Uint64("requests", st.Requests.Load()), slog.Uint64("accepted", st.Accepted.Load()),
+			slog.Uint64("bytes", st.Bytes.Load()), slog.Uint64("points", st.Emitted.Load()), slog.Uint64("invalid", st.Invalid.Load()),
+			slog.Uint64("replayed", st.Replayed.Load()),
+			slog.Uint64("refused", st.BadRequests.Load()+st.Unauthorized.Load()+st.TooLarge.Load()+st.Unavailable.Load()),
+			slog.Uint64("written", written())}
 		b, ok := backlogs["http"]
 		if ok {
-			fields = backlogFields(b)
+			attrs = append(attrs, backlogAttrs(b)...)
 		}
-		fmt.Fprintf(stderr, "ingest: http requests=%d accepted=%d bytes=%d points=%d invalid=%d replayed=%d refused=%d written=%d%s elapsed=%s\n",
-			st.Requests.Load(), st.Accepted.Load(), st.Bytes.Load(), st.Emitted.Load(), st.Invalid.Load(), st.Replayed.Load(),
-			st.BadRequests.Load()+st.Unauthorized.Load()+st.TooLarge.Load()+st.Unavailable.Load(), written(), fields, elapsed)
+		report.line("ingest: http", append(attrs, slog.Duration("elapsed", elapsed))...)
 		if ok {
-			writeBacklogKept(stderr, "ingest: http", b, f.http.StateDir)
+			writeBacklogKept(report, "ingest: http", b, f.http.StateDir)
 		}
 	}
 	for _, in := range inputs {

@@ -119,7 +119,7 @@ func TestIngestHTTPWriteCrash(t *testing.T) {
 	})
 	require.NoError(t, second.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, second.Wait(), "exit status after SIGTERM: %s", stderr.String())
-	assert.Regexp(t, `(?m)^ingest: http requests=\d+ accepted=\d+ `, stderr.String())
+	assert.Regexp(t, `(?m)^ingest: http: requests=\d+ accepted=\d+ `, stderr.String())
 	assert.Regexp(t, `(?m)^summary: read=\d+ `, stderr.String())
 
 	seen := readOutput(t, out)
@@ -129,7 +129,7 @@ func TestIngestHTTPWriteCrash(t *testing.T) {
 		dups += seen[i] - 1
 	}
 	t.Logf("killed with %d points out; %d points, %d duplicates after the restart; %d write errors the client reported (batches it kept and wrote again)", killedAt, n, dups, clientErrs)
-	t.Logf("second run: %s", regexp.MustCompile(`(?m)^ingest: http.*$`).FindString(stderr.String()))
+	t.Logf("second run: %s", regexp.MustCompile(`(?m)^ingest: http:.*$`).FindString(stderr.String()))
 }
 
 // TestIngestHTTPWrite runs ingest with --http-write alone: a token is

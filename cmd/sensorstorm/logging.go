@@ -69,6 +69,7 @@ type reporter struct {
 	json *slog.Logger // nil for text
 }
 
+// reporter returns the reporter writing to w in the chosen format.
 func (l *logFlags) reporter(w io.Writer) reporter {
 	r := reporter{w: w}
 	if l.format == "json" {
@@ -89,6 +90,16 @@ func (r reporter) line(msg string, attrs ...slog.Attr) {
 		fmt.Fprintf(&b, " %s=%s", a.Key, a.Value)
 	}
 	fmt.Fprintln(r.w, b.String())
+}
+
+// prose writes a sentence: as it is in text, as a record's message in
+// JSON.
+func (r reporter) prose(msg string) {
+	if r.json != nil {
+		r.json.Info(msg)
+		return
+	}
+	fmt.Fprintln(r.w, msg)
 }
 
 // fail writes err: "sensorstorm: err" as text, an error record in JSON.

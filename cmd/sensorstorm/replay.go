@@ -166,6 +166,7 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	defer cancel()
 	term := newTerminal(stderr, o.quiet, slices.Contains(o.files, "-"))
 	logger, logs := c.log.logger(term.logWriter())
+	report := c.log.reporter(term.logWriter())
 	out, _, err := o.influx.sink(o.format.precision, logger, func() (writtenSink, error) {
 		return openSink(o.out, o.appendOut, stdout, o.format.precision, logger)
 	})
@@ -208,7 +209,7 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 
 	control := httpguard.Protect(replaysrc.Handler(src), o.allowHosts...)
-	stopControl, err := serveControl(o.control, control, stderr, logger)
+	stopControl, err := serveControl(o.control, control, report, logger)
 	if err != nil {
 		return fail(exitError, err)
 	}
@@ -216,7 +217,7 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if o.status.control {
 		page.Control = control
 	}
-	stopStatus, err := serveStatus(o.status.addr, page, func(url string) { fmt.Fprintf(stderr, "replay: status page on %s\n", url) })
+	stopStatus, err := serveStatus(o.status.addr, page, func(url string) { report.prose("replay: status page on " + url) })
 	if err != nil {
 		stopControl()
 		return fail(exitError, err)
@@ -232,7 +233,6 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	logs.Summarize(ctx)
 
 	st := src.Status()
-	report := c.log.reporter(term.logWriter())
 	report.line("replay", slog.Duration("elapsed", elapsed.Round(time.Millisecond)), slog.Int("passes", st.Pass+1))
 	code = exitOK
 	if runErr != nil && !errors.Is(runErr, context.Canceled) {
@@ -260,7 +260,7 @@ func unreplayed(st replaysrc.Status) uint64 {
 
 // serveControl serves the HTTP control endpoint h on addr, if not empty,
 // and returns the function that stops it.
-func serveControl(addr string, h http.Handler, stderr io.Writer, logger *slog.Logger) (func(), error) {
+func serveControl(addr string, h http.Handler, report reporter, logger *slog.Logger) (func(), error) {
 	if addr == "" {
 		return func() {}, nil
 	}
@@ -268,7 +268,7 @@ func serveControl(addr string, h http.Handler, stderr io.Writer, logger *slog.Lo
 	if err != nil {
 		return nil, fmt.Errorf("control: %w", err)
 	}
-	fmt.Fprintf(stderr, "replay: control on http://%s (POST /speed?factor=F|max, /pause, /resume; GET /status)\n", bound)
+	report.prose(fmt.Sprintf("replay: control on http://%s (POST /speed?factor=F|max, /pause, /resume; GET /status)", bound))
 	return stop, nil
 }
 
