@@ -227,12 +227,14 @@ func (s *Server) snapshot() Snapshot {
 		}
 		snap.Components = append(snap.Components, cs)
 	}
+	if s.cfg.Replay != nil {
+		st := s.cfg.Replay.Status()
+		snap.Replay = replaySnapshot(st, prev.position, d)
+		next.position = st.Position
+	}
 	s.mu.Lock()
 	s.prev = next
 	s.mu.Unlock()
-	if s.cfg.Replay != nil {
-		snap.Replay = replaySnapshot(s.cfg.Replay.Status())
-	}
 	if s.cfg.MQTT != nil {
 		snap.MQTT = mqttSnapshot(s.cfg.MQTT, now)
 	}
