@@ -9,7 +9,9 @@
 //
 // A [Server] is an http.Handler. Its [Server.Run] makes a [Snapshot] of the
 // run every Config.Interval (a second by default) and sends it to every
-// browser connected to /events as a server-sent event. Figures are read
+// browser connected to /events as a server-sent event; when Run ends it
+// sends a last one, marked Finished, and the page shows the run's final
+// figures instead of a stream cut mid-run. Figures are read
 // from topology.ComponentStats, the counters the engine keeps anyway, so
 // the page costs the pipeline nothing per particle and shows the same
 // numbers as the Prometheus metrics it also serves at /metrics. A client

@@ -118,6 +118,15 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			return
 		case <-s.hub.done:
+			// The last update, published before the hub closed, is the
+			// run's final state: the client gets it before the end.
+			select {
+			case b := <-c.next:
+				if writeEvent(w, b) {
+					flusher.Flush()
+				}
+			default:
+			}
 			return
 		case b := <-c.next:
 			if !writeEvent(w, b) {

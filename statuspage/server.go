@@ -159,25 +159,30 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
 // Run makes an update every Interval and sends it to the clients of
-// /events until ctx ends; then it ends their streams and returns nil.
+// /events until ctx ends; then it sends a last one, marked Finished, ends
+// their streams and returns nil. Cancel ctx once the run has ended, so
+// that the page shows its final figures rather than the last second's.
 func (s *Server) Run(ctx context.Context) error {
 	tick, stop := s.cfg.Wall.NewTicker(s.cfg.Interval)
 	defer stop()
 	defer s.hub.close()
-	s.update()
+	s.update(false)
 	for {
 		select {
 		case <-ctx.Done():
+			s.update(true)
 			return nil
 		case <-tick:
-			s.update()
+			s.update(false)
 		}
 	}
 }
 
-// update makes a snapshot and sends it to the clients, if any.
-func (s *Server) update() {
+// update makes a snapshot, the last one if final, and sends it to the
+// clients, if any.
+func (s *Server) update(final bool) {
 	snap := s.snapshot()
+	snap.Finished = final
 	if s.cfg.Tap != nil {
 		s.cfg.Tap.Tick()
 	}
@@ -222,12 +227,14 @@ func (s *Server) snapshot() Snapshot {
 		}
 		snap.Components = append(snap.Components, cs)
 	}
+	if s.cfg.Replay != nil {
+		st := s.cfg.Replay.Status()
+		snap.Replay = replaySnapshot(st, prev.position, d)
+		next.position = st.Position
+	}
 	s.mu.Lock()
 	s.prev = next
 	s.mu.Unlock()
-	if s.cfg.Replay != nil {
-		snap.Replay = replaySnapshot(s.cfg.Replay.Status())
-	}
 	if s.cfg.MQTT != nil {
 		snap.MQTT = mqttSnapshot(s.cfg.MQTT, now)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/sensorstorm/sensorstorm/connectors/replay"
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/statuspage"
@@ -224,11 +225,17 @@ func TestDisconnectedClientsLeaveNothingBehind(t *testing.T) {
 	// The handler goroutines are gone too: goleak checks at the end.
 }
 
+// The stream ends with the run's final figures, marked finished, so that
+// the page shows them rather than freeze at the last second's.
 func TestRunEndingEndsTheStreams(t *testing.T) {
 	p := newPage(t, statuspage.Config{})
 	ev := p.connect(t)
-	ev.snapshot()
+	require.False(t, ev.snapshot().Finished)
+	p.topo.Stats("in").Out.Add(7563)
 	p.stop()
+	final := ev.snapshot()
+	require.True(t, final.Finished)
+	require.Equal(t, uint64(7563), final.Components[0].Out)
 	_, err := ev.next()
 	require.ErrorIs(t, err, io.EOF, "the stream ends with Run")
 	res, err := http.Get(p.http.URL + "/events")
@@ -342,4 +349,47 @@ func reading(sec int64, node string, v float64) *particle.Particle {
 		Time: sec * 1e9, Measurement: "wsn", Tags: []particle.Tag{{Key: "node", Value: node}},
 		Fields: []particle.Field{{Key: "temperature", Value: particle.Float(v)}},
 	}
+}
+
+// fakeReplay is a replay whose status the test sets.
+type fakeReplay struct {
+	mu sync.Mutex
+	st replay.Status
+}
+
+func (f *fakeReplay) Status() replay.Status {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.st
+}
+
+func (f *fakeReplay) set(change func(*replay.Status)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	change(&f.st)
+}
+
+// The ETA is the event time left over the speed, or unpaced over the pace
+// since the last update; paused, the page keeps the last one shown.
+func TestReplayETA(t *testing.T) {
+	first := time.Date(2006, 11, 13, 17, 0, 0, 0, time.UTC)
+	r := &fakeReplay{st: replay.Status{Speed: 1, First: first, Last: first.Add(6 * time.Hour), Position: first.Add(10 * time.Minute)}}
+	p := newPage(t, statuspage.Config{Replay: r})
+	ev := p.connect(t)
+	s := ev.snapshot()
+	require.NotNil(t, s.Replay.ETA)
+	require.InDelta(t, (5*time.Hour + 50*time.Minute).Seconds(), *s.Replay.ETA, 1e-6, "at 1x, the real time left")
+
+	r.set(func(st *replay.Status) { st.Speed = replay.Max })
+	p.tick()
+	require.Nil(t, ev.snapshot().Replay.ETA, "unpaced, the position did not move: no pace yet")
+	r.set(func(st *replay.Status) { st.Position = st.Position.Add(10 * time.Minute) })
+	p.tick()
+	s = ev.snapshot()
+	require.NotNil(t, s.Replay.ETA)
+	require.InDelta(t, 34, *s.Replay.ETA, 1e-6, "5 h 40 min left at 10 min a second")
+
+	r.set(func(st *replay.Status) { st.Paused = true })
+	p.tick()
+	require.Nil(t, ev.snapshot().Replay.ETA, "paused")
 }

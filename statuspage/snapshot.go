@@ -29,6 +29,9 @@ type Snapshot struct {
 	MQTT         *MQTTSnapshot   `json:"mqtt,omitempty"`
 	// Tap is the sample of recent values, absent without a Tap.
 	Tap *TapSnapshot `json:"tap,omitempty"`
+	// Finished marks the last snapshot, sent when Run ends: the final
+	// figures of the run.
+	Finished bool `json:"finished,omitempty"`
 }
 
 // ComponentSnapshot is one node of the graph with its figures, those of
@@ -64,8 +67,9 @@ type ReplaySnapshot struct {
 	// Progress is how far Position is from First to Last, from 0 to 1;
 	// absent when the span is unknown.
 	Progress *float64 `json:"progress,omitempty"`
-	// ETA is the wall time left at the current speed, in seconds; absent
-	// when unknown, unpaced or paused.
+	// ETA is the wall time left at the current speed, in seconds, or
+	// unpaced at the event-time pace since the last snapshot; absent when
+	// unknown or paused.
 	ETA *float64 `json:"eta,omitempty"`
 }
 
@@ -139,8 +143,9 @@ type BrokerSnapshot struct {
 	State string `json:"state"`
 }
 
-// replaySnapshot describes st.
-func replaySnapshot(st replay.Status) *ReplaySnapshot {
+// replaySnapshot describes st, whose position was prevPos d ago (the
+// zero time before the first snapshot).
+func replaySnapshot(st replay.Status, prevPos time.Time, d time.Duration) *ReplaySnapshot {
 	r := &ReplaySnapshot{Status: st}
 	if st.First.IsZero() || !st.Last.After(st.First) || st.Position.IsZero() {
 		return r
@@ -148,11 +153,17 @@ func replaySnapshot(st replay.Status) *ReplaySnapshot {
 	span := st.Last.Sub(st.First)
 	progress := math.Max(0, math.Min(1, float64(st.Position.Sub(st.First))/float64(span)))
 	r.Progress = &progress
-	if st.Paused || st.Done || st.Speed == replay.Max || st.Speed <= 0 {
+	if st.Paused || st.Done || st.Speed <= 0 {
 		return r
 	}
-	eta := (st.Last.Sub(st.Position).Seconds()) / float64(st.Speed)
-	eta = math.Max(0, eta)
+	pace := float64(st.Speed) // event seconds per wall second
+	if st.Speed == replay.Max {
+		if prevPos.IsZero() || d <= 0 || !st.Position.After(prevPos) {
+			return r
+		}
+		pace = st.Position.Sub(prevPos).Seconds() / d.Seconds()
+	}
+	eta := math.Max(0, st.Last.Sub(st.Position).Seconds()/pace)
 	r.ETA = &eta
 	return r
 }
@@ -194,6 +205,8 @@ func mqttSnapshot(m *MQTT, now time.Time) *MQTTSnapshot {
 type counts struct {
 	at      time.Time
 	in, out map[string]uint64
+	// position is the replay's, for the pace of an unpaced one.
+	position time.Time
 }
 
 // rate is the change from prev to now over d, per second.

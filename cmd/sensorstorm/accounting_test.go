@@ -140,7 +140,7 @@ func TestIngestAccountsForEveryReading(t *testing.T) {
 	go func() {
 		done <- run(ctx, []string{"ingest", "--broker", broker.URL(), "--topic", "sensors/#", "--client-id", "accounting",
 			"--topic-tags", "sensors/{room}", "--window", "100ms", "--late", "drop", "--dead-letter", dead,
-			"--state-dir", filepath.Join(dir, "state"), "--out", out}, io.Discard, stderr)
+			"--state-dir", filepath.Join(dir, "state"), "--out", out, "--append"}, io.Discard, stderr)
 	}()
 	waitUntil(t, 20*time.Second, "ingest connected", func() bool { return strings.Contains(stderr.String(), "mqtt: connected") })
 

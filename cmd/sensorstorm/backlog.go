@@ -2,33 +2,33 @@ package main
 
 import (
 	"fmt"
-	"io"
+	"log/slog"
 
 	"github.com/sensorstorm/sensorstorm/metrics"
 	"github.com/sensorstorm/sensorstorm/pipeline"
 	"github.com/sensorstorm/sensorstorm/spool"
 )
 
-// backlogFields returns the fields of a closing line that give what waits
-// in b's spool, with a leading space, or "" if b has no backlog.
-func backlogFields(b metrics.Backlogged) string {
+// backlogAttrs returns the attributes of a closing line that give what
+// waits in b's spool, or none if b has no spool.
+func backlogAttrs(b metrics.Backlogged) []slog.Attr {
 	st, ok := b.BacklogStats()
 	if !ok {
-		return ""
+		return nil
 	}
-	return fmt.Sprintf(" backlog=%d backlog_bytes=%d", st.Records, st.Bytes)
+	return []slog.Attr{slog.Int64("backlog", st.Records), slog.Int64("backlog_bytes", st.Bytes)}
 }
 
 // writeBacklogKept says, if b has a backlog left at exit, that it waits
 // in the spool in where and comes first at the next start. what names the
 // source, such as "ingest: mqtt".
-func writeBacklogKept(w io.Writer, what string, b metrics.Backlogged, where string) {
+func writeBacklogKept(r reporter, what string, b metrics.Backlogged, where string) {
 	st, ok := b.BacklogStats()
 	if !ok || st.Records == 0 {
 		return
 	}
-	fmt.Fprintf(w, "%s: backlog of %d messages (%d bytes) kept in the spool in %s: processed first at the next start\n",
-		what, st.Records, st.Bytes, where)
+	r.prose(fmt.Sprintf("%s: backlog of %d messages (%d bytes) kept in the spool in %s: processed first at the next start",
+		what, st.Records, st.Bytes, where))
 }
 
 // pipelineBacklogs returns the backlogs of the spooled sources of p, by

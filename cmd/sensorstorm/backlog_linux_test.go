@@ -91,7 +91,7 @@ func TestIngestKillDuringStall(t *testing.T) {
 	// A reading past the window releases the last ones.
 	tok := pub.Publish("sensors/s0", 1, false, fmt.Sprintf("reading n=-1i %d", base+int64(n+1000)*int64(time.Millisecond)))
 	require.True(t, tok.WaitTimeout(10*time.Second))
-	waitUntil(t, 30*time.Second, "every reading in the output", func() bool { return len(readOutput(t, out)) >= n })
+	waitUntil(t, 90*time.Second, "every reading in the output", func() bool { return len(readOutput(t, out)) >= n })
 	require.NoError(t, second.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, second.Wait(), "exit status after SIGTERM: %s", stderr.String())
 

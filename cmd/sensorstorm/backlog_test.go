@@ -22,13 +22,16 @@ import (
 func TestBacklogClosingLines(t *testing.T) {
 	left := metrics.BacklogFunc(func() (spool.BacklogStats, bool) { return spool.BacklogStats{Records: 12, Bytes: 3400}, true })
 	none := metrics.BacklogFunc(func() (spool.BacklogStats, bool) { return spool.BacklogStats{}, false })
-	assert.Equal(t, " backlog=12 backlog_bytes=3400", backlogFields(left))
-	assert.Empty(t, backlogFields(none), "no fields without a spool")
-
 	var w strings.Builder
-	writeBacklogKept(&w, "ingest: mqtt", left, "state")
-	writeBacklogKept(&w, "ingest: http", none, "state/http")
-	writeBacklogKept(&w, "ingest: http", metrics.BacklogFunc(func() (spool.BacklogStats, bool) { return spool.BacklogStats{}, true }), "state/http")
+	r := (&logFlags{}).reporter(&w)
+	r.line("run", backlogAttrs(left)...)
+	assert.Equal(t, "run: backlog=12 backlog_bytes=3400\n", w.String())
+	assert.Empty(t, backlogAttrs(none), "no fields without a spool")
+
+	w.Reset()
+	writeBacklogKept(r, "ingest: mqtt", left, "state")
+	writeBacklogKept(r, "ingest: http", none, "state/http")
+	writeBacklogKept(r, "ingest: http", metrics.BacklogFunc(func() (spool.BacklogStats, bool) { return spool.BacklogStats{}, true }), "state/http")
 	assert.Equal(t, "ingest: mqtt: backlog of 12 messages (3400 bytes) kept in the spool in state: processed first at the next start\n", w.String(),
 		"only a backlog left is worth a line")
 }

@@ -42,7 +42,7 @@ pipeline receiving the same messages, and prints both rates and their ratio.
 `
 
 func bench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	c := newCLILevel("bench", benchUsage, slog.LevelWarn, stderr)
+	c := newCLI("bench", benchUsage, stderr)
 	fs := c.fs
 	broker := fs.String("broker", "", "broker URL, e.g. tcp://localhost:1883 (required)")
 	n := fs.Int("n", 20000, "messages per measurement")

@@ -7,7 +7,9 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"regexp"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -22,19 +24,14 @@ type cli struct {
 }
 
 // newCLI returns the command line of the command name, whose usage text
-// starts with usage, logging at info level unless told otherwise.
+// starts with usage, logging at info level by default as every command.
 func newCLI(name, usage string, stderr io.Writer) *cli {
-	return newCLILevel(name, usage, slog.LevelInfo, stderr)
-}
-
-// newCLILevel is newCLI with another default log level.
-func newCLILevel(name, usage string, level slog.Level, stderr io.Writer) *cli {
 	c := &cli{name: name, usage: usage, fs: flag.NewFlagSet(name, flag.ContinueOnError), stderr: stderr}
 	c.fs.SetOutput(stderr)
 	// parse prints the usage itself: to stdout when asked for, and only a
 	// hint after the error flag prints to stderr otherwise.
 	c.fs.Usage = func() {}
-	c.log.register(c.fs, level)
+	c.log.register(c.fs, slog.LevelInfo)
 	return c
 }
 
@@ -66,13 +63,19 @@ func (c *cli) parse(args []string, stdout io.Writer) (positional []string, code 
 	}
 }
 
-// printUsage writes the usage text and the flags to w.
+// flagName is where the flag package's usage names a flag "-name".
+var flagName = regexp.MustCompile(`(?m)^  -`)
+
+// printUsage writes the usage text and the flags to w, named --flag as
+// in the README (the flag package takes both).
 func (c *cli) printUsage(w io.Writer) {
 	fmt.Fprint(w, c.usage)
 	fmt.Fprintln(w, "\nFlags:")
-	c.fs.SetOutput(w)
+	var b strings.Builder
+	c.fs.SetOutput(&b)
 	c.fs.PrintDefaults()
 	c.fs.SetOutput(c.stderr)
+	fmt.Fprint(w, flagName.ReplaceAllString(b.String(), "  --"))
 }
 
 // hint tells where the usage is, after an error on stderr.

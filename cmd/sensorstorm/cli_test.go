@@ -41,8 +41,8 @@ func TestHelp(t *testing.T) {
 				continue
 			}
 			assert.Contains(t, stdout, "usage: sensorstorm "+c.name, "%q", args)
-			assert.Contains(t, stdout, "-log-level", "%q", args)
-			assert.Contains(t, stdout, "-log-format", "%q", args)
+			assert.Contains(t, stdout, "\n  --log-level LEVEL", "%q: the README's flag style", args)
+			assert.Contains(t, stdout, "\n  --log-format FORMAT", "%q", args)
 		}
 	}
 	code, stdout, _ := runCmd(t, "", "--help")
@@ -86,9 +86,11 @@ func TestVersion(t *testing.T) {
 	assert.Equal(t, exitOK, code)
 	assert.True(t, strings.HasPrefix(stdout, "sensorstorm "), stdout)
 	info := &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v1.2.3"},
-		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "abc123"}, {Key: "vcs.modified", Value: "true"}}}
-	assert.Equal(t, "sensorstorm v1.2.3 (abc123+dirty) go1.26.8", versionLine(info, true))
-	assert.Equal(t, "sensorstorm (devel) (unknown revision) go1.26.8", versionLine(&debug.BuildInfo{GoVersion: "go1.26.8"}, true))
+		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "abc123"}, {Key: "vcs.modified", Value: "true"},
+			{Key: "vcs.time", Value: "2026-12-06T03:00:00Z"}, {Key: "GOOS", Value: "linux"}, {Key: "GOARCH", Value: "amd64"}}}
+	assert.Equal(t, "sensorstorm v1.2.3 abc123+dirty 2026-12-06T03:00:00Z go1.26.8 linux/amd64", versionLine(info, true))
+	assert.Equal(t, "sensorstorm devel (revision unknown: built with -buildvcs=false or outside a git checkout) go1.26.8 linux/amd64",
+		versionLine(&debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}, Settings: info.Settings[3:]}, true))
 }
 
 func TestListenAddr(t *testing.T) {
@@ -201,4 +203,49 @@ func FuzzFlagValues(f *testing.F) {
 			require.Equal(t, s, tags.String())
 		}
 	})
+}
+
+// TestOutTruncatesUnlessAppend runs replay twice into one file: the
+// second run replaces the first's output, or with --append adds to it.
+func TestOutTruncatesUnlessAppend(t *testing.T) {
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "in.lp"), filepath.Join(dir, "out.lp")
+	require.NoError(t, os.WriteFile(in, []byte("m v=1 1\nm v=2 2\n"), 0o644))
+	for range 2 {
+		code, _, stderr := runCmd(t, "", "replay", "--speed", "max", "--out", out, in)
+		require.Equal(t, exitOK, code, stderr)
+	}
+	got, err := os.ReadFile(out)
+	require.NoError(t, err)
+	assert.Equal(t, "m v=1 1\nm v=2 2\n", string(got))
+	code, _, stderr := runCmd(t, "", "replay", "--speed", "max", "--out", out, "--append", in)
+	require.Equal(t, exitOK, code, stderr)
+	got, err = os.ReadFile(out)
+	require.NoError(t, err)
+	assert.Equal(t, "m v=1 1\nm v=2 2\nm v=1 1\nm v=2 2\n", string(got))
+}
+
+// TestJSONToTheLastLine checks that with --log-format json every line on
+// stderr is JSON, the summary included, with durations as text.
+func TestJSONToTheLastLine(t *testing.T) {
+	for _, args := range [][]string{
+		{"run", "../../pipelines/demo.yaml"},
+		{"replay", "--speed", "max", "--window", "30s", "--control", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "../../testdata/library1-disordered.lp"},
+	} {
+		code, _, stderr := runCmd(t, "", append(args, "--log-format", "json")...)
+		require.Equal(t, exitOK, code, stderr)
+		lines := strings.Split(strings.TrimSpace(stderr), "\n")
+		for _, line := range lines {
+			var rec map[string]any
+			require.NoError(t, json.Unmarshal([]byte(line), &rec), "%s: %s", args[0], line)
+			if d, ok := rec["elapsed"]; ok {
+				assert.IsType(t, "", d, line)
+			}
+		}
+		var sum map[string]any
+		require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &sum))
+		assert.Equal(t, "summary", sum["msg"], args[0])
+		assert.Equal(t, 2236.0, sum["read"], args[0])
+		assert.Equal(t, 47.0, sum["late"], args[0])
+	}
 }

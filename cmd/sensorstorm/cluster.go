@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -60,6 +61,10 @@ func (f *clusterFlags) join(ctx context.Context, p *pipeline.Pipeline, opts *pip
 	}
 	joinCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	if err := checkNotFinished(joinCtx, nc, p, name); err != nil {
+		nc.Close()
+		return nil, nil, fmt.Errorf("--cluster: %w", err)
+	}
 	w, err = cluster.Join(joinCtx, nc, cluster.Config{
 		Pipeline: name, Worker: f.worker, Logger: logger, RebalanceDelay: f.rebalanceDelay,
 		Edges: jetstreamedge.Config{Replicas: f.replicas},
@@ -80,6 +85,32 @@ func (f *clusterFlags) join(ctx context.Context, p *pipeline.Pipeline, opts *pip
 		wg.Wait()
 		nc.Close()
 	}, nil
+}
+
+// checkNotFinished returns an error when the pipeline name already ran to
+// its end on the cluster: every instance of its recordings is marked done,
+// so that a worker would replay nothing and end at once with no output.
+// A pipeline with live sources never ends, and one not run before has no
+// status to read.
+func checkNotFinished(ctx context.Context, nc *nats.Conn, p *pipeline.Pipeline, name string) error {
+	if p.Live() {
+		return nil
+	}
+	st, err := cluster.ReadPipelineStatus(ctx, nc, name)
+	if err != nil {
+		return nil
+	}
+	instances := 0
+	for _, src := range p.Sources {
+		instances += max(src.Parallelism, 1)
+	}
+	if len(st.Leases) > 0 || len(st.Done) < instances {
+		return nil
+	}
+	tok := jetstreamedge.Token(name)
+	return fmt.Errorf("pipeline %q already ran to its end on this cluster: its recordings are marked done, so a worker would replay nothing. "+
+		"Run it again under a new name (--pipeline-name %s-2), or delete its stream %s and its key-value buckets sensorstorm_%s_* first",
+		name, name, jetstreamedge.StreamName(name), tok)
 }
 
 // leaveTimeout bounds the hand-over of an interrupted worker: a live
@@ -128,21 +159,32 @@ func leaveOnInterrupt(ctx context.Context, w *cluster.Worker, logger *slog.Logge
 	}
 }
 
-const clusterUsage = `usage: sensorstorm cluster status --cluster URL
+const clusterUsage = `usage: sensorstorm cluster status --cluster URL [--pipeline NAME] [-o json]
 
 Prints the state of every pipeline that runs on the NATS JetStream cluster
-at URL: its workers with their source leases, the units (bolt instances)
+at URL, or of the pipeline NAME alone: its workers with their source leases, the units (bolt instances)
 assigned to them and those they received data for, the sources replayed
 or read (MQTT) now or done, and per unit whether a worker is pinned to it,
 its lag (messages not yet delivered), the messages in progress, those
 delivered again, and the event time before which it finished every
-particle it received.
+particle it received. -o json prints the same as a JSON array.
 `
 
 // clusterCommand runs "cluster status".
 func clusterCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := newCLI("cluster", clusterUsage, stderr)
 	url := c.fs.String("cluster", "", "the NATS JetStream cluster at `URL`, such as nats://127.0.0.1:4222")
+	name := c.fs.String("pipeline", "", "show the pipeline `NAME` alone (its --pipeline-name, or its file's base name)")
+	var output string
+	setOutput := func(v string) error {
+		if v != "text" && v != "json" {
+			return fmt.Errorf("want text or json, got %q", v)
+		}
+		output = v
+		return nil
+	}
+	c.fs.Func("output", "output `FORMAT`: text (default) or json", setOutput)
+	c.fs.Func("o", "short for --output (`FORMAT`)", setOutput)
 	rest, code, ok := c.parse(args, stdout)
 	if !ok {
 		return code
@@ -161,10 +203,29 @@ func clusterCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	defer nc.Close()
 	readCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	all, err := cluster.ReadStatus(readCtx, nc)
-	if err != nil {
+	var all []cluster.Status
+	if *name != "" {
+		st, err := cluster.ReadPipelineStatus(readCtx, nc, *name)
+		if err != nil {
+			fmt.Fprintf(stderr, "sensorstorm: pipeline %q: %v\n", *name, err)
+			return exitError
+		}
+		all = []cluster.Status{st}
+	} else if all, err = cluster.ReadStatus(readCtx, nc); err != nil {
 		fmt.Fprintln(stderr, "sensorstorm:", err)
 		return exitError
+	}
+	if output == "json" {
+		if all == nil {
+			all = []cluster.Status{}
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(all); err != nil {
+			fmt.Fprintln(stderr, "sensorstorm:", err)
+			return exitError
+		}
+		return exitOK
 	}
 	if len(all) == 0 {
 		fmt.Fprintln(stdout, "no pipeline runs on", *url)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sensorstorm/sensorstorm/cluster"
 	"github.com/sensorstorm/sensorstorm/jetstreamedge"
 	"github.com/sensorstorm/sensorstorm/natstest"
 	"github.com/sensorstorm/sensorstorm/topology"
@@ -61,6 +63,21 @@ func TestRunOnACluster(t *testing.T) {
 	for _, unit := range []string{"dedup_0", "dedup_1", "stats10m_0", "stats10m_1", "out_0"} {
 		assert.Regexp(t, unit+`\s+\w+(\s+\d+){3}\s+\d{4}-\d\d-\d\dT`, status.String(), "the unit and how far it finished")
 	}
+
+	var one, oneErr strings.Builder
+	require.Equal(t, exitOK, run(context.Background(), []string{"cluster", "status", "--cluster", c.URL(), "--pipeline", "library1-mean", "-o", "json"}, &one, &oneErr), oneErr.String())
+	var statuses []cluster.Status
+	require.NoError(t, json.Unmarshal([]byte(one.String()), &statuses), one.String())
+	require.Len(t, statuses, 1)
+	assert.Equal(t, "library1-mean", statuses[0].Pipeline)
+	assert.Equal(t, []string{"source.wsn.0"}, statuses[0].Done)
+
+	// Run again, it would replay nothing: it says so and how to re-run.
+	var again, againErr strings.Builder
+	assert.Equal(t, exitError, run(ctx, []string{"run", "--cluster", c.URL(), "--worker", "w3", file}, &again, &againErr))
+	assert.Empty(t, again.String())
+	assert.Contains(t, againErr.String(), `pipeline "library1-mean" already ran to its end on this cluster`)
+	assert.Contains(t, againErr.String(), "--pipeline-name library1-mean-2")
 }
 
 // A pipeline whose MQTT source acknowledges from a local spool is refused

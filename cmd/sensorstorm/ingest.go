@@ -44,6 +44,7 @@ type ingestFlags struct {
 	idle       time.Duration
 	late       syncbuffer.LatePolicy
 	out        string
+	appendOut  bool
 	influx     influxFlags
 	publish    string
 	record     string
@@ -56,8 +57,9 @@ const ingestUsage = `usage: sensorstorm ingest --broker URL --topic FILTER [--to
 
 Subscribes to MQTT topics, or serves InfluxDB's write API (POST
 /api/v2/write and /write) on --http-write, or both, aligns the readings in
-a synchronization buffer and appends them as line protocol to --out, or
-writes them to InfluxDB (--influx-out).
+a synchronization buffer and writes them as line protocol to --out
+(replacing the file; --append adds to it, as a restart should), or to
+InfluxDB (--influx-out).
 SIGINT or SIGTERM drains and stops; the last line on stderr is
   summary: read=N emitted=N late=N invalid=N skipped=N outside=N duplicates=N refused=N
 where read = emitted + late + invalid + skipped + outside + duplicates, and
@@ -103,8 +105,10 @@ func (f *ingestFlags) register(fs *flag.FlagSet) {
 	// what the spool's replay already released: dropping them as late
 	// would lose them.
 	f.late = syncbuffer.LatePass
-	fs.TextVar(&f.late, "late", syncbuffer.LatePass, "late particles: pass (written out of order) or drop")
-	fs.StringVar(&f.out, "out", "-", "append line protocol to this file (created when missing); - is stdout")
+	fs.TextVar(&f.late, "late", syncbuffer.LatePass, "late particles: pass (written out of order) or drop; pass by default, unlike replay,\n"+
+		"because a broker's redeliveries after a crash can be older than what was already written")
+	fs.StringVar(&f.out, "out", "-", "write line protocol to this `FILE`, replacing it (see --append); - is stdout")
+	fs.BoolVar(&f.appendOut, "append", false, "add to the end of --out instead of replacing it, as a restart after a crash should")
 	f.influx.register(fs)
 	fs.StringVar(&f.publish, "publish", "", "also publish results to this topic template, e.g. results/{sensor}")
 	fs.StringVar(&f.record, "record", "", "also record everything that came in to DIR/ingest-<start time>.lp, for sensorstorm replay")
@@ -148,10 +152,11 @@ func ingest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		f.http.Token = os.Getenv("SENSORSTORM_HTTP_TOKEN")
 	}
 	logger, logs := c.log.logger(stderr)
-	code, err := runIngest(ctx, &f, stdout, stderr, logger)
+	report := c.log.reporter(stderr)
+	code, err := runIngest(ctx, &f, stdout, stderr, logger, report)
 	logs.Summarize(ctx)
 	if err != nil {
-		fmt.Fprintln(stderr, "sensorstorm:", err)
+		report.fail(err)
 	}
 	return code
 }
@@ -176,7 +181,7 @@ func unwrittenAdvice(f *ingestFlags) string {
 	return "readings not written: " + strings.Join(where, "; ")
 }
 
-func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, logger *slog.Logger) (int, error) {
+func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, logger *slog.Logger, report reporter) (int, error) {
 	// A connection refused for good, by the source or the publishing
 	// sink, stops the run with its error.
 	ctx, giveUp := context.WithCancelCause(ctx)
@@ -206,7 +211,12 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 		}
 	}
 	out, written, err := f.influx.sink(f.src.Payload.Precision, logger, func() (writtenSink, error) {
-		return openSink(f.out, stdout, f.src.Payload.Precision, logger)
+		if st, err := os.Stat(f.out); err == nil && st.Mode().IsRegular() && st.Size() > 0 && !f.appendOut {
+			// A restart without --append would lose what an earlier run
+			// wrote and acknowledged: say so where it shows.
+			logger.Warn("replacing the output of an earlier run; --append adds to it instead", "out", f.out, "bytes", st.Size())
+		}
+		return openSink(f.out, f.appendOut, stdout, f.src.Payload.Precision, logger)
 	})
 	if errors.Is(err, influxdb.ErrInvalidConfig) {
 		return exitUsage, fmt.Errorf("--influx-out: %w", err)
@@ -263,7 +273,7 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 			return exitError, err
 		}
 		path := filepath.Join(f.record, "ingest-"+time.Now().UTC().Format("20060102T150405Z")+".lp")
-		rec, err := openSink(path, nil, particle.Nanosecond, logger)
+		rec, err := openSink(path, false, nil, particle.Nanosecond, logger)
 		if err != nil {
 			return exitError, err
 		}
@@ -298,24 +308,29 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 	if src != nil {
 		closeErrs = append(closeErrs, src.Close())
 		st := src.Stats()
-		fmt.Fprintf(stderr, "ingest: messages=%d written=%d replayed=%d redelivered=%d acked=%d failed=%d reconnects=%d%s elapsed=%s\n",
-			st.Received.Load(), written(), st.Replayed.Load(), st.Redelivered.Load(), st.Acked.Load(), st.Failed.Load(),
-			max(int64(st.Connects.Load())-1, 0), backlogFields(src), elapsed)
-		writeBacklogKept(stderr, "ingest: mqtt", src, f.src.StateDir)
+		attrs := []slog.Attr{slog.Uint64("messages", st.Received.Load()), slog.Uint64("written", written()),
+			slog.Uint64("replayed", st.Replayed.Load()), slog.Uint64("redelivered", st.Redelivered.Load()),
+			slog.Uint64("acked", st.Acked.Load()), slog.Uint64("failed", st.Failed.Load()),
+			slog.Int64("reconnects", max(int64(st.Connects.Load())-1, 0))}
+		attrs = append(attrs, backlogAttrs(src)...)
+		report.line("ingest", append(attrs, slog.Duration("elapsed", elapsed))...)
+		writeBacklogKept(report, "ingest: mqtt", src, f.src.StateDir)
 	}
 	if hsrc != nil {
 		closeErrs = append(closeErrs, hsrc.Close())
 		st := hsrc.Stats()
-		var fields string
+		attrs := []slog.Attr{slog.Uint64("requests", st.Requests.Load()), slog.Uint64("accepted", st.Accepted.Load()),
+			slog.Uint64("bytes", st.Bytes.Load()), slog.Uint64("points", st.Emitted.Load()), slog.Uint64("invalid", st.Invalid.Load()),
+			slog.Uint64("replayed", st.Replayed.Load()),
+			slog.Uint64("refused", st.BadRequests.Load()+st.Unauthorized.Load()+st.TooLarge.Load()+st.Unavailable.Load()),
+			slog.Uint64("written", written())}
 		b, ok := backlogs["http"]
 		if ok {
-			fields = backlogFields(b)
+			attrs = append(attrs, backlogAttrs(b)...)
 		}
-		fmt.Fprintf(stderr, "ingest: http requests=%d accepted=%d bytes=%d points=%d invalid=%d replayed=%d refused=%d written=%d%s elapsed=%s\n",
-			st.Requests.Load(), st.Accepted.Load(), st.Bytes.Load(), st.Emitted.Load(), st.Invalid.Load(), st.Replayed.Load(),
-			st.BadRequests.Load()+st.Unauthorized.Load()+st.TooLarge.Load()+st.Unavailable.Load(), written(), fields, elapsed)
+		report.line("ingest: http", append(attrs, slog.Duration("elapsed", elapsed))...)
 		if ok {
-			writeBacklogKept(stderr, "ingest: http", b, f.http.StateDir)
+			writeBacklogKept(report, "ingest: http", b, f.http.StateDir)
 		}
 	}
 	for _, in := range inputs {
@@ -346,5 +361,5 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 		code = exitError
 	}
 	sum.addBolt(emitted, t.Stats("out"))
-	return sum.write(stderr, code), err
+	return sum.write(report, code), err
 }

@@ -87,7 +87,7 @@ func TestIngestHTTPWriteCrash(t *testing.T) {
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	out, addr := filepath.Join(dir, "out.lp"), freeAddr(t)
-	args := []string{"--http-write", addr, "--state-dir", filepath.Join(dir, "state"), "--out", out, "--window", "100ms"}
+	args := []string{"--http-write", addr, "--state-dir", filepath.Join(dir, "state"), "--out", out, "--append", "--window", "100ms"}
 	first, _ := startIngestUntil(t, bin, "httpwrite: listening", args...)
 
 	w := startInfluxWriter(t, addr, n)
@@ -119,7 +119,7 @@ func TestIngestHTTPWriteCrash(t *testing.T) {
 	})
 	require.NoError(t, second.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, second.Wait(), "exit status after SIGTERM: %s", stderr.String())
-	assert.Regexp(t, `(?m)^ingest: http requests=\d+ accepted=\d+ `, stderr.String())
+	assert.Regexp(t, `(?m)^ingest: http: requests=\d+ accepted=\d+ `, stderr.String())
 	assert.Regexp(t, `(?m)^summary: read=\d+ `, stderr.String())
 
 	seen := readOutput(t, out)
@@ -129,15 +129,17 @@ func TestIngestHTTPWriteCrash(t *testing.T) {
 		dups += seen[i] - 1
 	}
 	t.Logf("killed with %d points out; %d points, %d duplicates after the restart; %d write errors the client reported (batches it kept and wrote again)", killedAt, n, dups, clientErrs)
-	t.Logf("second run: %s", regexp.MustCompile(`(?m)^ingest: http.*$`).FindString(stderr.String()))
+	t.Logf("second run: %s", regexp.MustCompile(`(?m)^ingest: http:.*$`).FindString(stderr.String()))
 }
 
 // TestIngestHTTPWrite runs ingest with --http-write alone: a token is
-// required, a write is in the output, a bad line is dead-lettered with
-// its position, and the usage names what is missing without it.
+// required, a write is in the output, which replaces an earlier run's
+// (with a warning), a bad line is dead-lettered with its position, and
+// the usage names what is missing without it.
 func TestIngestHTTPWrite(t *testing.T) {
 	dir := t.TempDir()
 	out, dead, addr := filepath.Join(dir, "out.lp"), filepath.Join(dir, "dead.jsonl"), freeAddr(t)
+	require.NoError(t, os.WriteFile(out, []byte("reading n=9i 1\n"), 0o644))
 	t.Setenv("SENSORSTORM_HTTP_TOKEN", "secret")
 	ctx := t.Context()
 	stderr := &mosquittotest.LockedBuffer{}
@@ -164,7 +166,8 @@ func TestIngestHTTPWrite(t *testing.T) {
 	cancel()
 	assert.Equal(t, exitOK, <-code, stderr.String())
 	seen := readOutput(t, out)
-	assert.Equal(t, map[int]int{1: 1, 2: 1}, seen)
+	assert.Equal(t, map[int]int{1: 1, 2: 1}, seen, "the earlier run's output replaced")
+	assert.Contains(t, stderr.String(), "replacing the output of an earlier run; --append adds to it instead")
 	assert.Contains(t, stderr.String(), "summary: read=3 emitted=2 late=0 invalid=1")
 	b, err := os.ReadFile(dead)
 	require.NoError(t, err)
@@ -193,7 +196,7 @@ func TestIngestMQTTAndHTTPWrite(t *testing.T) {
 	code := make(chan int, 1)
 	go func() {
 		code <- run(ctx, []string{"ingest", "--broker", broker.URL(), "--topic", "sensors/#", "--client-id", "both",
-			"--http-write", addr, "--state-dir", state, "--out", out, "--window", "10ms"}, &bytes.Buffer{}, stderr)
+			"--http-write", addr, "--state-dir", state, "--out", out, "--append", "--window", "10ms"}, &bytes.Buffer{}, stderr)
 	}()
 	waitUntil(t, 20*time.Second, "ingest connected and listening", func() bool {
 		return strings.Contains(stderr.String(), "mqtt: connected") && strings.Contains(stderr.String(), "httpwrite: listening")

@@ -54,7 +54,7 @@ func TestIngestDamagedSpool(t *testing.T) {
 	require.NoError(t, os.WriteFile(segs[0], b, 0o644))
 
 	args := []string{"ingest", "--broker", broker.URL(), "--topic", "sensors/#", "--client-id", "damaged",
-		"--state-dir", state, "--out", out, "--window", "10ms"}
+		"--state-dir", state, "--out", out, "--append", "--window", "10ms"}
 	var stdout bytes.Buffer
 	stderr := &mosquittotest.LockedBuffer{}
 	assert.Equal(t, exitError, run(t.Context(), args, &stdout, stderr))

@@ -94,7 +94,7 @@ func TestIngestCrash(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out.lp")
 	args := []string{"--broker", broker.URL(), "--topic", "sensors/#", "--client-id", "crash",
-		"--state-dir", filepath.Join(dir, "state"), "--out", out, "--window", "100ms", "--topic-tags", "sensors/{sensor}"}
+		"--state-dir", filepath.Join(dir, "state"), "--out", out, "--append", "--window", "100ms", "--topic-tags", "sensors/{sensor}"}
 	first, _ := startIngest(t, bin, args...)
 
 	pub := paho.NewClient(paho.NewClientOptions().AddBroker(broker.URL()).SetClientID("crash-pub"))
@@ -214,7 +214,7 @@ func TestIngestBadTopics(t *testing.T) {
 	go func() {
 		done <- run(ctx, []string{"ingest", "--broker", broker.URL(), "--topic", "sensors/#", "--client-id", "bad-topics",
 			"--topic-tags", "sensors/{room}/{sensor}", "--publish", "results/{sensor}", "--window", "100ms",
-			"--state-dir", filepath.Join(dir, "state"), "--out", out}, io.Discard, stderr)
+			"--state-dir", filepath.Join(dir, "state"), "--out", out, "--append"}, io.Discard, stderr)
 	}()
 	waitUntil(t, 20*time.Second, "ingest connected", func() bool { return strings.Contains(stderr.String(), "mqtt: connected") })
 

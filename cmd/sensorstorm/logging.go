@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -41,13 +42,73 @@ func (l *logFlags) register(fs *flag.FlagSet, level slog.Level) {
 // logger returns a logger writing to w at the chosen level and format,
 // through a limitHandler.
 func (l *logFlags) logger(w io.Writer) (*slog.Logger, *limitHandler) {
-	opts := &slog.HandlerOptions{Level: l.level}
+	opts := &slog.HandlerOptions{Level: l.level, ReplaceAttr: durationString}
 	var h slog.Handler = slog.NewTextHandler(w, opts)
 	if l.format == "json" {
 		h = slog.NewJSONHandler(w, opts)
 	}
 	lh := newLimitHandler(h)
 	return slog.New(lh), lh
+}
+
+// durationString writes durations as text ("1.5s"), as the text format
+// does, rather than as JSON's bare nanoseconds.
+func durationString(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		return slog.String(a.Key, a.Value.Duration().String())
+	}
+	return a
+}
+
+// reporter writes the lines a command ends with, its summary and the
+// like, whatever the log level: "msg: key=value ..." as text, or with
+// --log-format json a JSON record like the logs', so that the output is
+// JSON to its last line.
+type reporter struct {
+	w    io.Writer
+	json *slog.Logger // nil for text
+}
+
+// reporter returns the reporter writing to w in the chosen format.
+func (l *logFlags) reporter(w io.Writer) reporter {
+	r := reporter{w: w}
+	if l.format == "json" {
+		r.json = slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{ReplaceAttr: durationString}))
+	}
+	return r
+}
+
+// line writes msg with attrs.
+func (r reporter) line(msg string, attrs ...slog.Attr) {
+	if r.json != nil {
+		r.json.LogAttrs(context.Background(), slog.LevelInfo, msg, attrs...)
+		return
+	}
+	var b strings.Builder
+	b.WriteString(msg + ":")
+	for _, a := range attrs {
+		fmt.Fprintf(&b, " %s=%s", a.Key, a.Value)
+	}
+	fmt.Fprintln(r.w, b.String())
+}
+
+// prose writes a sentence: as it is in text, as a record's message in
+// JSON.
+func (r reporter) prose(msg string) {
+	if r.json != nil {
+		r.json.Info(msg)
+		return
+	}
+	fmt.Fprintln(r.w, msg)
+}
+
+// fail writes err: "sensorstorm: err" as text, an error record in JSON.
+func (r reporter) fail(err error) {
+	if r.json != nil {
+		r.json.Error(err.Error())
+		return
+	}
+	fmt.Fprintln(r.w, "sensorstorm:", err)
 }
 
 // limitHandler keeps bad input from flooding the log: of the records

@@ -91,9 +91,12 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %s\n", c.synopsis)
 	}
 	fmt.Fprint(w, `
-Every command takes -h (usage), --log-level debug|info|warn|error and
---log-format text|json. Flags may come before or after the arguments.
-Run "sensorstorm help COMMAND" for the flags of a command.
+Every command takes --help (usage), --log-level debug|info|warn|error
+(default info) and --log-format text|json (JSON to the last line). Flags
+may come before or after the arguments. --out replaces its file unless
+--append. Run "sensorstorm help COMMAND" for the flags of a command.
+
+A first run, in a checkout: sensorstorm run pipelines/demo.yaml
 `)
 }
 

@@ -141,22 +141,23 @@ func runPipeline(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			"invalid", s.Invalid.Load(), "errors", s.Errors.Load(), "acked", s.Acked.Load(), "failed", s.Failed.Load())
 	}
 	logger.Info("pipeline finished", "elapsed", time.Since(start).Round(time.Millisecond))
+	report := c.log.reporter(stderr)
 	for _, src := range p.Sources {
 		b, ok := backlogs[src.Name]
 		if !ok {
 			continue
 		}
-		if fields := backlogFields(b); fields != "" {
-			fmt.Fprintf(stderr, "run: source=%s%s\n", src.Name, fields)
-			writeBacklogKept(stderr, "run: "+src.Name, b, "its state_dir")
+		if attrs := backlogAttrs(b); attrs != nil {
+			report.line("run", append([]slog.Attr{slog.String("source", src.Name)}, attrs...)...)
+			writeBacklogKept(report, "run: "+src.Name, b, "its state_dir")
 		}
 	}
 	code = exitOK
 	if runErr != nil && !errors.Is(runErr, context.Canceled) {
-		fmt.Fprintln(stderr, "sensorstorm:", runErr)
+		report.fail(runErr)
 		code = exitError
 	}
-	return pipelineSummary(p, topo).write(stderr, code)
+	return pipelineSummary(p, topo).write(report, code)
 }
 
 // pipelineSummary counts what the sources of p read and what the first

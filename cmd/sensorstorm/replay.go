@@ -34,6 +34,7 @@ type replayOptions struct {
 	loop       bool
 	concat     bool
 	out        string
+	appendOut  bool
 	influx     influxFlags
 	control    string
 	allowHosts stringsFlag
@@ -53,26 +54,31 @@ standard input. It ends with this line on stderr, where read = emitted +
 late + invalid + skipped + outside + duplicates and refused counts the
 emitted particles dead-lettered as failed:
   summary: read=N emitted=N late=N invalid=N skipped=N outside=N duplicates=N refused=N
-and exits 1 if every record read was invalid. On a terminal it shows
+and exits 1 if every record read was invalid. Stopped early (q, Ctrl-C),
+it writes what its buffer holds and leaves the records read ahead but not
+replayed out of the summary, counted apart:
+  replay stopped early: position=TIME unreplayed=N
+With --log-format json these lines are JSON records too. On a terminal it shows
 progress, and keys change the replay:
   + faster (x2), - slower (/2), space pause/resume, m max, 1 real time, q quit
 `
 
 func replayFlags(stderr io.Writer) (*cli, *replayOptions) {
 	o := &replayOptions{}
-	c := newCLILevel("replay", replayUsage, slog.LevelWarn, stderr)
+	c := newCLI("replay", replayUsage, stderr)
 	fs := c.fs
 	fs.TextVar(&o.speed, "speed", replaysrc.DefaultSpeed, "replay `FACTOR` of the recorded pace, from 0.01 to 10000, or max for unpaced")
 	durationVar(fs, &o.window, "window", 0, "bounded out-of-orderness: how long particles wait for late ones, a `DURATION` such as 2s")
 	durationVar(fs, &o.future, "future-bound", syncbuffer.DefaultFutureBound, "how far a record may jump ahead of the newest one replayed before it is a wild timestamp, unless the next record confirms the gap (a `DURATION`; negative: no check)")
 	fs.TextVar(&o.late, "late", syncbuffer.LateDrop, "late particles: drop, side (needs --late-out) or pass")
-	fs.StringVar(&o.lateOut, "late-out", "", "with --late side, append late particles to this `FILE` (- is stdout)")
+	fs.StringVar(&o.lateOut, "late-out", "", "with --late side, write late particles to this `FILE` (- is stdout)")
 	fs.Var(&o.from, "from", "replay records from this event `TIME` on: RFC 3339 or epoch nanoseconds")
 	fs.Var(&o.to, "to", "replay records before this event `TIME`: RFC 3339 or epoch nanoseconds")
 	fs.BoolVar(&o.loop, "loop", false, "replay again from the start until interrupted, moving event time forward by the span\n"+
 		"of the recording plus its first gap at each pass")
 	fs.BoolVar(&o.concat, "concat", false, "read the files one after the other instead of merging them by event time")
-	fs.StringVar(&o.out, "out", "-", "append output to this `FILE`; - is stdout")
+	fs.StringVar(&o.out, "out", "-", "write output to this `FILE`, replacing it (see --append); - is stdout")
+	fs.BoolVar(&o.appendOut, "append", false, "add to the end of --out and --late-out files instead of replacing them")
 	o.influx.register(fs)
 	fs.StringVar(&o.control, "control", "", "serve HTTP control on `ADDR`, such as localhost:8089: POST /speed?factor=F|max,\n"+
 		"POST /pause, POST /resume, GET /status"+addrUsage)
@@ -160,8 +166,9 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	defer cancel()
 	term := newTerminal(stderr, o.quiet, slices.Contains(o.files, "-"))
 	logger, logs := c.log.logger(term.logWriter())
+	report := c.log.reporter(term.logWriter())
 	out, _, err := o.influx.sink(o.format.precision, logger, func() (writtenSink, error) {
-		return openSink(o.out, stdout, o.format.precision, logger)
+		return openSink(o.out, o.appendOut, stdout, o.format.precision, logger)
 	})
 	if errors.Is(err, influxdb.ErrInvalidConfig) {
 		return c.usageError("--influx-out: %v", err)
@@ -170,7 +177,7 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	var late *file.Sink
 	if o.late == syncbuffer.LateSide {
-		if late, err = openSink(o.lateOut, stdout, o.format.precision, logger); err != nil {
+		if late, err = openSink(o.lateOut, o.appendOut, stdout, o.format.precision, logger); err != nil {
 			return fail(exitError, err)
 		}
 	}
@@ -202,7 +209,7 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 
 	control := httpguard.Protect(replaysrc.Handler(src), o.allowHosts...)
-	stopControl, err := serveControl(o.control, control, stderr, logger)
+	stopControl, err := serveControl(o.control, control, report, logger)
 	if err != nil {
 		return fail(exitError, err)
 	}
@@ -210,7 +217,7 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if o.status.control {
 		page.Control = control
 	}
-	stopStatus, err := serveStatus(o.status.addr, page, func(url string) { fmt.Fprintf(stderr, "replay: status page on %s\n", url) })
+	stopStatus, err := serveStatus(o.status.addr, page, func(url string) { report.prose("replay: status page on " + url) })
 	if err != nil {
 		stopControl()
 		return fail(exitError, err)
@@ -226,21 +233,34 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	logs.Summarize(ctx)
 
 	st := src.Status()
-	fmt.Fprintf(stderr, "replay: elapsed=%s passes=%d\n", elapsed.Round(time.Millisecond), st.Pass+1)
+	report.line("replay", slog.Duration("elapsed", elapsed.Round(time.Millisecond)), slog.Int("passes", st.Pass+1))
 	code = exitOK
 	if runErr != nil && !errors.Is(runErr, context.Canceled) {
-		fmt.Fprintln(stderr, "sensorstorm:", runErr)
+		report.fail(runErr)
 		code = exitError
 	}
 	sum := summary{Read: st.Read, Invalid: st.Invalid, Skipped: st.Skipped, Outside: st.Outside}
+	if ahead := unreplayed(st); ahead > 0 {
+		// Stopped early (q, Ctrl-C): the source had read records that were
+		// waiting for their time. They were never replayed, so the summary
+		// leaves them out and says so, and still adds up.
+		sum.Read -= ahead
+		report.line("replay stopped early", slog.String("position", st.Position.UTC().Format(time.RFC3339Nano)), slog.Uint64("unreplayed", ahead))
+	}
 	sum.addBolt(st.Emitted, t.Stats("out"))
 	sum.addRefused(t.Stats, t.Components())
-	return sum.write(stderr, code)
+	return sum.write(report, code)
+}
+
+// unreplayed returns how many records the replay read but neither emitted
+// nor set aside: those read ahead of a replay stopped early.
+func unreplayed(st replaysrc.Status) uint64 {
+	return st.Read - min(st.Read, st.Emitted+st.Invalid+st.Skipped+st.Outside)
 }
 
 // serveControl serves the HTTP control endpoint h on addr, if not empty,
 // and returns the function that stops it.
-func serveControl(addr string, h http.Handler, stderr io.Writer, logger *slog.Logger) (func(), error) {
+func serveControl(addr string, h http.Handler, report reporter, logger *slog.Logger) (func(), error) {
 	if addr == "" {
 		return func() {}, nil
 	}
@@ -248,16 +268,16 @@ func serveControl(addr string, h http.Handler, stderr io.Writer, logger *slog.Lo
 	if err != nil {
 		return nil, fmt.Errorf("control: %w", err)
 	}
-	fmt.Fprintf(stderr, "replay: control on http://%s (POST /speed?factor=F|max, /pause, /resume; GET /status)\n", bound)
+	report.prose(fmt.Sprintf("replay: control on http://%s (POST /speed?factor=F|max, /pause, /resume; GET /status)", bound))
 	return stop, nil
 }
 
-// openSink returns a file sink appending to path, created when missing,
-// after cutting a torn last line off, which it logs; "-" is stdout, which
-// the sink leaves open.
-func openSink(path string, stdout io.Writer, prec particle.Precision, logger *slog.Logger) (*file.Sink, error) {
+// openSink returns a file sink writing to path, created when missing:
+// truncated, or with appendTo added to after cutting a torn last line off,
+// which it logs. "-" is stdout, which the sink leaves open.
+func openSink(path string, appendTo bool, stdout io.Writer, prec particle.Precision, logger *slog.Logger) (*file.Sink, error) {
 	if path == "-" || path == "" {
 		return file.NewSink(stdout, prec), nil
 	}
-	return file.OpenSink(path, file.SinkConfig{Precision: prec, Append: true, Logger: logger})
+	return file.OpenSink(path, file.SinkConfig{Precision: prec, Append: appendTo, Logger: logger})
 }

@@ -28,6 +28,7 @@ type terminal struct {
 
 	mu  sync.Mutex // guards bar: the logger and the progress goroutine share it
 	bar *progressbar.ProgressBar
+	eta eta
 }
 
 // newTerminal returns the terminal interface on stderr; keys are off when
@@ -77,8 +78,9 @@ func (t *terminal) start(ctx context.Context, src *replaysrc.Source, quit func()
 		tick := time.NewTicker(progressEvery)
 		defer tick.Stop()
 		var lastN uint64
+		var lastPos time.Time
 		lastT := time.Now()
-		var rate float64
+		var rate, eventRate float64
 		for {
 			select {
 			case <-done:
@@ -90,9 +92,12 @@ func (t *terminal) start(ctx context.Context, src *replaysrc.Source, quit func()
 				if dt := now.Sub(lastT).Seconds(); dt > 0 {
 					// A moving average keeps the rate readable.
 					rate = 0.7*rate + 0.3*float64(st.Emitted-lastN)/dt
+					if !lastPos.IsZero() && !st.Paused {
+						eventRate = 0.7*eventRate + 0.3*float64(st.Position.Sub(lastPos))/dt
+					}
 				}
-				lastN, lastT = st.Emitted, now
-				t.update(st, rate)
+				lastN, lastPos, lastT = st.Emitted, st.Position, now
+				t.update(st, rate, eventRate)
 			}
 		}
 	})
@@ -114,20 +119,52 @@ const permille = 1000
 
 // newBar returns the progress bar for a replay with status st: it follows
 // the event-time position from the first record to the last when that
-// span is known, so that percent and ETA follow the replay's pace; else
-// the bytes read, which run ahead of the replay by the read-ahead.
+// span is known, with the ETA of eta; else the bytes read, which run ahead
+// of the replay by the read-ahead, with the bar's own estimate.
 func (t *terminal) newBar(st replaysrc.Status) *progressbar.ProgressBar {
 	opts := []progressbar.Option{
 		progressbar.OptionSetWriter(t.stderr),
 		progressbar.OptionSetWidth(24),
-		progressbar.OptionSetPredictTime(true),
 		progressbar.OptionSetSpinnerChangeInterval(0),
 		progressbar.OptionClearOnFinish(),
 	}
 	if spanKnown(st) {
+		// The bar would extrapolate its percent over wall time, which
+		// knows nothing of the speed, the gaps in a recording or a pause.
+		opts = append(opts, progressbar.OptionSetPredictTime(false), progressbar.OptionSetElapsedTime(false))
 		return progressbar.NewOptions64(permille, opts...)
 	}
-	return progressbar.NewOptions64(-1, append(opts, progressbar.OptionShowBytes(true))...)
+	return progressbar.NewOptions64(-1, append(opts, progressbar.OptionSetPredictTime(true), progressbar.OptionShowBytes(true))...)
+}
+
+// eta estimates the wall time a replay needs to reach its last record.
+type eta struct {
+	left  time.Duration
+	known bool
+}
+
+// next returns the estimate for status st, where eventRate is the event
+// time replayed per wall second lately (in ns/s): the event time left
+// divided by the speed when paced, so that at 1x it is the real time
+// left, or by eventRate when unpaced. While paused it stands still.
+func (e *eta) next(st replaysrc.Status, eventRate float64) string {
+	if !st.Paused {
+		left := st.Last.Sub(st.Position)
+		switch {
+		case st.Position.IsZero() || !spanKnown(st):
+			e.known = false
+		case st.Speed != replaysrc.Max:
+			e.left, e.known = time.Duration(float64(max(left, 0))/float64(st.Speed)), true
+		case eventRate > 0:
+			e.left, e.known = time.Duration(float64(max(left, 0))/eventRate*float64(time.Second)), true
+		default:
+			e.known = false
+		}
+	}
+	if !e.known {
+		return "ETA -"
+	}
+	return "ETA " + e.left.Round(time.Second).String()
 }
 
 // spanKnown tells whether st has the event-time span of the replay.
@@ -146,10 +183,11 @@ func eventProgress(st replaysrc.Status) int64 {
 }
 
 // update draws the bar: the event-time position, the speed, the rate, and
-// the percent and ETA of the event-time position (or of the bytes read).
-// The bar starts with the first particle, once the files were opened and
-// their span scanned.
-func (t *terminal) update(st replaysrc.Status, rate float64) {
+// the percent and ETA of the event-time position (or of the bytes read);
+// eventRate is the event time replayed per wall second lately. The bar
+// starts with the first particle, once the files were opened and their
+// span scanned.
+func (t *terminal) update(st replaysrc.Status, rate, eventRate float64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.bar == nil {
@@ -170,7 +208,11 @@ func (t *terminal) update(st replaysrc.Status, rate float64) {
 	if st.Paused {
 		speed = "paused"
 	}
-	t.bar.Describe(fmt.Sprintf("%s  %s  %s/s", pos, speed, humanRate(rate)))
+	desc := fmt.Sprintf("%s  %s  %s/s", pos, speed, humanRate(rate))
+	if byEventTime {
+		desc += "  " + t.eta.next(st, eventRate)
+	}
+	t.bar.Describe(desc)
 	if byEventTime {
 		_ = t.bar.Set64(eventProgress(st))
 		return

@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/sensorstorm/sensorstorm/connectors/mqtt/mosquittotest"
 	replaysrc "github.com/sensorstorm/sensorstorm/connectors/replay"
 )
 
@@ -270,4 +274,37 @@ func TestProgressFollowsEventTime(t *testing.T) {
 	st.Position = first.Add(7 * time.Hour)
 	assert.Equal(t, int64(permille), eventProgress(st))
 	assert.False(t, spanKnown(replaysrc.Status{}))
+}
+
+// TestReplayStoppedEarlyAddsUp stops a paced replay as q or Ctrl-C does:
+// the record waiting for its time is not replayed, and the summary leaves
+// it out, says so, and adds up.
+func TestReplayStoppedEarlyAddsUp(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "slow.lp")
+	require.NoError(t, os.WriteFile(path, []byte("m v=1 1000000000000000000\nm v=2 1000000100000000000\nm v=3 1000000200000000000\n"), 0o644))
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr mosquittotest.LockedBuffer
+	done := make(chan int)
+	go func() {
+		done <- run(ctx, []string{"replay", "--speed", "1", "--control", "127.0.0.1:0", path}, &stdout, &stderr)
+	}()
+	control := regexp.MustCompile(`control on (http://\S+)`)
+	require.Eventually(t, func() bool {
+		m := control.FindStringSubmatch(stderr.String())
+		if m == nil {
+			return false
+		}
+		resp, err := http.Get(m[1] + "/status")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var st replaysrc.Status
+		return json.NewDecoder(resp.Body).Decode(&st) == nil && st.Emitted == 1
+	}, 10*time.Second, 5*time.Millisecond)
+	cancel()
+	require.Equal(t, exitOK, <-done, stderr.String())
+	assert.Equal(t, "m v=1 1000000000000000000\n", stdout.String())
+	assert.Contains(t, stderr.String(), "replay stopped early: position=2001-09-09T01:46:40Z unreplayed=1\n")
+	assert.Equal(t, "summary: read=1 emitted=1 late=0 invalid=0 skipped=0 outside=0 duplicates=0 refused=0", lastLine(stderr.String()))
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt"
@@ -115,11 +116,15 @@ func TestStatusPageInChromium(t *testing.T) {
 	browser := startChromium(t, ctx, chromium)
 	do, poll := browserSteps(t, browser)
 
-	do("open the page", chromedp.Navigate(url), chromedp.WaitVisible(`#graph [data-component="out"]`))
+	do("open the page", chromedp.Navigate(url), chromedp.WaitVisible(`#sensors`), chromedp.WaitVisible(`#graph [data-component="out"]`))
 
 	components := evaluate[[]string](t, browser, `[...document.querySelectorAll("#graph [data-component]")].map(n => n.dataset.component)`)
 	require.Equal(t, []string{"replay", "out"}, components, "the graph shows every component of the replay")
 	poll("sensor plots", `document.querySelectorAll("#plots .plot polyline").length > 0`)
+	require.Equal(t, "temperature", evaluate[string](t, browser, `document.getElementById("field").value`), "the main field first, not int_temp")
+	axes := evaluate[[]string](t, browser, `(() => { const p = document.querySelector("#plots .plot"); return [p.querySelector(".xaxis").textContent, p.querySelector(".yaxis").textContent]; })()`)
+	assert.Regexp(t, `^\d\d:\d\d:\d\devent time, UTC\d\d:\d\d:\d\d$`, axes[0], "a time axis")
+	assert.Regexp(t, `^\d+(\.\d+)?\d+(\.\d+)?$`, axes[1], "a scale: the highest and lowest value")
 
 	do("speed up", chromedp.Click(`#faster`))
 	poll("doubled speed", `last && last.replay.speed === "400x" && document.getElementById("speed").textContent === "400x"`)
@@ -166,8 +171,18 @@ func TestStatusPageInChromium(t *testing.T) {
 	do("resume", chromedp.Click(`#resume`))
 	poll("the position moves on", fmt.Sprintf(`document.getElementById("position").textContent > %q`, paused))
 
+	// At the end the page shows the run's final state, not "disconnected".
 	stopReplay()
 	require.Equal(t, exitOK, <-code, stderr.String())
+	poll("the final state", `document.getElementById("conn").textContent.startsWith("finished: ")`)
+	final := evaluate[string](t, browser, `document.getElementById("conn").textContent`)
+	assert.Regexp(t, `^finished: \d+ read, \d+ replayed, 0 late, 0 invalid(, \d+ read ahead and not replayed)?$`, final)
+	read := regexp.MustCompile(`read=(\d+)`).FindStringSubmatch(stderr.String())
+	require.NotNil(t, read)
+	assert.Contains(t, final, "finished: "+read[1]+" read", "the page's final count is the summary's")
+	shot, err = chromedp.Run(browser, chromedp.FullScreenshot(100))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(t.ArtifactDir(), "status-page-finished.png"), shot, 0o644))
 }
 
 // startPagedReplay starts a replay of the shipped recording with a

@@ -2,7 +2,7 @@ package main
 
 import (
 	"fmt"
-	"io"
+	"log/slog"
 
 	"github.com/sensorstorm/sensorstorm/topology"
 )
@@ -39,10 +39,11 @@ type summary struct {
 	Refused uint64
 }
 
-// String returns the summary line, without a newline.
-func (s summary) String() string {
-	return fmt.Sprintf("summary: read=%d emitted=%d late=%d invalid=%d skipped=%d outside=%d duplicates=%d refused=%d",
-		s.Read, s.Emitted, s.Late, s.Invalid, s.Skipped, s.Outside, s.Duplicates, s.Refused)
+// attrs returns the summary's counts, in the order of its line.
+func (s summary) attrs() []slog.Attr {
+	return []slog.Attr{slog.Uint64("read", s.Read), slog.Uint64("emitted", s.Emitted), slog.Uint64("late", s.Late),
+		slog.Uint64("invalid", s.Invalid), slog.Uint64("skipped", s.Skipped), slog.Uint64("outside", s.Outside),
+		slog.Uint64("duplicates", s.Duplicates), slog.Uint64("refused", s.Refused)}
 }
 
 // valid tells whether any record read was valid, or nothing was read.
@@ -52,12 +53,12 @@ func (s summary) valid() bool {
 	return s.Invalid == 0 || s.Read > s.Invalid
 }
 
-// write writes the summary line to w and returns code, or exitError if
+// write writes the summary line to r and returns code, or exitError if
 // the input was all invalid, which it then says.
-func (s summary) write(w io.Writer, code int) int {
-	fmt.Fprintln(w, s)
+func (s summary) write(r reporter, code int) int {
+	r.line("summary", s.attrs()...)
 	if !s.valid() {
-		fmt.Fprintf(w, "sensorstorm: no valid input: all %d records read were invalid (wrong --format? a gzip file not named .gz?)\n", s.Read)
+		r.fail(fmt.Errorf("no valid input: all %d records read were invalid (wrong --format? a gzip file not named .gz?)", s.Read))
 		return exitError
 	}
 	return code

@@ -9,8 +9,9 @@ import (
 
 const versionUsage = `usage: sensorstorm version
 
-Prints the module version of sensorstorm, the VCS revision it was built
-from (with "+dirty" when the work tree had changes) and the Go version.
+Prints the module version of sensorstorm ("devel" when built from a
+checkout), the VCS revision it was built from (with "+dirty" when the work
+tree had changes) and its time, the Go version and the platform.
 `
 
 // version prints the build information.
@@ -27,28 +28,41 @@ func version(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// versionLine describes a build: "sensorstorm VERSION (REVISION) GO".
+// versionLine describes a build: "sensorstorm VERSION REVISION GO OS/ARCH",
+// where a build from a checkout, whose module version is "(devel)", says
+// devel, and a build without VCS information (-buildvcs=false, or outside
+// a git checkout) says so rather than show an empty revision.
 func versionLine(info *debug.BuildInfo, ok bool) string {
 	if !ok {
 		return "sensorstorm (no build information)"
 	}
 	v := info.Main.Version
-	if v == "" {
-		v = "(devel)"
+	if v == "" || v == "(devel)" {
+		v = "devel"
 	}
-	var rev, modified string
+	var rev, modified, when, goos, goarch string
 	for _, s := range info.Settings {
 		switch s.Key {
 		case "vcs.revision":
 			rev = s.Value
+		case "vcs.time":
+			when = " " + s.Value
 		case "vcs.modified":
 			if s.Value == "true" {
 				modified = "+dirty"
 			}
+		case "GOOS":
+			goos = s.Value
+		case "GOARCH":
+			goarch = s.Value
 		}
 	}
 	if rev == "" {
-		rev = "unknown revision"
+		rev, when = "(revision unknown: built with -buildvcs=false or outside a git checkout)", ""
 	}
-	return fmt.Sprintf("sensorstorm %s (%s%s) %s", v, rev, modified, info.GoVersion)
+	platform := ""
+	if goos != "" {
+		platform = " " + goos + "/" + goarch
+	}
+	return fmt.Sprintf("sensorstorm %s %s%s%s %s%s", v, rev, modified, when, info.GoVersion, platform)
 }

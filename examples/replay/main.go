@@ -1,8 +1,10 @@
-// Command replay replays recordings at an adjusted speed with the Go API:
-// the particles come out paced at speed times the recording's own pace, in
-// event-time order, with a one-minute count of readings per node.
+// Command replay replays recordings with the Go API and prints what the
+// engine made of them: readings delivered out of order come out in
+// event-time order after a synchronization window, readings later than the
+// window are counted and dropped, and each time window of the whole network
+// gives one row of temperature statistics.
 //
-//	go run ./examples/replay -speed 1000 testdata/library1-r1.lp
+//	go run ./examples/replay testdata/library1-disordered.lp
 package main
 
 import (
@@ -14,7 +16,6 @@ import (
 	"os/signal"
 	"time"
 
-	"github.com/sensorstorm/sensorstorm/connectors/file"
 	"github.com/sensorstorm/sensorstorm/connectors/replay"
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
@@ -32,11 +33,12 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var speed replay.Speed = 1000
+	speed := replay.Max
 	fs.TextVar(&speed, "speed", speed, "replay speed: a factor such as 10 or 0.5, or max")
-	window := fs.Duration("every", time.Minute, "count readings per node over windows of this length")
+	every := fs.Duration("every", 10*time.Minute, "length of the statistics windows")
+	window := fs.Duration("window", 30*time.Second, "how long readings wait for later-arriving earlier ones")
 	if err := fs.Parse(args); err != nil || fs.NArg() == 0 {
-		fmt.Fprintln(stderr, "usage: replay [-speed N] [-every D] FILE...")
+		fmt.Fprintln(stderr, "usage: replay [-speed N] [-every D] [-window D] FILE...")
 		return 2
 	}
 	cfg := replay.Config{Speed: speed}
@@ -54,17 +56,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	topo.AddSource("recording", topology.Single(src), topology.SourceConfig{})
-	count := func() operation.Operation {
-		op, _ := operation.NewStats(operation.StatsConfig{Size: *window, By: []string{"node"}, Fields: []string{"temperature"}, Aggregates: []string{"count"}})
+	stats := func() operation.Operation {
+		op, _ := operation.NewStats(operation.StatsConfig{Size: *every, Fields: []string{"temperature"}, Aggregates: []string{"count", "mean", "min", "max"}})
 		return op
 	}
-	topo.AddBolt("count", count, topology.BoltConfig{Buffer: syncbuffer.Config{Window: time.Second}}).Input("recording", topology.Fields("node"))
-	topo.AddBolt("out", operation.Stateless(file.NewSink(stdout, particle.Millisecond)), topology.BoltConfig{}).Input("count", topology.Global())
-	start := time.Now()
+	// The window is the bounded disorder the buffer absorbs; a late reading
+	// is dropped rather than put in a window already computed.
+	topo.AddBolt("stats", stats, topology.BoltConfig{Buffer: syncbuffer.Config{Window: *window, Late: syncbuffer.LateDrop}}).Input("recording", topology.Global())
+	fmt.Fprintf(stdout, "temperature of the whole network over %v windows, in event-time order\n", *every)
+	fmt.Fprintf(stdout, "%-19s  %8s  %6s  %6s  %6s\n", "window end (UTC)", "readings", "mean", "min", "max")
+	topo.AddBolt("table", operation.Stateless(operation.Func(func(_ context.Context, p particle.Particle, _ operation.Emitter) error {
+		num := func(k string) float64 { v, _ := p.Field(k); f, _ := v.Number(); return f }
+		fmt.Fprintf(stdout, "%-19s  %8.0f  %6.2f  %6.2f  %6.2f\n", p.EventTime().UTC().Format("2006-01-02 15:04:05"),
+			num("temperature_count"), num("temperature_mean"), num("temperature_min"), num("temperature_max"))
+		return nil
+	})), topology.BoltConfig{}).Input("stats", topology.Global())
 	if err := topo.Run(ctx); err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	fmt.Fprintf(stderr, "replayed %d particles at %v in %v\n", topo.Stats("recording").Out.Load(), speed, time.Since(start).Round(time.Millisecond))
+	read, late := topo.Stats("recording").Out.Load(), topo.Stats("stats").Late.Load()
+	fmt.Fprintf(stdout, "%d readings: %d in windows, %d more than %v late, dropped\n", read, read-late, late, *window)
 	return 0
 }

@@ -10,6 +10,8 @@ const MIN_SPEED = 0.01, MAX_SPEED = 10000;
 let shape = "";      // the graph drawn: component names and edges
 let last = null;     // the latest snapshot
 let chosenByUser = false; // the field to plot was picked on the page
+let finished = false;     // the run ended: the page shows its final state
+let lastETA = null;       // the ETA shown, which stands still while paused
 
 function el(tag, attrs, parent) {
   const e = document.createElementNS(SVG, tag);
@@ -41,6 +43,12 @@ function duration(s) {
 }
 
 function isoTime(ms) { return new Date(ms).toISOString().replace(".000Z", "Z"); }
+
+// clock is the UTC time of day of ms, as the plots' time axis shows it.
+function clock(ms) { return new Date(ms).toISOString().slice(11, 19); }
+
+// num shows a plotted value with at most 4 significant digits.
+function num(v) { return Number.isInteger(v) ? String(v) : String(Number(v.toPrecision(4))); }
 
 // layers places each component in the column after its farthest input.
 function layers(snap) {
@@ -130,7 +138,8 @@ function updateReplay(snap) {
   if (!r) return;
   $("position").textContent = r.position.startsWith("0001") ? "-" : r.position;
   $("speed").textContent = r.done ? "done" : r.paused ? `paused (${r.speed})` : r.speed === "max" ? "unpaced" : r.speed;
-  $("eta").textContent = r.done ? "done" : duration(r.eta);
+  if (!r.paused) lastETA = r.eta;
+  $("eta").textContent = r.done ? "done" : duration(lastETA) + (r.paused && lastETA != null ? " (paused)" : "");
   $("read").textContent = r.read;
   $("progress").style.width = ((r.progress || 0) * 100) + "%";
   $("buttons").hidden = !snap.control || r.done;
@@ -170,8 +179,9 @@ function updateBacklog(b) {
 
 function updateSensors(snap) {
   const tap = snap.tap;
-  $("sensors").hidden = !tap || tap.series.length === 0;
+  $("sensors").hidden = !tap;
   if (!tap) return;
+  $("sensors-waiting").hidden = tap.series.length > 0;
   const select = $("field"), fields = new Set();
   for (const s of tap.series) s.fields.forEach((f) => fields.add(f));
   const have = [...select.options].map((o) => o.value);
@@ -186,15 +196,22 @@ function updateSensors(snap) {
   for (const s of sorted) plots.appendChild(plot(s, chosen, common));
 }
 
-// reading picks the field to plot first: the first with a fraction in
-// its values, a reading rather than a counter or a sequence number.
+// MAIN_FIELDS are the names of what sensors are usually deployed for,
+// preferred over their housekeeping (an internal temperature, a voltage).
+const MAIN_FIELDS = ["temperature", "value", "humidity", "co2", "pressure", "power", "level", "speed"];
+
+// reading picks the field to plot first: a main field if a series has
+// one, else the first with a fraction in its values, a reading rather
+// than a counter or a sequence number.
 function reading(series) {
+  const fractional = [];
   for (const s of series) {
     for (let i = 0; i < s.fields.length; i++) {
-      if (s.points.some((p) => p[i + 1] != null && !Number.isInteger(p[i + 1]))) return s.fields[i];
+      if (s.points.some((p) => p[i + 1] != null && !Number.isInteger(p[i + 1]))) fractional.push(s.fields[i]);
     }
   }
-  return "";
+  const main = MAIN_FIELDS.find((f) => fractional.includes(f));
+  return main || fractional[0] || "";
 }
 
 // commonParts returns the parts of the series keys (the measurement, each
@@ -206,7 +223,9 @@ function commonParts(series) {
 }
 
 // plot draws one series' chosen field over its recent points, and its
-// dead-lettered particles as ticks at the bottom.
+// dead-lettered particles as ticks at the bottom, with its scale (the
+// lowest and highest value shown) on the left and its event-time span
+// below.
 function plot(s, name, common) {
   const div = document.createElement("div");
   div.className = "plot";
@@ -216,21 +235,34 @@ function plot(s, name, common) {
   key.title = s.key;
   key.textContent = s.key.split(",").filter((p) => !common.has(p)).join(",") || s.key;
   div.appendChild(key);
-  const W = 200, H = 60, svg = el("svg", { viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: "none" }, div);
+  const chart = document.createElement("div");
+  chart.className = "chart";
+  const yaxis = document.createElement("div");
+  yaxis.className = "yaxis";
+  chart.appendChild(yaxis);
+  div.appendChild(chart);
+  const xaxis = document.createElement("div");
+  xaxis.className = "xaxis";
+  div.appendChild(xaxis);
+  const W = 200, H = 60, svg = el("svg", { viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: "none" }, chart);
   const i = s.fields.indexOf(name) + 1;
   const pts = i > 0 ? s.points.filter((p) => p[i] != null) : [];
   const times = pts.map((p) => p[0]).concat(s.marks.map((m) => m.t));
   if (times.length === 0) return div;
   const t0 = Math.min(...times), t1 = Math.max(...times, t0 + 1);
   const x = (t) => ((t - t0) / (t1 - t0)) * (W - 4) + 2;
+  xaxis.innerHTML = `<span>${clock(t0)}</span><span class="unit">event time, UTC</span><span>${clock(Math.max(...times))}</span>`;
   if (pts.length > 0) {
-    const vs = pts.map((p) => p[i]), lo = Math.min(...vs), hi = Math.max(...vs, lo + 1e-9);
+    const vs = pts.map((p) => p[i]), lo = Math.min(...vs), top = Math.max(...vs), hi = Math.max(top, lo + 1e-9);
     const y = (v) => H - 8 - ((v - lo) / (hi - lo)) * (H - 14);
+    el("line", { class: "grid", x1: 0, x2: W, y1: y(top), y2: y(top) }, svg);
+    el("line", { class: "grid", x1: 0, x2: W, y1: y(lo), y2: y(lo) }, svg);
     el("polyline", { points: pts.map((p) => `${x(p[0]).toFixed(1)},${y(p[i]).toFixed(1)}`).join(" ") }, svg);
-    el("title", {}, svg).textContent = `${name}: ${vs[vs.length - 1]} (min ${lo}, max ${Math.max(...vs)})`;
+    el("title", {}, svg).textContent = `${name}: ${vs[vs.length - 1]} (min ${lo}, max ${top})`;
+    yaxis.innerHTML = `<span>${num(top)}</span><span>${num(lo)}</span>`;
     const value = document.createElement("span");
     value.className = "value";
-    value.textContent = `${vs[vs.length - 1]}  [${lo} … ${Math.max(...vs)}]`;
+    value.textContent = `${name} ${num(vs[vs.length - 1])}`;
     key.prepend(value);
   }
   for (const m of s.marks) {
@@ -243,12 +275,34 @@ function plot(s, name, common) {
 function render(snap) {
   last = snap;
   $("title").textContent = snap.title;
-  $("stream").textContent = "stream clock " + isoTime(snap.stream);
+  $("stream").textContent = isoTime(snap.stream);
   $("pending").textContent = `pending trees ${snap.pending_trees}`;
   updateGraph(snap);
   updateReplay(snap);
   updateMQTT(snap);
   updateSensors(snap);
+  if (snap.finished) finish(snap);
+}
+
+// finish shows the final state of a run that ended: its last figures,
+// and what became of what it read, instead of a page frozen mid-run.
+function finish(snap) {
+  finished = true;
+  events.close();
+  const first = snap.components.find((c) => c.kind !== "source"), r = snap.replay;
+  let text = "finished";
+  if (r) {
+    // As the command's summary: records read ahead of a replay stopped
+    // early were never replayed, and are counted apart.
+    const ahead = Math.max(0, r.read - (r.emitted + r.invalid + r.skipped + r.outside));
+    text += `: ${r.read - ahead} read, ${r.emitted} replayed`;
+    $("read").textContent = r.read - ahead;
+    if (first) text += `, ${first.late} late, ${first.invalid + r.invalid} invalid`;
+    if (ahead) text += `, ${ahead} read ahead and not replayed`;
+  }
+  $("conn").className = "conn done";
+  $("conn").textContent = text;
+  $("buttons").hidden = true;
 }
 
 async function post(path) {
@@ -279,6 +333,7 @@ events.addEventListener("snapshot", (e) => {
   render(JSON.parse(e.data));
 });
 events.onerror = () => {
+  if (finished) return;
   $("conn").className = "conn off";
   $("conn").textContent = "disconnected";
 };
