@@ -63,7 +63,13 @@ bolts:
 		stderr := &mosquittotest.LockedBuffer{}
 		cmd.Stderr = stderr
 		require.NoError(t, cmd.Start())
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		t.Cleanup(func() {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			if t.Failed() {
+				t.Logf("run's log:\n%s\noutput:\n%s", lastLines(stderr.String(), 30), readFile(t, out))
+			}
+		})
 		return cmd, stderr
 	}
 	pub := paho.NewClient(paho.NewClientOptions().AddBroker(broker.URL()).SetClientID("checkpointed-kill-pub"))
