@@ -13,6 +13,10 @@ type Collector struct {
 	// Acked and Failed record the anchors acknowledged and failed.
 	Acked  []Anchor
 	Failed map[Anchor]error
+	// Checkpoints makes Hold return checkpointed anchors (see
+	// [Anchor.Checkpointed]), as the engine's Hold does when the run takes
+	// checkpoints, to test an operation in such a run. Reset keeps it.
+	Checkpoints bool
 
 	held Anchor
 }
@@ -22,9 +26,13 @@ var _ Emitter = (*Collector)(nil)
 // Emit records p.
 func (c *Collector) Emit(p particle.Particle) { c.Emitted = append(c.Emitted, p) }
 
-// Hold returns the next anchor number.
+// Hold returns the next anchor number, marked with CheckpointedAnchor
+// when Checkpoints is set.
 func (c *Collector) Hold() Anchor {
 	c.held++
+	if c.Checkpoints {
+		return c.held | CheckpointedAnchor
+	}
 	return c.held
 }
 
@@ -43,4 +51,4 @@ func (c *Collector) Fail(a Anchor, err error) {
 }
 
 // Reset forgets everything recorded.
-func (c *Collector) Reset() { *c = Collector{} }
+func (c *Collector) Reset() { *c = Collector{Checkpoints: c.Checkpoints} }

@@ -13,8 +13,24 @@
 // [MetaHandler] for meta particles, [WatermarkHandler] for event-time
 // progress (closing windows), [TickHandler] for the stream clock's
 // progress (timers, eviction of idle state), [Flusher] for the end of
-// the stream and [Snapshotter] for state kept across checkpoints (the
-// window operation implements it; see package state for the codec).
+// the stream and [Snapshotter] for state kept across checkpoints.
+//
+// # State and checkpoints
+//
+// Every built-in operation that keeps state between particles snapshots
+// it and restores it ([Snapshotter]), in the compact codec of package
+// state: windows ([Aggregate], [Batch], [TypedBatch], [NewStats]) their
+// open windows and accumulators, [NewAlign] its open buckets, [PerKey]
+// its live keys and each key's operation, [NewDedup] the identities it
+// remembers, [NewResample] each series' latest reading and next point,
+// and [NewThreshold] and [NewRateOfChange] each sensor's alert state.
+// [Timers] snapshot themselves for the operations that keep them. The
+// others ([NewFilter], [Typed]) keep none. When the run takes
+// checkpoints, [Emitter.Hold] returns checkpointed anchors
+// ([Anchor.Checkpointed]) and the engine acknowledges held inputs once a
+// checkpoint holds their effect: a window then keeps one anchor per
+// window, its newest input's, not one per input. [Collector.Checkpoints]
+// tests an operation that way.
 //
 // # Batches and windows
 //

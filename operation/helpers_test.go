@@ -14,6 +14,7 @@ import (
 type tb interface {
 	Helper()
 	Errorf(format string, args ...any)
+	Fatalf(format string, args ...any)
 	FailNow()
 }
 
@@ -28,12 +29,42 @@ func reading(t float64, node string, v float64) particle.Particle {
 
 // drive runs op over in like a bolt instance would, announcing the
 // watermark after the particles at the indexes in rounds (and after the
-// last), then the end of the stream. It checks that every held input was
-// settled once.
+// last), then the end of the stream.
 func drive(t tb, op operation.Operation, in []particle.Particle, rounds ...int) *operation.Collector {
 	t.Helper()
+	return driveWith(t, &operation.Collector{}, op, in, rounds...)
+}
+
+// modes are the two ways the engine holds inputs: an anchor per input,
+// or operation.Checkpointed when the run takes checkpoints.
+var modes = []struct {
+	name        string
+	checkpoints bool
+}{{"acks", false}, {"checkpoints", true}}
+
+// requireSettledOnce requires that each of the n inputs c numbered as it
+// held them was acknowledged or failed exactly once, by the operation:
+// with checkpoints too, where the engine acknowledges it at a checkpoint
+// and the operation's Ack lets go of the anchor.
+func requireSettledOnce(t tb, c *operation.Collector, n int) {
+	t.Helper()
+	seen := map[operation.Anchor]int{}
+	for _, a := range c.Acked {
+		seen[a&^operation.CheckpointedAnchor]++
+	}
+	for a := range c.Failed {
+		seen[a&^operation.CheckpointedAnchor]++
+	}
+	for a := operation.Anchor(1); a <= operation.Anchor(n); a++ {
+		require.Equal(t, 1, seen[a], "input %d settled %d times", a, seen[a])
+	}
+	require.Len(t, seen, n, "anchors settled: %v", seen)
+}
+
+// driveWith is drive recording into c.
+func driveWith(t tb, c *operation.Collector, op operation.Operation, in []particle.Particle, rounds ...int) *operation.Collector {
+	t.Helper()
 	ctx := context.Background()
-	c := &operation.Collector{}
 	wm, _ := op.(operation.WatermarkHandler)
 	next := 0
 	for i, p := range in {

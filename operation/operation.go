@@ -135,11 +135,12 @@ type Flusher interface {
 
 // Snapshotter is implemented by operations that keep state between
 // particles: the built-in stateful operations (windows, per-key state,
-// dedup, resample, align, alerts, timers) and user operations that keep
-// any. At a checkpoint the engine calls Snapshot between two particles;
-// at restore it calls Restore on a new operation made by the same
-// Factory, before any particle. An operation that does not implement it
-// must keep no state: after a restore it starts empty.
+// dedup, resample, align, alerts; see the package documentation) and user
+// operations that keep any ([Timers] snapshot themselves for them). At a
+// checkpoint the engine calls Snapshot between two particles; at restore
+// it calls Restore on a new operation made by the same Factory, before
+// any particle. An operation that does not implement it must keep no
+// state: after a restore it starts empty.
 //
 // Inputs held with [Emitter.Hold] are not part of a snapshot: with
 // checkpoints the engine acknowledges them once the checkpoint holding

@@ -19,11 +19,7 @@ func WriteParticle(w *state.Writer, p *particle.Particle) error {
 	w.PutUvarint(p.Seq)
 	w.PutString(p.Measurement)
 	putTags(w, p.Tags)
-	w.PutLen(len(p.Fields))
-	for _, f := range p.Fields {
-		w.PutString(f.Key)
-		putValue(w, f.Value)
-	}
+	putFields(w, p.Fields)
 	return nil
 }
 
@@ -41,20 +37,15 @@ func ReadParticle(r *state.Reader) particle.Particle {
 	p.Seq = r.ReadUvarint()
 	p.Measurement = r.ReadString()
 	p.Tags = readTags(r)
-	if n := r.ReadLen(); n > 0 {
-		p.Fields = make([]particle.Field, n)
-		for j := range p.Fields {
-			p.Fields[j] = particle.Field{Key: r.ReadString(), Value: readValue(r)}
-		}
-	}
+	p.Fields = readFields(r)
 	if r.Err() != nil {
 		return particle.Particle{}
 	}
 	return p
 }
 
-// The parts of particles that operations keep in their state: tags and
-// field values.
+// The parts of particles that operations keep in their state: tags,
+// fields and field values.
 
 func putTags(w *state.Writer, tags []particle.Tag) {
 	w.PutLen(len(tags))
@@ -75,6 +66,27 @@ func readTags(r *state.Reader) []particle.Tag {
 		tags[i] = particle.Tag{Key: r.ReadString(), Value: r.ReadString()}
 	}
 	return tags
+}
+
+func putFields(w *state.Writer, fields []particle.Field) {
+	w.PutLen(len(fields))
+	for _, f := range fields {
+		w.PutString(f.Key)
+		putValue(w, f.Value)
+	}
+}
+
+// readFields reads fields written by putFields: nil when there are none.
+func readFields(r *state.Reader) []particle.Field {
+	n := r.ReadLen()
+	if n == 0 {
+		return nil
+	}
+	fields := make([]particle.Field, n)
+	for i := range fields {
+		fields[i] = particle.Field{Key: r.ReadString(), Value: readValue(r)}
+	}
+	return fields
 }
 
 func putValue(w *state.Writer, v particle.Value) {

@@ -38,6 +38,10 @@ import (
 // [WatermarkHandler]s or TickHandlers, and nothing for the others;
 // [Aggregate] groups by key itself and fires only the windows due, which
 // scales better for windows over many keys.
+//
+// At a checkpoint the manager snapshots its live keys and the state of
+// each key's operation that is a [Snapshotter]; an operation that keeps
+// state must be one, or its key restarts empty after a restore.
 func PerKey(key KeyFunc, factory Factory, ttl time.Duration) Factory {
 	return func() Operation { return NewKeyed(key, factory, ttl) }
 }
@@ -109,18 +113,11 @@ func (k *Keyed) Process(ctx context.Context, in particle.Particle, out Emitter) 
 	name := k.key(&in)
 	e := k.live[name]
 	if e == nil {
-		e = &keyed{key: name, op: k.factory(), last: in.Time}
-		_, e.hooks[onWatermark] = e.op.(WatermarkHandler)
-		_, e.hooks[onTick] = e.op.(TickHandler)
-		_, e.hooks[onMeta] = e.op.(MetaHandler)
-		_, e.hooks[onFlush] = e.op.(Flusher)
-		_, e.hooks[onHold] = e.op.(OutputHolder)
-		k.count(e, 1)
-		k.live[name] = e
+		e = k.add(name, in.Time)
 	} else {
 		k.unlink(e)
+		k.pushBack(e)
 	}
-	k.pushBack(e)
 	e.last = max(e.last, in.Time)
 	e.seen = k.now
 	return e.op.Process(ctx, in, out)
@@ -189,6 +186,21 @@ func (k *Keyed) Close() error {
 	k.head, k.tail = nil, nil
 	k.handlers = [numHooks]int{}
 	return errors.Join(errs...)
+}
+
+// add makes the operation of a new key, whose latest particle is at
+// last, and makes it the most recently used.
+func (k *Keyed) add(name string, last int64) *keyed {
+	e := &keyed{key: name, op: k.factory(), last: last}
+	_, e.hooks[onWatermark] = e.op.(WatermarkHandler)
+	_, e.hooks[onTick] = e.op.(TickHandler)
+	_, e.hooks[onMeta] = e.op.(MetaHandler)
+	_, e.hooks[onFlush] = e.op.(Flusher)
+	_, e.hooks[onHold] = e.op.(OutputHolder)
+	k.count(e, 1)
+	k.live[name] = e
+	k.pushBack(e)
+	return e
 }
 
 // each calls fn with the live operations implementing h, least recently

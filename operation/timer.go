@@ -20,7 +20,8 @@ import (
 // stream-time domain, seen in [MetaHandler.HandleMeta], can advance them
 // too.) Timers fire in order of their time, then in the order they were
 // set, so the same input fires them in the same order however time
-// advances: in one round or in many.
+// advances: in one round or in many. An operation that keeps Timers
+// snapshots them with [Timers.Snapshot] (see [Snapshotter]).
 type Timers[K comparable] struct {
 	queues [2]timerQueue[K]
 }

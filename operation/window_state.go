@@ -74,9 +74,7 @@ func (o *Windowed[A]) putBatcher(w *state.Writer) {
 // one whose accumulators were encoded another way.
 func (o *Windowed[A]) Restore(r *state.Reader) error {
 	codec, ok := o.agg.(state.Codec[A])
-	if v := r.ReadUvarint(); r.Err() == nil && v != windowStateVersion {
-		r.Fail(fmt.Errorf("%w: version %d", ErrStateMismatch, v))
-	}
+	checkVersion(r, "window", windowStateVersion)
 	at := r.Offset()
 	kind, size, slide, n, coded := r.ReadUvarint(), r.ReadVarint(), r.ReadVarint(), r.ReadUvarint(), r.ReadBool()
 	if r.Err() == nil && (kind != uint64(o.b.kind) || size != o.b.size || slide != o.b.slide || n != uint64(o.b.n) || coded != ok) {

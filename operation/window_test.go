@@ -69,26 +69,28 @@ func TestStatsWindows(t *testing.T) {
 		}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := drive(t, mustStats(t, tt.cfg), in, every(len(in))...)
-			require.Len(t, c.Emitted, len(tt.want), "%v", c.Emitted)
-			for i, w := range tt.want {
-				got := c.Emitted[i]
-				end := int64(w.t * 1e9)
-				if tt.cfg.Count > 0 {
-					end++ // count windows end just after their last particle
+		for _, mode := range modes {
+			t.Run(tt.name+"/"+mode.name, func(t *testing.T) {
+				c := driveWith(t, &operation.Collector{Checkpoints: mode.checkpoints}, mustStats(t, tt.cfg), in, every(len(in))...)
+				require.Len(t, c.Emitted, len(tt.want), "%v", c.Emitted)
+				for i, w := range tt.want {
+					got := c.Emitted[i]
+					end := int64(w.t * 1e9)
+					if tt.cfg.Count > 0 {
+						end++ // count windows end just after their last particle
+					}
+					assert.Equal(t, end, got.Time, "result %d", i)
+					node, _ := got.Tag("node")
+					assert.Equal(t, w.node, node, "result %d", i)
+					for k, v := range w.vals {
+						assert.InDelta(t, v, field(t, got, k), 1e-9, "result %d %s", i, k)
+					}
 				}
-				assert.Equal(t, end, got.Time, "result %d", i)
-				node, _ := got.Tag("node")
-				assert.Equal(t, w.node, node, "result %d", i)
-				for k, v := range w.vals {
-					assert.InDelta(t, v, field(t, got, k), 1e-9, "result %d %s", i, k)
-				}
-			}
-			// Every particle was held and acknowledged exactly once.
-			assert.Len(t, c.Acked, len(in))
-			assert.Empty(t, c.Failed)
-		})
+				// Every particle was held and acknowledged exactly once.
+				requireSettledOnce(t, c, len(in))
+				assert.Empty(t, c.Failed)
+			})
+		}
 	}
 }
 
@@ -156,21 +158,32 @@ func TestBatchGivesParticlesInOrder(t *testing.T) {
 	assert.Zero(t, op.Open())
 }
 
-// A failing result fails every input of the window, once.
+// A failing result fails every input of the window it keeps, once.
 func TestWindowResultErrorFailsInputs(t *testing.T) {
-	op := operation.Batch(operation.Sliding(10*time.Second, 5*time.Second), nil,
-		func(context.Context, operation.Window, string, []particle.Particle, operation.Emitter) error {
-			return fmt.Errorf("boom")
+	for _, mode := range modes {
+		t.Run(mode.name, func(t *testing.T) {
+			op := operation.Batch(operation.Sliding(10*time.Second, 5*time.Second), nil,
+				func(context.Context, operation.Window, string, []particle.Particle, operation.Emitter) error {
+					return fmt.Errorf("boom")
+				})
+			c := &operation.Collector{Checkpoints: mode.checkpoints}
+			ctx := context.Background()
+			require.NoError(t, op.Process(ctx, reading(6, "a", 1), c))
+			require.NoError(t, op.Process(ctx, reading(7, "a", 1), c))
+			require.Error(t, op.OnWatermark(ctx, 11e9, c))
+			// With checkpoints the windows keep the newest input's anchor
+			// alone: the other is let go at once.
+			failed := 2
+			if mode.checkpoints {
+				failed = 1
+			}
+			assert.Len(t, c.Failed, failed)
+			requireSettledOnce(t, c, 2)
+			require.Error(t, op.Flush(ctx, c))
+			assert.Len(t, c.Failed, failed)
+			requireSettledOnce(t, c, 2)
 		})
-	c := &operation.Collector{}
-	ctx := context.Background()
-	require.NoError(t, op.Process(ctx, reading(6, "a", 1), c))
-	require.NoError(t, op.Process(ctx, reading(7, "a", 1), c))
-	require.Error(t, op.OnWatermark(ctx, 11e9, c))
-	assert.Len(t, c.Failed, 2)
-	assert.Empty(t, c.Acked)
-	require.Error(t, op.Flush(ctx, c))
-	assert.Len(t, c.Failed, 2)
+	}
 }
 
 // Property: whatever the watermark rounds, tumbling windows by key give
@@ -191,7 +204,8 @@ func TestTumblingMatchesReference(t *testing.T) {
 
 		op, err := operation.NewStats(operation.StatsConfig{Size: size, By: []string{"node"}, Aggregates: []string{"sum", "count"}})
 		require.NoError(rt, err)
-		c := drive(rt, op, in, rounds...)
+		checkpoints := rapid.Bool().Draw(rt, "checkpoints")
+		c := driveWith(rt, &operation.Collector{Checkpoints: checkpoints}, op, in, rounds...)
 
 		// The reference: sums per (window end, node), sorted by end then
 		// first appearance.
@@ -223,6 +237,7 @@ func TestTumblingMatchesReference(t *testing.T) {
 			require.Equal(rt, sums[k], s.FloatValue())
 			require.Equal(rt, int64(counts[k]), cnt.IntValue())
 		}
-		require.Len(rt, c.Acked, n)
+		requireSettledOnce(rt, c, n)
+		require.Empty(rt, c.Failed)
 	})
 }
