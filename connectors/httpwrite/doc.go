@@ -11,8 +11,10 @@
 // Bodies are line protocol, plain or with Content-Encoding: gzip, decoded
 // by particle.Decoder one line at a time: a gzip body is kept, spooled and
 // decoded as sent, never inflated whole, and its inflated bytes count
-// against Config.MaxInFlightBytes as they are decoded; a line without a timestamp takes the time it was
-// received, as InfluxDB gives it the server's. With Config.Token set, a
+// against Config.MaxInFlightBytes as they are decoded. A line without a
+// timestamp takes the time the write was received, truncated to the
+// write's precision (precision=s gives whole seconds), as InfluxDB gives
+// it the server's. With Config.Token set, a
 // write must carry "Authorization: Token <token>"; the 1.x API also takes
 // the token as the password of Basic authentication or of the p query
 // parameter.
@@ -37,8 +39,12 @@
 // Answers, as InfluxDB gives them:
 //
 //   - 204: every line written.
-//   - 400: bad lines. The valid lines of the body are written (durable
-//     before the answer, as with 204) and the bad ones are not: the JSON
+//   - 400: bad lines: malformed, or stamped more than Config.FutureBound
+//     after the write was received, which the pipeline would reject
+//     (InfluxDB would store them; answering 204 and dropping them would
+//     tell the client they were written). The valid lines of the body
+//     are written (durable before the answer, as with 204) and the bad
+//     ones are not: the JSON
 //     body names the line and column of each, the first in InfluxDB's
 //     "line" member, all in an "errors" list. Each bad line is also
 //     counted and sent to the dead-letter sink with its position

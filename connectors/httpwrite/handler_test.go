@@ -20,6 +20,7 @@ import (
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/spool"
 	"github.com/sensorstorm/sensorstorm/streamclock"
+	"github.com/sensorstorm/sensorstorm/syncbuffer"
 )
 
 func gzipped(t testing.TB, s string) []byte {
@@ -86,6 +87,11 @@ func TestWrite(t *testing.T) {
 		{
 			name: "partial gzip v1", target: "/write?db=d", hdr: gz, body: gzipped(t, "bad\n"+line(1)),
 			status: 400, points: 1, dead: 1, errors: []lineErr{{Line: 1, Column: 4}}, contains: "partial write",
+		},
+		{
+			name: "beyond the future bound", target: "/api/v2/write?bucket=b", hdr: auth,
+			body:   fmt.Appendf(nil, "%s\nenv t=2 %d\n", line(1), now.Add(syncbuffer.DefaultFutureBound+time.Minute).UnixNano()),
+			status: 400, code: "invalid", points: 1, dead: 1, errors: []lineErr{{Line: 2}}, contains: "future_bound",
 		},
 		{
 			name: "all bad", target: "/api/v2/write?bucket=b", hdr: auth, body: []byte("x\ny z\n"),
@@ -161,14 +167,28 @@ func basic(user, pass string) string {
 }
 
 // TestNoTimestamp checks that a line without a timestamp takes the time
-// the body was received, in every precision.
+// the body was received, truncated to the write's precision as InfluxDB
+// truncates it.
 func TestNoTimestamp(t *testing.T) {
 	at := time.Now().Truncate(time.Second).Add(123456789)
 	srv := startServer(t, httpwrite.Config{Wall: streamclock.NewFake(at)}, nil)
-	resp, body := post(t, http.MethodPost, srv.url+"/api/v2/write?bucket=b&precision=s", nil, []byte("env t=1\n"))
-	require.Equal(t, http.StatusNoContent, resp.StatusCode, "%s", body)
-	connectortest.WaitFor(t, 10*time.Second, "the point", func() bool { return len(srv.particles()) == 1 })
-	assert.Equal(t, at.UnixNano(), srv.particles()[0].Time)
+	for i, tc := range []struct {
+		target string
+		want   time.Duration // after the whole second
+	}{
+		{"/api/v2/write?bucket=b&precision=s", 0},
+		{"/api/v2/write?bucket=b&precision=ms", 123 * time.Millisecond},
+		{"/write?db=d&precision=u", 123456 * time.Microsecond},
+		{"/api/v2/write?bucket=b", 123456789},
+	} {
+		resp, body := post(t, http.MethodPost, srv.url+tc.target, nil, fmt.Appendf(nil, "env,n=%d t=1\n", i))
+		require.Equal(t, http.StatusNoContent, resp.StatusCode, "%s", body)
+		connectortest.WaitFor(t, 10*time.Second, "the point", func() bool { return len(srv.particles()) == i+1 })
+		p := srv.particles()[i]
+		n, _ := p.Tag("n")
+		assert.Equal(t, fmt.Sprint(i), n, tc.target)
+		assert.Equal(t, at.Truncate(time.Second).Add(tc.want).UnixNano(), p.Time, tc.target)
+	}
 }
 
 // TestHealth checks the endpoints clients probe before writing.
@@ -190,11 +210,12 @@ func TestReplay(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "state")
 	sp, err := spool.Open(state, spool.Config{})
 	require.NoError(t, err)
-	now := time.Now().Unix()
+	recv := time.Now()
+	then := recv.Unix() - 60
 	_, err = sp.Append(spool.AppendRecord(nil, spool.Record{
 		Source:   "/api/v2/write?bucket=b&precision=s",
-		Received: 1,
-		Payload:  fmt.Appendf(nil, "env t=1 %d\nbad\nenv t=2\n", now),
+		Received: recv.UnixNano(),
+		Payload:  fmt.Appendf(nil, "env t=1 %d\nbad\nenv t=2\n", then),
 	}))
 	require.NoError(t, err)
 	require.NoError(t, sp.Close())
@@ -204,8 +225,8 @@ func TestReplay(t *testing.T) {
 	srv.stop(t)
 	got := srv.particles()
 	// In event-time order: the line without a timestamp took the receive
-	// time, 1 ns.
-	assert.Equal(t, []int64{1, now * int64(time.Second)}, []int64{got[0].Time, got[1].Time})
+	// time, in whole seconds.
+	assert.Equal(t, []int64{then * int64(time.Second), recv.Truncate(time.Second).UnixNano()}, []int64{got[0].Time, got[1].Time})
 	assert.Empty(t, srv.dead.All())
 	assert.Equal(t, uint64(1), srv.src.Stats().Replayed.Load())
 	assert.Equal(t, uint64(1), srv.src.Stats().Completed.Load())
