@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	influxdb2 "github.com/influxdata/influxdb-client-go/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -191,7 +193,7 @@ func TestNoTimestamp(t *testing.T) {
 	}
 }
 
-// TestHealth checks the endpoints clients probe before writing.
+// TestHealth checks the health checks clients make before writing.
 func TestHealth(t *testing.T) {
 	srv := startServer(t, httpwrite.Config{Token: "secret"}, nil)
 	resp, _ := post(t, http.MethodGet, srv.url+"/ping", nil, nil)
@@ -200,6 +202,61 @@ func TestHealth(t *testing.T) {
 	resp, body := post(t, http.MethodGet, srv.url+"/health", nil, nil)
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Contains(t, string(body), `"status":"pass"`)
+}
+
+// TestProbes sends the requests clients make before writing, as they
+// send them, and checks the answers: InfluxDB 2's /ready and
+// /api/v2/buckets (the official clients' Ready and FindBucketByName),
+// 1.x's /query with Telegraf's CREATE DATABASE and Grafana's SHOW
+// DATABASES, and a clear 4xx for anything else.
+func TestProbes(t *testing.T) {
+	srv := startServer(t, httpwrite.Config{Token: "secret"}, nil)
+	auth := http.Header{"Authorization": {"Token secret"}}
+	form := http.Header{"Authorization": {"Token secret"}, "Content-Type": {"application/x-www-form-urlencoded"}}
+	resp, body := post(t, http.MethodPost, srv.url+"/write?db=written", auth, []byte("env t=1\n"))
+	require.Equal(t, http.StatusNoContent, resp.StatusCode, "%s", body)
+	resp, body = post(t, http.MethodPost, srv.url+"/api/v2/write?bucket=written&org=o", auth, []byte("env t=1\n"))
+	require.Equal(t, http.StatusNoContent, resp.StatusCode, "%s", body)
+	for _, tc := range []struct {
+		name, method, target string
+		hdr                  http.Header
+		body                 string
+		status               int
+		want                 []string // in the body
+	}{
+		{name: "ready", method: "GET", target: "/ready", status: 200, want: []string{`"status":"ready"`, `"started":`, `"up":`}},
+		{name: "bucket by name", method: "GET", target: "/api/v2/buckets?name=other&org=o", hdr: auth, status: 200, want: []string{`"name":"other"`, `"id":"`}},
+		{name: "buckets written to", method: "GET", target: "/api/v2/buckets", hdr: auth, status: 200, want: []string{`"name":"written"`}},
+		{name: "buckets need the token", method: "GET", target: "/api/v2/buckets?name=b", status: 401, want: []string{"unauthorized"}},
+		{name: "no bucket creation", method: "POST", target: "/api/v2/buckets", hdr: auth, body: `{"name":"b"}`, status: 405},
+		{name: "telegraf's create", method: "POST", target: "/query", hdr: form, body: "q=" + url.QueryEscape(`CREATE DATABASE "telegraf"`), status: 200, want: []string{`{"results":[{"statement_id":0}]}`}},
+		{name: "grafana's show", method: "GET", target: "/query?u=me&p=secret&q=" + url.QueryEscape("SHOW DATABASES"), status: 200,
+			want: []string{`"name":"databases"`, `["telegraf"]`, `["written"]`}},
+		{name: "two statements", method: "GET", target: "/query?q=" + url.QueryEscape("create database x with duration 1d; show  databases"), hdr: auth, status: 200,
+			want: []string{`"statement_id":1`, `["x"]`}},
+		{name: "a query", method: "GET", target: "/query?db=written&q=" + url.QueryEscape("SELECT * FROM env"), hdr: auth, status: 400, want: []string{"stores nothing to query"}},
+		{name: "no statement", method: "GET", target: "/query", hdr: auth, status: 400, want: []string{"missing required parameter"}},
+		{name: "query needs the token", method: "GET", target: "/query?q=SHOW+DATABASES", status: 401},
+		{name: "other path", method: "GET", target: "/api/v2/query", hdr: auth, status: 404, want: []string{"not found", "/api/v2/write"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := post(t, tc.method, srv.url+tc.target, tc.hdr, []byte(tc.body))
+			assert.Equal(t, tc.status, resp.StatusCode, "%s", body)
+			assert.Equal(t, "application/json; charset=utf-8", resp.Header.Get("Content-Type"))
+			for _, w := range tc.want {
+				assert.Contains(t, string(body), w)
+			}
+		})
+	}
+
+	client := influxdb2.NewClient(srv.url, "secret")
+	defer client.Close()
+	ready, err := client.Ready(t.Context())
+	require.NoError(t, err)
+	assert.EqualValues(t, "ready", *ready.Status)
+	b, err := client.BucketsAPI().FindBucketByName(t.Context(), "sensors")
+	require.NoError(t, err)
+	assert.Equal(t, "sensors", b.Name)
 }
 
 // TestReplay starts a source on a spool that a killed process left with a

@@ -85,6 +85,9 @@ type Source struct {
 
 	inflight topology.InFlight[*write] // the bodies with particles in the pipeline
 
+	started time.Time // when Run started listening, for /ready
+	names   names     // the databases and buckets the probes list
+
 	stopping atomic.Bool
 	failed   chan error // a spool write failed; size one: the first stops Run
 
@@ -187,6 +190,7 @@ func (s *Source) Run(ctx context.Context, out topology.SourceEmitter) error {
 	if s.cfg.Token == "" {
 		httpguard.WarnExposed(s.cfg.Logger, "httpwrite", s.addr)
 	}
+	s.started = s.cfg.Wall.Now()
 	close(s.ready)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
