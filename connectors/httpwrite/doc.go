@@ -6,7 +6,15 @@
 //
 //	POST /api/v2/write?bucket=B&org=O&precision=ns|us|ms|s   (InfluxDB 2.x)
 //	POST /write?db=D&precision=n|u|ms|s                       (InfluxDB 1.x)
-//	GET  /ping, GET /health                                   (clients' health checks)
+//	GET  /ping, GET /health, GET /ready                       (clients' health checks)
+//	GET  /api/v2/buckets?name=B                               (a bucket check before writing)
+//	GET|POST /query?q=SHOW DATABASES | CREATE DATABASE "D"    (1.x clients' database check)
+//
+// The probes answer minimally and truthfully: a write to any bucket or
+// database is taken, so the bucket asked for exists, CREATE DATABASE
+// succeeds, and the buckets and databases listed are those written to
+// (or created) since the start. Any other query is a 400 that says so,
+// any other path a 404 naming those served.
 //
 // Bodies are line protocol, plain or with Content-Encoding: gzip, decoded
 // by particle.Decoder one line at a time: a gzip body is kept, spooled and
@@ -62,7 +70,7 @@
 //     InfluxDB's clients write again after the wait. A pipeline that is
 //     behind is no reason for a 503.
 //
-// What it is not: not a database (nothing is queried; /query and the
+// What it is not: not a database (nothing is stored or queried; the
 // other InfluxDB endpoints are absent), not an InfluxDB authorization
 // system (one token for every bucket; bucket, org and db are recorded in
 // dead letters and otherwise ignored), and not TLS-terminating (put a
