@@ -21,11 +21,14 @@ import (
 // runs.
 type Stats struct {
 	// Received counts messages received from the broker; Redelivered
-	// those the broker marked as sent before; Dropped QoS 0 messages
-	// dropped because MaxBuffered messages were waiting; Unwanted those
-	// on a topic no configured filter matches, left from an earlier
-	// run's subscriptions, acknowledged and dropped.
-	Received, Redelivered, Dropped, Unwanted atomic.Uint64
+	// those the broker marked as sent before; Retained those it sent
+	// with the retain flag, the retained message of a topic sent because
+	// a subscription was made (at every connection: taken again, a
+	// duplicate of what an earlier connection took; see the README);
+	// Dropped QoS 0 messages dropped because MaxBuffered messages were
+	// waiting; Unwanted those on a topic no configured filter matches,
+	// left from an earlier run's subscriptions, acknowledged and dropped.
+	Received, Redelivered, Retained, Dropped, Unwanted atomic.Uint64
 	// Spooled counts messages made durable in the spool; Replayed the
 	// spooled messages a previous run left not completed, read back and
 	// emitted first, which may duplicate what that run had processed.
@@ -342,6 +345,9 @@ func (s *Source) arrive(_ paho.Client, m paho.Message) {
 	s.stats.Received.Add(1)
 	if m.Duplicate() {
 		s.stats.Redelivered.Add(1)
+	}
+	if m.Retained() {
+		s.stats.Retained.Add(1)
 	}
 	msg := &message{m: m, topic: m.Topic(), payload: m.Payload(), recv: s.cfg.Wall.Now().UnixNano()}
 	msg.size = len(msg.payload)
