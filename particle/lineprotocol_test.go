@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
+	"github.com/sensorstorm/sensorstorm/internal/lpcases"
 	"github.com/sensorstorm/sensorstorm/particle"
 )
 
@@ -905,6 +906,11 @@ func FuzzDecode(f *testing.F) {
 		"m,k=x\x01y,l=\t\ue000 s=\"C:\\new\\\\t\\\"\r\",t=\"\ue000\ue001\" 1\nm\x01 f=1 1\n",
 	} {
 		f.Add([]byte(s))
+	}
+	cases, err := lpcases.Cases()
+	require.NoError(f, err)
+	for _, c := range cases {
+		f.Add([]byte(c.Line))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		cfg := particle.DecoderConfig{DefaultTime: func() int64 { return 42 }}
