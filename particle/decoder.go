@@ -408,10 +408,12 @@ func (d *Decoder) parseEntry(lp *lineprotocol.Decoder, restore bool) (parsed, er
 		if k, err = restored(k, restore, false); err != nil {
 			return parsed{}, err
 		}
-		val := d.value(v)
+		var val Value
 		if restore && v.Kind() == lineprotocol.String {
 			b, _ := restored(v.BytesV(), true, true)
 			val = String(d.copyString(b))
+		} else {
+			val = d.value(v)
 		}
 		e.fields = append(e.fields, Field{Key: d.positional(&d.fieldKeys, len(e.fields), k), Value: val})
 	}
