@@ -36,9 +36,9 @@ type connCounters struct {
 // with a *ConnectError. It also tells connections lost soon after being
 // made, the sign of two clients sharing a client id.
 type conn struct {
-	cfg       *ConnConfig
-	client    paho.Client
-	counters  connCounters
+	cfg      *ConnConfig
+	client   paho.Client
+	counters connCounters
 	// onConnect runs in the supervisor on every connection, before it
 	// counts, told whether the broker kept the session.
 	onConnect func(cl paho.Client, sessionPresent bool)
