@@ -342,8 +342,8 @@ func (s *Source) futureError(source string, line int, t, recv int64) *particle.D
 func isGzip(b []byte) bool { return len(b) >= 3 && b[0] == 0x1f && b[1] == 0x8b && b[2] == 8 }
 
 // each decodes body, a body as received (line protocol, plain or gzip)
-// named source, whose lines without a timestamp take recv, one line at a
-// time: a gzip body is never inflated whole. It calls fn for each line,
+// named source, whose lines without a timestamp take recv truncated to
+// prec, one line at a time: a gzip body is never inflated whole. It calls fn for each line,
 // with the particle and a nil *particle.DecodeError, or with the error
 // and the line's bytes (valid until fn returns) for a bad line, which
 // is also one beyond Config.FutureBound; fn
