@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,6 +70,55 @@ func TestSameAsInfluxDB(t *testing.T) {
 				assert.Equal(t, point.Time, stored[0].Time, "InfluxDB's time")
 			}
 			assert.Equal(t, point, fromInfluxDB(t, point, stored[0]), "InfluxDB")
+		})
+	}
+}
+
+// TestPartialWriteAndPrecisionAsInfluxDB writes the same bodies to a
+// real InfluxDB 1.x and to the endpoint: a body with a bad line between
+// good ones is a 400 partial write for both, which store (emit) the good
+// lines; and in precision s, a line without a timestamp is stored at the
+// receipt time in whole seconds by both.
+func TestPartialWriteAndPrecisionAsInfluxDB(t *testing.T) {
+	influx := influxtest.Start(t, influxtest.Config{})
+	influx.CreateDatabase("d")
+	srv := startServer(t, httpwrite.Config{}, nil)
+	for _, tc := range []struct {
+		name, target, body string
+		status             int
+		times              []int64 // of the points stored; none: one at the receipt time, in whole seconds
+	}{
+		{name: "partial write", target: "/write?db=d", body: "partial n=1i 1000\npartial n= 2000\npartial n=3i 3000\n",
+			status: http.StatusBadRequest, times: []int64{1000, 3000}},
+		{name: "precision s without a timestamp", target: "/write?db=d&precision=s", body: "seconds n=1i\n", status: http.StatusNoContent},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			measurement := tc.body[:strings.IndexAny(tc.body, " ,")]
+			emitted := len(srv.particles())
+			before := time.Now().Truncate(time.Second).UnixNano()
+			iresp, ibody := post(t, http.MethodPost, influx.URL()+tc.target, nil, []byte(tc.body))
+			sresp, sbody := post(t, http.MethodPost, srv.url+tc.target, nil, []byte(tc.body))
+			after := time.Now().UnixNano()
+			assert.Equal(t, tc.status, iresp.StatusCode, "InfluxDB: %s", ibody)
+			assert.Equal(t, tc.status, sresp.StatusCode, "sensorstorm: %s", sbody)
+			var stored, got []int64
+			for _, p := range influx.Points("d", measurement) {
+				stored = append(stored, p.Time)
+			}
+			connectortest.WaitFor(t, 10*time.Second, "the points", func() bool { return len(srv.particles()) >= emitted+len(stored) })
+			for _, p := range srv.particles()[emitted:] {
+				got = append(got, p.Time)
+			}
+			if tc.times != nil {
+				assert.Equal(t, tc.times, stored, "InfluxDB")
+				assert.Equal(t, tc.times, got, "sensorstorm")
+				return
+			}
+			for who, ts := range map[string][]int64{"InfluxDB": stored, "sensorstorm": got} {
+				require.Len(t, ts, 1, who)
+				assert.Zero(t, ts[0]%int64(time.Second), "%s: whole seconds", who)
+				assert.True(t, ts[0] >= before && ts[0] <= after, "%s: %d not in [%d, %d]", who, ts[0], before, after)
+			}
 		})
 	}
 }
