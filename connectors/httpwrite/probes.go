@@ -158,19 +158,46 @@ func (s *Source) query(w http.ResponseWriter, r *http.Request) {
 // createDatabase returns the name a CREATE DATABASE statement creates,
 // unquoted, and whether stmt is one; its WITH clause is ignored.
 func createDatabase(stmt string) (string, bool) {
-	f := strings.Fields(stmt)
-	if len(f) < 3 || !strings.EqualFold(f[0], "CREATE") || !strings.EqualFold(f[1], "DATABASE") {
+	rest, ok := cutWord(stmt, "CREATE")
+	if ok {
+		rest, ok = cutWord(rest, "DATABASE")
+	}
+	rest = strings.TrimSpace(rest)
+	if !ok || rest == "" {
 		return "", false
 	}
-	name := strings.TrimSpace(stmt[strings.Index(strings.ToUpper(stmt), "DATABASE")+len("DATABASE"):])
-	if quoted, ok := strings.CutPrefix(name, `"`); ok {
+	if quoted, ok := strings.CutPrefix(rest, `"`); ok {
 		end := strings.IndexByte(quoted, '"')
 		if end <= 0 {
 			return "", false
 		}
 		return quoted[:end], true
 	}
-	return strings.Fields(name)[0], true
+	name := strings.Fields(rest)[0]
+	return name, isIdent(name)
+}
+
+// isIdent reports whether s is an unquoted InfluxQL identifier: a letter
+// or underscore, then letters, digits and underscores.
+func isIdent(s string) bool {
+	for i, c := range []byte(s) {
+		letter := c == '_' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z')
+		if !letter && (i == 0 || c < '0' || c > '9') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// cutWord cuts word, in any case, from the start of s after white space,
+// and reports whether it was there, a word of its own.
+func cutWord(s, word string) (string, bool) {
+	s = strings.TrimLeft(s, " \t\r\n")
+	if len(s) < len(word) || !strings.EqualFold(s[:len(word)], word) {
+		return "", false
+	}
+	rest := s[len(word):]
+	return rest, rest == "" || strings.IndexByte(" \t\r\n", rest[0]) >= 0
 }
 
 // probe checks a probe's method and token, answering 405 or 401 and
