@@ -110,11 +110,15 @@ const (
 // Blank lines and comment lines are skipped.
 //
 // A line is an entry: a malformed line is one error and decoding goes on
-// with the next line. Line protocol lets a string field value hold an
-// escaped newline (\n); a raw newline ends the line, so that a string
-// without its closing quote takes only its own line with it, not the
-// lines after it (the line is a *DecodeError wrapping
-// ErrUnterminatedString).
+// with the next line. A raw newline ends the line, also inside a string
+// field value, so that a string without its closing quote takes only its
+// own line with it, not the lines after it (the line is a *DecodeError
+// wrapping ErrUnterminatedString).
+//
+// Lines are read as InfluxDB reads them where line protocol's own
+// decoder differs: in a string field value only \\ and \" are escapes
+// (\n is a backslash and an n), and a tag value may hold control
+// characters other than NUL, newline and carriage return.
 //
 // A Decoder is not safe for concurrent use.
 type Decoder struct {
@@ -137,6 +141,8 @@ type Decoder struct {
 	// replaced only when a line needs it, so that an input of plain lines
 	// does not pay for it.
 	lpStale bool
+	// scratch holds the line reparse substitutes.
+	scratch []byte
 	// noSimple makes every line go through lp, for tests that compare
 	// decodeSimple with it.
 	noSimple bool
@@ -325,88 +331,132 @@ func (d *Decoder) Raw() []byte {
 	return d.feed.entryRaw()
 }
 
+// parsed is a line parsed by line protocol's decoder, its tags and
+// fields not yet claimed.
+type parsed struct {
+	measurement string
+	tags        []Tag
+	fields      []Field
+	ns          int64
+}
+
 func (d *Decoder) decodeEntry(p *Particle) error {
-	m, err := d.lp.Measurement()
+	e, err := d.parseEntry(&d.lp, false)
+	if (err != nil || e.mayDifferFromInfluxDB()) && d.feed.err == nil && !d.feed.stopped && !d.tooLong() {
+		if alt, ok := d.reparse(); ok {
+			e, err = alt, nil
+		}
+	}
 	if err != nil {
-		return d.lineProtocolError(err)
-	}
-	measurement := d.key(&d.measurement, m)
-
-	// Tags and fields are appended in place to the free part of their
-	// slabs and claimed only if the line decodes; otherwise the next line
-	// overwrites them, which is safe as no particle refers to them.
-	tags := room(&d.tagSlab, tagSlabLen)
-	for {
-		k, v, err := d.lp.NextTag()
-		if err != nil {
-			return d.lineProtocolError(err)
-		}
-		if k == nil {
-			break
-		}
-		tags = append(tags, Tag{Key: d.positional(&d.tagKeys, len(tags), k), Value: d.intern(v)})
-	}
-	fields := room(&d.fieldSlab, fieldSlabLen)
-	for {
-		k, v, err := d.lp.NextField()
-		if err != nil {
-			return d.lineProtocolError(err)
-		}
-		if k == nil {
-			break
-		}
-		fields = append(fields, Field{Key: d.positional(&d.fieldKeys, len(fields), k), Value: d.value(v)})
-	}
-
-	// Keys are checked once lp has read past the fields: lp would skip
-	// them at the next line, and skipping a string field must not read
-	// the following lines (see feeder.inEntry).
-	setHash, shared, err := d.checkKeys(tags, fields)
-	if err != nil {
-		return d.lineError(err)
-	}
-
-	// The zero time.Time stands for "no timestamp": no int64 of
-	// nanoseconds reaches year 1.
-	t, err := d.lp.Time(lineprotocol.Precision(d.cfg.Precision), time.Time{})
-	if err != nil {
-		return d.lineProtocolError(err)
-	}
-	var ns int64
-	switch {
-	case !t.IsZero():
-		ns = t.UnixNano()
-	case d.cfg.DefaultTime != nil:
-		ns = d.cfg.DefaultTime()
-	default:
-		return d.lineError(ErrNoTime)
+		return err
 	}
 	if d.tooLong() {
 		// A prefix of a line can decode.
 		return d.tooLongError()
 	}
-
-	d.finish(p, ns, measurement, tags, fields, setHash, shared)
+	setHash, shared := d.tagSet(e.tags)
+	d.finish(p, e.ns, e.measurement, e.tags, e.fields, setHash, shared)
 	return nil
 }
 
+// parseEntry parses the entry lp is at. With restore, the line was
+// substituted (see reparse): the placeholders in what lp returns are
+// turned back into the bytes they stand for, and its tags and fields get
+// arrays of their own, so that the slabs' free parts, where the entry
+// parsed first may be, stay as they are.
+func (d *Decoder) parseEntry(lp *lineprotocol.Decoder, restore bool) (parsed, error) {
+	m, err := lp.Measurement()
+	if err != nil {
+		return parsed{}, d.lineProtocolError(err)
+	}
+	if m, err = restored(m, restore, false); err != nil {
+		return parsed{}, err
+	}
+	e := parsed{measurement: d.key(&d.measurement, m)}
+
+	// Tags and fields are appended in place to the free part of their
+	// slabs and claimed only if the line decodes; otherwise the next line
+	// overwrites them, which is safe as no particle refers to them.
+	e.tags, e.fields = room(&d.tagSlab, tagSlabLen), room(&d.fieldSlab, fieldSlabLen)
+	if restore {
+		e.tags, e.fields = nil, nil
+	}
+	for {
+		k, v, err := lp.NextTag()
+		if err != nil {
+			return parsed{}, d.lineProtocolError(err)
+		}
+		if k == nil {
+			break
+		}
+		if k, err = restored(k, restore, false); err != nil {
+			return parsed{}, err
+		}
+		if v, err = restored(v, restore, true); err != nil {
+			return parsed{}, err
+		}
+		e.tags = append(e.tags, Tag{Key: d.positional(&d.tagKeys, len(e.tags), k), Value: d.intern(v)})
+	}
+	for {
+		k, v, err := lp.NextField()
+		if err != nil {
+			return parsed{}, d.lineProtocolError(err)
+		}
+		if k == nil {
+			break
+		}
+		if k, err = restored(k, restore, false); err != nil {
+			return parsed{}, err
+		}
+		var val Value
+		if restore && v.Kind() == lineprotocol.String {
+			b, _ := restored(v.BytesV(), true, true)
+			val = String(d.copyString(b))
+		} else {
+			val = d.value(v)
+		}
+		e.fields = append(e.fields, Field{Key: d.positional(&d.fieldKeys, len(e.fields), k), Value: val})
+	}
+
+	// Keys are checked once lp has read past the fields: lp would skip
+	// them at the next line, and skipping a string field must not read
+	// the following lines (see feeder.inEntry).
+	if err := checkKeys(e.tags, e.fields); err != nil {
+		return parsed{}, d.lineError(err)
+	}
+
+	// The zero time.Time stands for "no timestamp": no int64 of
+	// nanoseconds reaches year 1.
+	t, err := lp.Time(lineprotocol.Precision(d.cfg.Precision), time.Time{})
+	if err != nil {
+		return parsed{}, d.lineProtocolError(err)
+	}
+	switch {
+	case !t.IsZero():
+		e.ns = t.UnixNano()
+	case d.cfg.DefaultTime != nil:
+		e.ns = d.cfg.DefaultTime()
+	default:
+		return parsed{}, d.lineError(ErrNoTime)
+	}
+	return e, nil
+}
+
 // checkKeys sorts tags by key and reports a key given twice among the
-// tags or among the fields. It returns tagSet's hash of tags and the set
-// to share, if any.
-func (d *Decoder) checkKeys(tags []Tag, fields []Field) (setHash uint64, shared []Tag, err error) {
+// tags or among the fields.
+func checkKeys(tags []Tag, fields []Field) error {
 	if !slices.IsSortedFunc(tags, compareTags) {
 		slices.SortFunc(tags, compareTags)
 	}
 	for i := 1; i < len(tags); i++ {
 		if tags[i].Key == tags[i-1].Key {
-			return 0, nil, fmt.Errorf("%w %q", ErrDuplicateTag, tags[i].Key)
+			return fmt.Errorf("%w %q", ErrDuplicateTag, tags[i].Key)
 		}
 	}
 	if k, ok := duplicateField(fields); ok {
-		return 0, nil, fmt.Errorf("%w %q", ErrDuplicateField, k)
+		return fmt.Errorf("%w %q", ErrDuplicateField, k)
 	}
-	setHash, shared = d.tagSet(tags)
-	return setHash, shared, nil
+	return nil
 }
 
 // finish writes the decoded line to *p, claiming tags (unless a shared

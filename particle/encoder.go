@@ -15,7 +15,10 @@ import (
 //
 // It writes what github.com/influxdata/line-protocol/v2's encoder writes,
 // byte for byte, and rejects what that encoder rejects, but in one pass
-// per name: that encoder scans each name five times.
+// per name (that encoder scans each name five times), except where
+// InfluxDB reads lines otherwise (see Decoder): string field values
+// escape only backslashes and double quotes, and tag values hold control
+// characters other than NUL, newline and carriage return as they are.
 //
 // The zero Encoder is ready to use and writes nanosecond timestamps. A
 // particle that cannot be encoded leaves no trace in the buffer; Err keeps
@@ -49,9 +52,12 @@ func (e *Encoder) Err() error { return e.err }
 // Encode appends p as one line. It returns ErrMetaParticle for a meta
 // particle, ErrNoFields for a particle without fields, and an error naming
 // the culprit for a name or value line protocol cannot represent: an empty
-// or invalid UTF-8 name or tag value, one with control characters or a
-// trailing backslash, a measurement starting with '#', duplicate tag keys,
-// a non-finite float, an invalid Value. Tags need not be sorted.
+// or invalid UTF-8 name or tag value, a name with control characters, a
+// tag value with a NUL, newline or carriage return (other control
+// characters are written as they are, as InfluxDB takes them), a name or
+// tag value with a trailing backslash, a measurement starting with '#',
+// duplicate tag keys, a non-finite float, a string with a newline
+// (ErrNewlineInString), an invalid Value. Tags need not be sorted.
 func (e *Encoder) Encode(p *Particle) error {
 	if err := e.encode(p); err != nil {
 		if e.err == nil {
@@ -139,7 +145,7 @@ func appendLine(b []byte, p *Particle, tags []Tag, unit int64) ([]byte, error) {
 			return nil, fmt.Errorf("invalid tag key %q", t.Key)
 		}
 		b = append(b, '=')
-		if b, ok = appendName(b, t.Value, &keyEscapes); !ok {
+		if b, ok = appendName(b, t.Value, &tagValEscapes); !ok {
 			return nil, fmt.Errorf("invalid tag value %s=%q", t.Key, t.Value)
 		}
 		if i > 0 && t.Key <= tags[i-1].Key {
@@ -172,6 +178,9 @@ func checkValue(v Value) error {
 		if !utf8.ValidString(v.str) {
 			return fmt.Errorf("invalid utf-8 found in value %q", v.str)
 		}
+		if strings.IndexByte(v.str, '\n') >= 0 {
+			return fmt.Errorf("%w: %q", ErrNewlineInString, v.str)
+		}
 	case KindInt, KindUint, KindBool:
 	default:
 		return errors.New("invalid value")
@@ -195,6 +204,7 @@ type escapes [256]uint8
 const (
 	escBackslash uint8 = 1 + iota
 	escCheck
+	escControl // a control character written as it is
 )
 
 func newEscapes(chars string) escapes {
@@ -210,11 +220,24 @@ func newEscapes(chars string) escapes {
 	return e
 }
 
+// tagValueEscapes are keyEscapes with the control characters InfluxDB
+// takes in a tag value (isTagControl) written as they are.
+func tagValueEscapes() escapes {
+	e := newEscapes(",= ")
+	for c := range 0x80 {
+		if isTagControl(byte(c)) {
+			e[c] = escControl
+		}
+	}
+	return e
+}
+
 // The escapes of line protocol: measurements escape spaces and commas;
 // tag keys, tag values and field keys also escape equal signs.
 var (
 	measurementEscapes = newEscapes(" ,")
 	keyEscapes         = newEscapes(",= ")
+	tagValEscapes      = tagValueEscapes()
 )
 
 // appendName appends s escaped, or reports false if line protocol cannot
@@ -241,6 +264,8 @@ func appendNameSlow(b []byte, s string, i int, esc *escapes) ([]byte, bool) {
 	for ; i < len(s); i++ {
 		c := s[i]
 		switch {
+		case esc[c] == escControl:
+			b = append(b, c)
 		case c < 0x20 || c == 0x7f:
 			return b, false
 		case esc[c] == escBackslash:
@@ -252,18 +277,17 @@ func appendNameSlow(b []byte, s string, i int, esc *escapes) ([]byte, bool) {
 	return b, true
 }
 
-// stringEscapes maps the bytes a string field value escapes to the letter
-// written after the backslash.
-var stringEscapes = [256]byte{'\\': '\\', '"': '"', '\n': 'n', '\r': 'r', '\t': 't'}
-
-// appendStringValue appends s quoted and escaped as a string field value.
+// appendStringValue appends s, checked by checkValue, quoted and escaped
+// as a string field value: InfluxDB's only escapes there are \\ and \",
+// and it reads \n, \r and \t as a backslash and a letter, so tabs and
+// carriage returns are written as they are.
 func appendStringValue(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := range len(s) {
-		if r := stringEscapes[s[i]]; r != 0 {
+		if c := s[i]; c == '\\' || c == '"' {
 			b = append(b, s[start:i]...)
-			b = append(b, '\\', r)
+			b = append(b, '\\', c)
 			start = i + 1
 		}
 	}

@@ -16,9 +16,13 @@ var (
 	// ErrDuplicateField reports a field key given twice in one line.
 	ErrDuplicateField = errors.New("particle: duplicate field key")
 	// ErrUnterminatedString reports a string field value without its
-	// closing quote on its line. A newline inside a string must be
-	// escaped as \n: a raw one ends the line.
+	// closing quote on its line. A string field value cannot hold a
+	// newline: a raw one ends the line, and \n is a backslash and an n,
+	// as InfluxDB reads it.
 	ErrUnterminatedString = errors.New("particle: string field value not closed before the end of the line")
+	// ErrNewlineInString reports a string field value with a newline,
+	// which line protocol, read as InfluxDB reads it, cannot hold.
+	ErrNewlineInString = errors.New("particle: newline in a string field value")
 	// ErrLineTooLong reports a line longer than
 	// DecoderConfig.MaxLineLength, or than the maximum of another line
 	// reader: one bad line, read past without being held.

@@ -3,6 +3,7 @@ package particle
 import (
 	"fmt"
 	"strconv"
+	"time"
 )
 
 // Precision is the unit of timestamps in line-protocol text. The zero value
@@ -64,3 +65,12 @@ func (p *Precision) UnmarshalText(text []byte) error {
 }
 
 func (p Precision) valid() bool { return p <= Second }
+
+// Duration returns the length of p's unit: time.Nanosecond for
+// Nanosecond, ..., time.Second for Second; 0 for an unknown precision.
+func (p Precision) Duration() time.Duration {
+	if !p.valid() {
+		return 0
+	}
+	return time.Duration(precisionUnits[p])
+}

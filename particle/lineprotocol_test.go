@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
+	"github.com/sensorstorm/sensorstorm/internal/lpcases"
 	"github.com/sensorstorm/sensorstorm/particle"
 )
 
@@ -154,12 +155,47 @@ func TestDecode(t *testing.T) {
 			},
 		},
 		{
-			name: "escaped newline in a string",
-			in:   "m s=\"a\\nb\" 1\nm f=1 2\n",
+			// As InfluxDB reads them: \\ and \" are the only escapes.
+			name: "string escapes",
+			in:   "m s=\"a\\nb\" 1\nm f=1 2\n" + `m s="C:\temp\new",t="\\n\\\"\r\x",u="\\",v="a` + "\tb\rc" + `" 3` + "\n",
 			want: decoded{
-				particle.Particle{Time: 1, Seq: 1, Measurement: "m", Fields: fields("s", particle.String("a\nb"))},
+				particle.Particle{Time: 1, Seq: 1, Measurement: "m", Fields: fields("s", particle.String(`a\nb`))},
 				particle.Particle{Time: 2, Seq: 2, Measurement: "m", Fields: fields("f", particle.Float(1))},
+				particle.Particle{Time: 3, Seq: 3, Measurement: "m", Fields: fields("s", particle.String(`C:\temp\new`),
+					"t", particle.String(`\n\"\r\x`), "u", particle.String(`\`), "v", particle.String("a\tb\rc"))},
 			},
+		},
+		{
+			name: "escape letters in names stay",
+			in:   `m\n,k\t=v\r\\n f\n=1 1` + "\n",
+			want: decoded{particle.Particle{Time: 1, Seq: 1, Measurement: `m\n`, Tags: tags(`k\t`, `v\r\\n`), Fields: fields(`f\n`, particle.Float(1))}},
+		},
+		{
+			// InfluxDB takes control characters in tag values.
+			name: "control characters in tag values",
+			in:   "m,k=x\x01y,l=\tz\x7f,n=a\\nb\x1f s=\"\x02\\n\" 1\nm,k=\x01 f=1 2\n",
+			want: decoded{
+				particle.Particle{Time: 1, Seq: 1, Measurement: "m", Tags: tags("k", "x\x01y", "l", "\tz\x7f", "n", "a\\nb\x1f"), Fields: fields("s", particle.String("\x02\\n"))},
+				particle.Particle{Time: 2, Seq: 2, Measurement: "m", Tags: tags("k", "\x01"), Fields: fields("f", particle.Float(1))},
+			},
+		},
+		{
+			name: "control characters elsewhere",
+			in:   "m\x01 f=1 1\nm,k\x01=v f=1 1\nm f\x01=1 1\nm,k=\x00 f=1 1\nm,k=v f=1\x01 1\n",
+			want: decoded{
+				decodeErr(1, 2, errMessage(`expected tag key or field but found '\x01' instead`)),
+				decodeErr(2, 3, errMessage(`expected '=' after tag key "k", but got '\x01' instead`)),
+				decodeErr(3, 4, errMessage(`want '=' after field key "f", found '\x01'`)),
+				decodeErr(4, 5, errMessage(`expected tag value after tag key "k", but none found`)),
+				decodeErr(5, 9, errMessage(`cannot parse value for field key "f": invalid float value syntax`)),
+			},
+		},
+		{
+			// A private-use character of the input is not mistaken for
+			// one that stands for another.
+			name: "private use",
+			in:   "m,k=\ue000\x01\ue001 s=\"\ue000\ue06e\\n\" 1\n",
+			want: decoded{particle.Particle{Time: 1, Seq: 1, Measurement: "m", Tags: tags("k", "\ue000\x01\ue001"), Fields: fields("s", particle.String("\ue000\ue06e\\n"))}},
 		},
 		{
 			// A raw newline ends the line, also inside a string: the
@@ -682,8 +718,13 @@ func TestEncode(t *testing.T) {
 			name: "escapes",
 			p: particle.Particle{Time: -1, Measurement: "my m,x=y",
 				Tags:   tags("t k=1", "v,a l=ue"),
-				Fields: fields("f=k ey", particle.String("q\\\"\n\t"))},
-			want: `my\ m\,x=y,t\ k\=1=v\,a\ l\=ue f\=k\ ey="q\\\"\n\t" -1` + "\n",
+				Fields: fields("f=k ey", particle.String("q\\\"\\n\t\r"))},
+			want: `my\ m\,x=y,t\ k\=1=v\,a\ l\=ue f\=k\ ey="q\\\"\\n` + "\t\r\" -1\n",
+		},
+		{
+			name: "control characters in a tag value",
+			p:    particle.Particle{Measurement: "m", Tags: tags("k", "x\x01\ty\x7f"), Fields: fields("f", particle.Int(1))},
+			want: "m,k=x\x01\ty\x7f f=1i 0\n",
 		},
 		{
 			name: "unsorted tags",
@@ -718,6 +759,10 @@ func TestEncodeErrors(t *testing.T) {
 		{"empty tag value", particle.Particle{Measurement: "m", Tags: tags("t", ""), Fields: fields("f", particle.Int(1))}, `invalid tag value t=""`},
 		{"duplicate tag", particle.Particle{Measurement: "m", Tags: tags("t", "1", "t", "2"), Fields: fields("f", particle.Int(1))}, `tag key "t" out of order`},
 		{"control character", particle.Particle{Measurement: "m", Fields: fields("f\n", particle.Int(1))}, `invalid field key "f\n"`},
+		{"newline in a string", particle.Particle{Measurement: "m", Fields: fields("f", particle.String("a\nb"))}, `field "f": particle: newline in a string field value: "a\nb"`},
+		{"NUL in a tag value", particle.Particle{Measurement: "m", Tags: tags("t", "a\x00"), Fields: fields("f", particle.Int(1))}, `invalid tag value t="a\x00"`},
+		{"carriage return in a tag value", particle.Particle{Measurement: "m", Tags: tags("t", "a\r"), Fields: fields("f", particle.Int(1))}, `invalid tag value t="a\r"`},
+		{"control character in a tag key", particle.Particle{Measurement: "m", Tags: tags("\x01", "a"), Fields: fields("f", particle.Int(1))}, `invalid tag key "\x01"`},
 		{"trailing backslash", particle.Particle{Measurement: `m\`, Fields: fields("f", particle.Int(1))}, `invalid measurement "m\\"`},
 	}
 	for _, tt := range tests {
@@ -739,6 +784,7 @@ func TestEncodeErrors(t *testing.T) {
 	var e particle.Encoder
 	assert.ErrorIs(t, e.Encode(&particle.Particle{Meta: tick{}}), particle.ErrMetaParticle)
 	assert.ErrorIs(t, e.Encode(&particle.Particle{Measurement: "m"}), particle.ErrNoFields)
+	assert.ErrorIs(t, e.Encode(&particle.Particle{Measurement: "m", Fields: fields("f", particle.String("\n"))}), particle.ErrNewlineInString)
 }
 
 func TestEncoderPrecision(t *testing.T) {
@@ -779,13 +825,33 @@ func nameGen() *rapid.Generator[string] {
 	})
 }
 
+// tagValueChars adds to nameChars the control characters a tag value
+// holds, as InfluxDB takes them.
+var tagValueChars = append(slices.Clone(nameChars), '\t', 1, 0x1f, 0x7f)
+
+func tagValueGen() *rapid.Generator[string] {
+	return rapid.Custom(func(t *rapid.T) string {
+		rs := rapid.SliceOfN(rapid.SampledFrom(tagValueChars), 1, 8).Draw(t, "runes")
+		if rs[len(rs)-1] == '\\' {
+			rs = append(rs, 'x')
+		}
+		return string(rs)
+	})
+}
+
+// stringChars are the characters of string field values: any but a
+// newline, which line protocol cannot hold, with backslash sequences
+// that line protocol's own decoder would take for escapes.
+var stringChars = []string{"a", "é", "\\", `"`, "\t", "\r", `\n`, `\t`, `\\`, "\x00", "\x7f"}
+
 func valueGen() *rapid.Generator[particle.Value] {
 	return rapid.OneOf(
 		rapid.Map(rapid.Float64().Filter(func(f float64) bool { return !math.IsInf(f, 0) && !math.IsNaN(f) }), particle.Float),
 		rapid.Map(rapid.Int64(), particle.Int),
 		rapid.Map(rapid.Uint64(), particle.Uint),
 		rapid.Map(rapid.Bool(), particle.Bool),
-		rapid.Map(rapid.String(), particle.String),
+		rapid.Map(rapid.String(), func(s string) particle.Value { return particle.String(strings.ReplaceAll(s, "\n", "")) }),
+		rapid.Map(rapid.SliceOfN(rapid.SampledFrom(stringChars), 0, 8), func(s []string) particle.Value { return particle.String(strings.Join(s, "")) }),
 	)
 }
 
@@ -809,7 +875,7 @@ func TestRoundTrip(t *testing.T) {
 			keys := rapid.SliceOfDistinct(nameGen(), func(s string) string { return s }).Draw(t, "tag keys")
 			slices.Sort(keys)
 			for _, k := range keys {
-				p.Tags = append(p.Tags, particle.Tag{Key: k, Value: nameGen().Draw(t, "tag value")})
+				p.Tags = append(p.Tags, particle.Tag{Key: k, Value: tagValueGen().Draw(t, "tag value")})
 			}
 			for _, k := range rapid.SliceOfNDistinct(nameGen(), 1, 6, func(s string) string { return s }).Draw(t, "field keys") {
 				p.Fields = append(p.Fields, particle.Field{Key: k, Value: valueGen().Draw(t, "value")})
@@ -837,8 +903,14 @@ func FuzzDecode(f *testing.F) {
 		"m s=\"a\nb\" 1\nm f=x 1\nm f=1 99999999999999999999\nm,a=1,a=2 f=1\nm f=1,f=2\n",
 		"env t=\"unterminated\nenv t=1 1\n",
 		"m,t=1\nm\nm \n#\xff\nm f=1 1 x\n",
+		"m,k=x\x01y,l=\t\ue000 s=\"C:\\new\\\\t\\\"\r\",t=\"\ue000\ue001\" 1\nm\x01 f=1 1\n",
 	} {
 		f.Add([]byte(s))
+	}
+	cases, err := lpcases.Cases()
+	require.NoError(f, err)
+	for _, c := range cases {
+		f.Add([]byte(c.Line))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		cfg := particle.DecoderConfig{DefaultTime: func() int64 { return 42 }}

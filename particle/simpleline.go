@@ -33,10 +33,10 @@ func (d *Decoder) decodeSimple(p *Particle) bool {
 	if !ok {
 		return false
 	}
-	setHash, shared, err := d.checkKeys(tags, fields)
-	if err != nil {
+	if checkKeys(tags, fields) != nil {
 		return false
 	}
+	setHash, shared := d.tagSet(tags)
 	if d.feed.takeLine(n) {
 		// lp counts the lines it reads, and will not read this one.
 		d.lpLines++

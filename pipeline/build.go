@@ -357,7 +357,13 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 			inner, name := factory, s.Name
 			factory = func(i int) topology.Source { return lease(name, i, inner(i)) }
 		}
-		topo.AddSource(s.Name, factory, topology.SourceConfig{Parallelism: s.Parallelism})
+		scfg := topology.SourceConfig{Parallelism: s.Parallelism}
+		if s.HTTP != nil {
+			// The engine judges the lines the source answered for by the
+			// same bound, so that it never drops one answered 204.
+			scfg.FutureBound = s.HTTP.FutureBound
+		}
+		topo.AddSource(s.Name, factory, scfg)
 	}
 	for _, b := range p.Bolts {
 		f := b.factory

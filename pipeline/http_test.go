@@ -19,7 +19,7 @@ import (
 
 const goodHTTP = `sources:
   - name: influx
-    http: {addr: "ADDR", state_dir: state, token: secret, max_body_size: 1048576,
+    http: {addr: "ADDR", state_dir: state, token: secret, max_body_size: 1048576, future_bound: 2h,
            backlog: {max_backlog_bytes: 1073741824, min_free_bytes: 1048576}}
 bolts:
   - name: out
@@ -44,6 +44,7 @@ func TestHTTPSource(t *testing.T) {
 	assert.True(t, p.Live())
 	assert.Equal(t, int64(1<<30), p.Sources[0].HTTP.Backlog.MaxBytes)
 	assert.Equal(t, int64(1<<20), p.Sources[0].HTTP.Backlog.MinFree)
+	assert.Equal(t, 2*time.Hour, p.Sources[0].HTTP.FutureBound)
 	built, err := p.Build(pipeline.Options{})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(t.Context())

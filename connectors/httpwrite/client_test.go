@@ -93,3 +93,22 @@ func TestInfluxDBClient(t *testing.T) {
 	assert.Equal(t, http.StatusUnauthorized, herr.StatusCode)
 	connectortest.WaitFor(t, 20*time.Second, "the partial write's valid lines", func() bool { return len(srv.particles()) >= 2*n+2 })
 }
+
+// TestInfluxDBClientPrecisions writes a point with the official Go
+// client's blocking API in each precision: it arrives at its time
+// truncated to the precision, as the client sends it.
+func TestInfluxDBClientPrecisions(t *testing.T) {
+	srv := startServer(t, httpwrite.Config{}, nil)
+	at := time.Now().Truncate(time.Second).Add(123456789)
+	for i, prec := range []time.Duration{time.Nanosecond, time.Microsecond, time.Millisecond, time.Second} {
+		client := influxdb2.NewClientWithOptions(srv.url, "", influxdb2.DefaultOptions().SetPrecision(prec))
+		p := influxdb2.NewPoint("env", map[string]string{"prec": prec.String()}, map[string]any{"n": i}, at)
+		require.NoError(t, client.WriteAPIBlocking("org", "bucket").WritePoint(t.Context(), p), prec)
+		client.Close()
+		connectortest.WaitFor(t, 10*time.Second, "the point", func() bool { return len(srv.particles()) > i })
+		got := srv.particles()[i]
+		tag, _ := got.Tag("prec")
+		assert.Equal(t, prec.String(), tag)
+		assert.Equal(t, at.Truncate(prec).UnixNano(), got.Time, prec)
+	}
+}

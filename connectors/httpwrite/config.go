@@ -9,6 +9,7 @@ import (
 	"github.com/sensorstorm/sensorstorm/httpguard"
 	"github.com/sensorstorm/sensorstorm/spool"
 	"github.com/sensorstorm/sensorstorm/streamclock"
+	"github.com/sensorstorm/sensorstorm/syncbuffer"
 )
 
 // Defaults for Config.
@@ -69,6 +70,14 @@ type Config struct {
 	// pipeline takes to make room for the body, up to a minute.
 	// Defaults to DefaultRetryAfter.
 	RetryAfter time.Duration `yaml:"retry_after"`
+	// FutureBound is how far after the time a write was received a
+	// line's timestamp may be. A line beyond it is a bad line of the
+	// write, named in its 400 answer and dead-lettered, never answered
+	// 204 and dropped later: run the topology's source with the same
+	// future bound (topology.SourceConfig.FutureBound), which the
+	// pipeline builder does. Negative disables it. Defaults to
+	// syncbuffer.DefaultFutureBound, the topology's.
+	FutureBound time.Duration `yaml:"future_bound"`
 	// Limits bounds what clients may hold: the time to send a request's
 	// header and body, an idle connection's life, the connections served
 	// at a time. Defaults to httpguard's defaults.
@@ -80,9 +89,10 @@ type Config struct {
 	// Logger receives the listening address and server errors. Defaults
 	// to discarding them.
 	Logger *slog.Logger `yaml:"-"`
-	// Wall is the wall clock, whose time a line without a timestamp
-	// takes, as InfluxDB gives it the server's time. Defaults to the
-	// system clock.
+	// Wall is the wall clock: a line without a timestamp takes the time
+	// the write was received, truncated to the write's precision, as
+	// InfluxDB gives it the server's; FutureBound counts from it.
+	// Defaults to the system clock.
 	Wall streamclock.Wall `yaml:"-"`
 }
 
@@ -101,6 +111,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.FutureBound == 0 {
+		c.FutureBound = syncbuffer.DefaultFutureBound
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

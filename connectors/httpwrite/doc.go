@@ -6,13 +6,23 @@
 //
 //	POST /api/v2/write?bucket=B&org=O&precision=ns|us|ms|s   (InfluxDB 2.x)
 //	POST /write?db=D&precision=n|u|ms|s                       (InfluxDB 1.x)
-//	GET  /ping, GET /health                                   (clients' health checks)
+//	GET  /ping, GET /health, GET /ready                       (clients' health checks)
+//	GET  /api/v2/buckets?name=B                               (a bucket check before writing)
+//	GET|POST /query?q=SHOW DATABASES | CREATE DATABASE "D"    (1.x clients' database check)
+//
+// The probes answer minimally and truthfully: a write to any bucket or
+// database is taken, so the bucket asked for exists, CREATE DATABASE
+// succeeds, and the buckets and databases listed are those written to
+// (or created) since the start. Any other query is a 400 that says so,
+// any other path a 404 naming those served.
 //
 // Bodies are line protocol, plain or with Content-Encoding: gzip, decoded
 // by particle.Decoder one line at a time: a gzip body is kept, spooled and
 // decoded as sent, never inflated whole, and its inflated bytes count
-// against Config.MaxInFlightBytes as they are decoded; a line without a timestamp takes the time it was
-// received, as InfluxDB gives it the server's. With Config.Token set, a
+// against Config.MaxInFlightBytes as they are decoded. A line without a
+// timestamp takes the time the write was received, truncated to the
+// write's precision (precision=s gives whole seconds), as InfluxDB gives
+// it the server's. With Config.Token set, a
 // write must carry "Authorization: Token <token>"; the 1.x API also takes
 // the token as the password of Basic authentication or of the p query
 // parameter.
@@ -37,8 +47,12 @@
 // Answers, as InfluxDB gives them:
 //
 //   - 204: every line written.
-//   - 400: bad lines. The valid lines of the body are written (durable
-//     before the answer, as with 204) and the bad ones are not: the JSON
+//   - 400: bad lines: malformed, or stamped more than Config.FutureBound
+//     after the write was received, which the pipeline would reject
+//     (InfluxDB would store them; answering 204 and dropping them would
+//     tell the client they were written). The valid lines of the body
+//     are written (durable before the answer, as with 204) and the bad
+//     ones are not: the JSON
 //     body names the line and column of each, the first in InfluxDB's
 //     "line" member, all in an "errors" list. Each bad line is also
 //     counted and sent to the dead-letter sink with its position
@@ -56,7 +70,7 @@
 //     InfluxDB's clients write again after the wait. A pipeline that is
 //     behind is no reason for a 503.
 //
-// What it is not: not a database (nothing is queried; /query and the
+// What it is not: not a database (nothing is stored or queried; the
 // other InfluxDB endpoints are absent), not an InfluxDB authorization
 // system (one token for every bucket; bucket, org and db are recorded in
 // dead letters and otherwise ignored), and not TLS-terminating (put a

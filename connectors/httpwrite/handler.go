@@ -30,13 +30,18 @@ const (
 // maxListed bounds the bad lines an error body lists one by one.
 const maxListed = 100
 
-// handler routes InfluxDB's write, ping and health endpoints.
+// handler routes InfluxDB's write endpoints and the probes clients make
+// before writing.
 func (s *Source) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/v2/write", func(w http.ResponseWriter, r *http.Request) { s.write(w, r, apiV2) })
 	mux.HandleFunc("/write", func(w http.ResponseWriter, r *http.Request) { s.write(w, r, apiV1) })
 	mux.HandleFunc("/ping", s.ping)
 	mux.HandleFunc("/health", s.health)
+	mux.HandleFunc("/ready", s.readiness)
+	mux.HandleFunc("/api/v2/buckets", s.buckets)
+	mux.HandleFunc("/query", s.query)
+	mux.HandleFunc("/", notFound)
 	return mux
 }
 
@@ -161,6 +166,7 @@ func (s *Source) accept(w http.ResponseWriter, r *http.Request, a api) (scanned,
 	if sc.bad > 0 {
 		s.rejectBad(source, prec, recv, body)
 	}
+	s.names.add(a, r.URL.Query().Get(a.destKey()))
 	s.stats.Accepted.Add(1)
 	s.stats.Bytes.Add(uint64(sc.size))
 	s.handOn()
@@ -298,9 +304,9 @@ func (s *Source) isToken(tok string) bool {
 // parameters that say where and how, without credentials) and the
 // precision of its timestamps.
 func (a api) target(q url.Values) (string, particle.Precision, error) {
-	path, dest := "/api/v2/write", []string{"bucket", "org", "orgID"}
+	path, dest := "/api/v2/write", []string{a.destKey(), "org", "orgID"}
 	if a == apiV1 {
-		path, dest = "/write", []string{"db", "rp"}
+		path, dest = "/write", []string{a.destKey(), "rp"}
 	}
 	if q.Get(dest[0]) == "" {
 		return "", 0, refuse(http.StatusBadRequest, "missing %s", dest[0])
@@ -319,6 +325,15 @@ func (a api) target(q url.Values) (string, particle.Precision, error) {
 		}
 	}
 	return path + "?" + kept.Encode(), prec, nil
+}
+
+// destKey is the query parameter naming where a write goes: the bucket
+// or the database.
+func (a api) destKey() string {
+	if a == apiV1 {
+		return "db"
+	}
+	return "bucket"
 }
 
 // readBody reads r's body as sent, plain or gzip, within
@@ -427,6 +442,8 @@ func errorCode(status int) string {
 		return "unavailable"
 	case http.StatusMethodNotAllowed:
 		return "method not allowed"
+	case http.StatusNotFound:
+		return "not found"
 	case http.StatusInternalServerError:
 		return "internal error"
 	}

@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	influxdb2 "github.com/influxdata/influxdb-client-go/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -20,6 +22,7 @@ import (
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/spool"
 	"github.com/sensorstorm/sensorstorm/streamclock"
+	"github.com/sensorstorm/sensorstorm/syncbuffer"
 )
 
 func gzipped(t testing.TB, s string) []byte {
@@ -86,6 +89,11 @@ func TestWrite(t *testing.T) {
 		{
 			name: "partial gzip v1", target: "/write?db=d", hdr: gz, body: gzipped(t, "bad\n"+line(1)),
 			status: 400, points: 1, dead: 1, errors: []lineErr{{Line: 1, Column: 4}}, contains: "partial write",
+		},
+		{
+			name: "beyond the future bound", target: "/api/v2/write?bucket=b", hdr: auth,
+			body:   fmt.Appendf(nil, "%s\nenv t=2 %d\n", line(1), now.Add(syncbuffer.DefaultFutureBound+time.Minute).UnixNano()),
+			status: 400, code: "invalid", points: 1, dead: 1, errors: []lineErr{{Line: 2}}, contains: "future_bound",
 		},
 		{
 			name: "all bad", target: "/api/v2/write?bucket=b", hdr: auth, body: []byte("x\ny z\n"),
@@ -161,17 +169,31 @@ func basic(user, pass string) string {
 }
 
 // TestNoTimestamp checks that a line without a timestamp takes the time
-// the body was received, in every precision.
+// the body was received, truncated to the write's precision as InfluxDB
+// truncates it.
 func TestNoTimestamp(t *testing.T) {
 	at := time.Now().Truncate(time.Second).Add(123456789)
 	srv := startServer(t, httpwrite.Config{Wall: streamclock.NewFake(at)}, nil)
-	resp, body := post(t, http.MethodPost, srv.url+"/api/v2/write?bucket=b&precision=s", nil, []byte("env t=1\n"))
-	require.Equal(t, http.StatusNoContent, resp.StatusCode, "%s", body)
-	connectortest.WaitFor(t, 10*time.Second, "the point", func() bool { return len(srv.particles()) == 1 })
-	assert.Equal(t, at.UnixNano(), srv.particles()[0].Time)
+	for i, tc := range []struct {
+		target string
+		want   time.Duration // after the whole second
+	}{
+		{"/api/v2/write?bucket=b&precision=s", 0},
+		{"/api/v2/write?bucket=b&precision=ms", 123 * time.Millisecond},
+		{"/write?db=d&precision=u", 123456 * time.Microsecond},
+		{"/api/v2/write?bucket=b", 123456789},
+	} {
+		resp, body := post(t, http.MethodPost, srv.url+tc.target, nil, fmt.Appendf(nil, "env,n=%d t=1\n", i))
+		require.Equal(t, http.StatusNoContent, resp.StatusCode, "%s", body)
+		connectortest.WaitFor(t, 10*time.Second, "the point", func() bool { return len(srv.particles()) == i+1 })
+		p := srv.particles()[i]
+		n, _ := p.Tag("n")
+		assert.Equal(t, fmt.Sprint(i), n, tc.target)
+		assert.Equal(t, at.Truncate(time.Second).Add(tc.want).UnixNano(), p.Time, tc.target)
+	}
 }
 
-// TestHealth checks the endpoints clients probe before writing.
+// TestHealth checks the health checks clients make before writing.
 func TestHealth(t *testing.T) {
 	srv := startServer(t, httpwrite.Config{Token: "secret"}, nil)
 	resp, _ := post(t, http.MethodGet, srv.url+"/ping", nil, nil)
@@ -182,6 +204,61 @@ func TestHealth(t *testing.T) {
 	assert.Contains(t, string(body), `"status":"pass"`)
 }
 
+// TestProbes sends the requests clients make before writing, as they
+// send them, and checks the answers: InfluxDB 2's /ready and
+// /api/v2/buckets (the official clients' Ready and FindBucketByName),
+// 1.x's /query with Telegraf's CREATE DATABASE and Grafana's SHOW
+// DATABASES, and a clear 4xx for anything else.
+func TestProbes(t *testing.T) {
+	srv := startServer(t, httpwrite.Config{Token: "secret"}, nil)
+	auth := http.Header{"Authorization": {"Token secret"}}
+	form := http.Header{"Authorization": {"Token secret"}, "Content-Type": {"application/x-www-form-urlencoded"}}
+	resp, body := post(t, http.MethodPost, srv.url+"/write?db=written", auth, []byte("env t=1\n"))
+	require.Equal(t, http.StatusNoContent, resp.StatusCode, "%s", body)
+	resp, body = post(t, http.MethodPost, srv.url+"/api/v2/write?bucket=written&org=o", auth, []byte("env t=1\n"))
+	require.Equal(t, http.StatusNoContent, resp.StatusCode, "%s", body)
+	for _, tc := range []struct {
+		name, method, target string
+		hdr                  http.Header
+		body                 string
+		status               int
+		want                 []string // in the body
+	}{
+		{name: "ready", method: "GET", target: "/ready", status: 200, want: []string{`"status":"ready"`, `"started":`, `"up":`}},
+		{name: "bucket by name", method: "GET", target: "/api/v2/buckets?name=other&org=o", hdr: auth, status: 200, want: []string{`"name":"other"`, `"id":"`}},
+		{name: "buckets written to", method: "GET", target: "/api/v2/buckets", hdr: auth, status: 200, want: []string{`"name":"written"`}},
+		{name: "buckets need the token", method: "GET", target: "/api/v2/buckets?name=b", status: 401, want: []string{"unauthorized"}},
+		{name: "no bucket creation", method: "POST", target: "/api/v2/buckets", hdr: auth, body: `{"name":"b"}`, status: 405},
+		{name: "telegraf's create", method: "POST", target: "/query", hdr: form, body: "q=" + url.QueryEscape(`CREATE DATABASE "telegraf"`), status: 200, want: []string{`{"results":[{"statement_id":0}]}`}},
+		{name: "grafana's show", method: "GET", target: "/query?u=me&p=secret&q=" + url.QueryEscape("SHOW DATABASES"), status: 200,
+			want: []string{`"name":"databases"`, `["telegraf"]`, `["written"]`}},
+		{name: "two statements", method: "GET", target: "/query?q=" + url.QueryEscape("create database x with duration 1d; show  databases"), hdr: auth, status: 200,
+			want: []string{`"statement_id":1`, `["x"]`}},
+		{name: "a query", method: "GET", target: "/query?db=written&q=" + url.QueryEscape("SELECT * FROM env"), hdr: auth, status: 400, want: []string{"stores nothing to query"}},
+		{name: "no statement", method: "GET", target: "/query", hdr: auth, status: 400, want: []string{"missing required parameter"}},
+		{name: "query needs the token", method: "GET", target: "/query?q=SHOW+DATABASES", status: 401},
+		{name: "other path", method: "GET", target: "/api/v2/query", hdr: auth, status: 404, want: []string{"not found", "/api/v2/write"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := post(t, tc.method, srv.url+tc.target, tc.hdr, []byte(tc.body))
+			assert.Equal(t, tc.status, resp.StatusCode, "%s", body)
+			assert.Equal(t, "application/json; charset=utf-8", resp.Header.Get("Content-Type"))
+			for _, w := range tc.want {
+				assert.Contains(t, string(body), w)
+			}
+		})
+	}
+
+	client := influxdb2.NewClient(srv.url, "secret")
+	defer client.Close()
+	ready, err := client.Ready(t.Context())
+	require.NoError(t, err)
+	assert.EqualValues(t, "ready", *ready.Status)
+	b, err := client.BucketsAPI().FindBucketByName(t.Context(), "sensors")
+	require.NoError(t, err)
+	assert.Equal(t, "sensors", b.Name)
+}
+
 // TestReplay starts a source on a spool that a killed process left with a
 // body answered and not processed: its valid lines are emitted at the
 // precision of its request, its bad line not dead-lettered again, and
@@ -190,11 +267,12 @@ func TestReplay(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "state")
 	sp, err := spool.Open(state, spool.Config{})
 	require.NoError(t, err)
-	now := time.Now().Unix()
+	recv := time.Now()
+	then := recv.Unix() - 60
 	_, err = sp.Append(spool.AppendRecord(nil, spool.Record{
 		Source:   "/api/v2/write?bucket=b&precision=s",
-		Received: 1,
-		Payload:  fmt.Appendf(nil, "env t=1 %d\nbad\nenv t=2\n", now),
+		Received: recv.UnixNano(),
+		Payload:  fmt.Appendf(nil, "env t=1 %d\nbad\nenv t=2\n", then),
 	}))
 	require.NoError(t, err)
 	require.NoError(t, sp.Close())
@@ -204,8 +282,8 @@ func TestReplay(t *testing.T) {
 	srv.stop(t)
 	got := srv.particles()
 	// In event-time order: the line without a timestamp took the receive
-	// time, 1 ns.
-	assert.Equal(t, []int64{1, now * int64(time.Second)}, []int64{got[0].Time, got[1].Time})
+	// time, in whole seconds.
+	assert.Equal(t, []int64{then * int64(time.Second), recv.Truncate(time.Second).UnixNano()}, []int64{got[0].Time, got[1].Time})
 	assert.Empty(t, srv.dead.All())
 	assert.Equal(t, uint64(1), srv.src.Stats().Replayed.Load())
 	assert.Equal(t, uint64(1), srv.src.Stats().Completed.Load())

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/url"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/sensorstorm/sensorstorm/acker"
 	"github.com/sensorstorm/sensorstorm/httpguard"
@@ -82,6 +84,9 @@ type Source struct {
 	order   []*write
 
 	inflight topology.InFlight[*write] // the bodies with particles in the pipeline
+
+	started time.Time // when Run started listening, for /ready
+	names   names     // the databases and buckets the probes list
 
 	stopping atomic.Bool
 	failed   chan error // a spool write failed; size one: the first stops Run
@@ -185,6 +190,7 @@ func (s *Source) Run(ctx context.Context, out topology.SourceEmitter) error {
 	if s.cfg.Token == "" {
 		httpguard.WarnExposed(s.cfg.Logger, "httpwrite", s.addr)
 	}
+	s.started = s.cfg.Wall.Now()
 	close(s.ready)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -306,11 +312,28 @@ type badLine struct {
 }
 
 // bodyDecoder decodes the bodies of one precision; lines without a
-// timestamp take recv, the time the body was received.
+// timestamp take recv, the time the body was received truncated to the
+// precision.
 type bodyDecoder struct {
 	dec  *particle.Decoder
 	zr   *gzip.Reader // nil until the first gzip body
 	recv int64
+}
+
+// beyond reports whether t, a line's timestamp, is more than
+// Config.FutureBound after recv, the time its body was received. It is
+// judged against recv, kept with the body, so that a body read back
+// from the spool is split into the same good and bad lines as when it
+// was answered.
+func (s *Source) beyond(t, recv int64) bool {
+	b := int64(s.cfg.FutureBound)
+	return b >= 0 && recv < math.MaxInt64-b && t > recv+b
+}
+
+// futureError is the error of a line beyond Config.FutureBound.
+func (s *Source) futureError(source string, line int, t, recv int64) *particle.DecodeError {
+	return &particle.DecodeError{Source: source, Line: line, Err: fmt.Errorf("%w: %s is more than %s (future_bound) after the write was received, at %s",
+		topology.ErrFutureTimestamp, time.Unix(0, t).UTC().Format(time.RFC3339Nano), s.cfg.FutureBound, time.Unix(0, recv).UTC().Format(time.RFC3339Nano))}
 }
 
 // isGzip reports whether a body as received is gzip: it starts with
@@ -319,10 +342,11 @@ type bodyDecoder struct {
 func isGzip(b []byte) bool { return len(b) >= 3 && b[0] == 0x1f && b[1] == 0x8b && b[2] == 8 }
 
 // each decodes body, a body as received (line protocol, plain or gzip)
-// named source, whose lines without a timestamp take recv, one line at a
-// time: a gzip body is never inflated whole. It calls fn for each line,
+// named source, whose lines without a timestamp take recv truncated to
+// prec, one line at a time: a gzip body is never inflated whole. It calls fn for each line,
 // with the particle and a nil *particle.DecodeError, or with the error
-// and the line's bytes (valid until fn returns) for a bad line; fn
+// and the line's bytes (valid until fn returns) for a bad line, which
+// is also one beyond Config.FutureBound; fn
 // returns false to stop. inflated, when not nil, wraps a gzip body's
 // decompressed stream, to meter it. each returns the error that stopped
 // the reading: a broken gzip stream, or inflated's. It is safe for
@@ -342,7 +366,7 @@ func (s *Source) each(source string, prec particle.Precision, recv int64, body [
 		bd.dec = dec
 	}
 	defer s.decoders[prec].Put(bd)
-	bd.recv = recv
+	bd.recv = recv - recv%int64(prec.Duration())
 	if isGzip(body) {
 		var err error
 		if bd.zr == nil {
@@ -373,6 +397,8 @@ func (s *Source) each(source string, prec particle.Precision, recv int64, body [
 			if bad, ok = errors.AsType[*particle.DecodeError](err); !ok {
 				return err
 			}
+		} else if s.beyond(p.Time, recv) {
+			bad = s.futureError(source, bd.dec.Line(), p.Time, recv)
 		}
 		if !fn(p, bad, bd.dec.Raw()) {
 			return nil

@@ -36,10 +36,12 @@ type connCounters struct {
 // with a *ConnectError. It also tells connections lost soon after being
 // made, the sign of two clients sharing a client id.
 type conn struct {
-	cfg       *ConnConfig
-	client    paho.Client
-	counters  connCounters
-	onConnect func(paho.Client) // runs in the supervisor on every connection, before it counts
+	cfg      *ConnConfig
+	client   paho.Client
+	counters connCounters
+	// onConnect runs in the supervisor on every connection, before it
+	// counts, told whether the broker kept the session.
+	onConnect func(cl paho.Client, sessionPresent bool)
 
 	// lost receives the error of each connection loss; size one: paho
 	// reports a loss once, and the supervisor takes it before it connects
@@ -56,7 +58,7 @@ type conn struct {
 
 // newConn returns a conn for c; opts are completed with the connection
 // settings of c. Start runs its supervisor.
-func newConn(c *ConnConfig, counters connCounters, opts *paho.ClientOptions, onConnect func(paho.Client)) (*conn, error) {
+func newConn(c *ConnConfig, counters connCounters, opts *paho.ClientOptions, onConnect func(paho.Client, bool)) (*conn, error) {
 	tlsCfg, err := c.TLS.tlsConfig()
 	if err != nil {
 		return nil, err
@@ -172,7 +174,7 @@ func (c *conn) supervise(ctx context.Context) error {
 	b := &backoff.ExponentialBackOff{InitialInterval: c.cfg.ReconnectWait, Multiplier: 2, MaxInterval: c.cfg.MaxReconnectInterval}
 	short := 0 // connections in a row lost soon after being made
 	for attempt := 1; ; attempt++ {
-		err := c.connectOnce(ctx)
+		sessionPresent, err := c.connectOnce(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -196,7 +198,7 @@ func (c *conn) supervise(ctx context.Context) error {
 		}
 		attempt = 0
 		if c.onConnect != nil {
-			c.onConnect(c.client)
+			c.onConnect(c.client, sessionPresent)
 		}
 		c.counters.connects.Add(1)
 		c.setUp(true)
@@ -238,15 +240,17 @@ func (c *conn) supervise(ctx context.Context) error {
 
 // connectOnce makes one connection attempt, trying each broker in turn.
 // When ctx ends it still waits for the attempt, which ConnectTimeout
-// bounds, so that no paho goroutine outlives the supervisor.
-func (c *conn) connectOnce(ctx context.Context) error {
+// bounds, so that no paho goroutine outlives the supervisor. It reports
+// whether the broker kept the session (CONNACK's session present flag).
+func (c *conn) connectOnce(ctx context.Context) (bool, error) {
 	tok := c.client.Connect()
 	select {
 	case <-tok.Done():
 	case <-ctx.Done():
 		<-tok.Done()
 	}
-	return tok.Error()
+	ct, ok := tok.(*paho.ConnectToken)
+	return ok && ct.SessionPresent(), tok.Error()
 }
 
 // sleep waits for d or until ctx ends; it reports false if ctx ended.

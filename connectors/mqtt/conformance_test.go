@@ -24,7 +24,7 @@ import (
 
 // conformanceBroker is the broker of the conformance scenarios: it keeps
 // sessions across a restart and holds enough messages in flight and
-// queued for the tree mode (see the README's table of modes).
+// queued for the tree mode (see docs/ingest.md's table of modes).
 var conformanceBroker = mosquittotest.Config{Persistence: true, MaxInflight: 1000, MaxQueued: 100_000}
 
 func TestSourceConformance(t *testing.T) {

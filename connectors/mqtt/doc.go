@@ -6,8 +6,10 @@
 //
 // A Source subscribes to topic filters (QoS 1 by default; 0 and 2 too)
 // with a persistent session under a stable client id, so that the broker
-// keeps what arrives while the process is down. It resubscribes on every
-// connection and speaks TLS and username/password. Its one message
+// keeps what arrives while the process is down. It subscribes again at a
+// connection only where the broker did not keep the session or the
+// filters changed: subscribing again makes the broker resend every
+// retained message. It speaks TLS and username/password. Its one message
 // handler is registered before it connects: the messages a persistent
 // session queued arrive at once. The handler only queues a message and
 // returns, so that paho's keepalive never waits for the pipeline.

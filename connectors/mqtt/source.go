@@ -21,11 +21,15 @@ import (
 // runs.
 type Stats struct {
 	// Received counts messages received from the broker; Redelivered
-	// those the broker marked as sent before; Dropped QoS 0 messages
-	// dropped because MaxBuffered messages were waiting; Unwanted those
-	// on a topic no configured filter matches, left from an earlier
-	// run's subscriptions, acknowledged and dropped.
-	Received, Redelivered, Dropped, Unwanted atomic.Uint64
+	// those the broker marked as sent before; Retained those it sent
+	// with the retain flag, the retained message of a topic sent because
+	// a subscription was made: at the first connection, and at those
+	// where the broker had lost the session or the filters changed (see
+	// subscribe and docs/ingest.md);
+	// Dropped QoS 0 messages dropped because MaxBuffered messages were
+	// waiting; Unwanted those on a topic no configured filter matches,
+	// left from an earlier run's subscriptions, acknowledged and dropped.
+	Received, Redelivered, Retained, Dropped, Unwanted atomic.Uint64
 	// Spooled counts messages made durable in the spool; Replayed the
 	// spooled messages a previous run left not completed, read back and
 	// emitted first, which may duplicate what that run had processed.
@@ -299,14 +303,24 @@ func (s *Source) Run(ctx context.Context, out topology.SourceEmitter) error {
 }
 
 // subscribe runs on every connection: the broker keeps a persistent
-// session's subscriptions, but not a clean one's, nor one it lost. It
-// then unsubscribes from the filters an earlier run subscribed to and
-// this one does not, as recorded in StateDir.
-func (s *Source) subscribe(cl paho.Client) {
+// session's subscriptions, but not a clean one's, nor one it lost. When
+// the broker kept the session (sessionPresent) with the subscriptions
+// recorded in StateDir, it does not subscribe again: a subscription made
+// again makes the broker send every matching retained message again,
+// which the session took before. Otherwise it subscribes, then
+// unsubscribes from the filters an earlier run subscribed to and this one
+// does not, as recorded.
+func (s *Source) subscribe(cl paho.Client, sessionPresent bool) {
 	log := s.cfg.Logger.With("client_id", s.cfg.ClientID)
+	qos := s.cfg.QoS.Byte()
+	old, oldErr := readSubscriptions(s.cfg.StateDir, s.cfg.ClientID)
+	if oldErr == nil && sessionPresent && !s.cfg.CleanSession && old.holds(s.cfg.Topics, qos) {
+		log.Debug("mqtt: the broker kept the session and its subscriptions", "topics", s.cfg.Topics)
+		return
+	}
 	filters := make(map[string]byte, len(s.cfg.Topics))
 	for _, t := range s.cfg.Topics {
-		filters[t] = s.cfg.QoS.Byte()
+		filters[t] = qos
 	}
 	tok := cl.SubscribeMultiple(filters, nil)
 	if !tok.WaitTimeout(s.cfg.ConnectTimeout) {
@@ -317,19 +331,20 @@ func (s *Source) subscribe(cl paho.Client) {
 		log.Error("mqtt: subscribe failed", "topics", s.cfg.Topics, "err", err)
 		return
 	}
+	granted := true
 	if st, ok := tok.(*paho.SubscribeToken); ok {
 		for topic, code := range st.Result() {
 			if code > 2 {
 				log.Error("mqtt: subscription refused", "topic", topic, "code", code)
+				granted = false
 			}
 		}
 	}
-	old, err := readSubscriptions(s.cfg.StateDir, s.cfg.ClientID)
-	if err != nil {
-		log.Error("mqtt: reading the previous subscriptions", "err", err)
+	if oldErr != nil {
+		log.Error("mqtt: reading the previous subscriptions", "err", oldErr)
 		return
 	}
-	if gone := stale(old, s.cfg.Topics); len(gone) > 0 && !s.cfg.CleanSession {
+	if gone := stale(old.Topics, s.cfg.Topics); len(gone) > 0 && !s.cfg.CleanSession {
 		tok := cl.Unsubscribe(gone...)
 		if !tok.WaitTimeout(s.cfg.ConnectTimeout) || tok.Error() != nil {
 			// Kept on record, to be tried again on the next connection.
@@ -338,7 +353,13 @@ func (s *Source) subscribe(cl paho.Client) {
 		}
 		log.Info("mqtt: unsubscribed from filters no longer configured", "topics", gone)
 	}
-	if err := writeSubscriptions(s.cfg.StateDir, s.cfg.ClientID, s.cfg.Topics); err != nil {
+	rec := subscriptions{ClientID: s.cfg.ClientID, Topics: s.cfg.Topics}
+	if granted {
+		// A refused subscription is asked for again at the next
+		// connection.
+		rec.QoS = &qos
+	}
+	if err := writeSubscriptions(s.cfg.StateDir, rec); err != nil {
 		log.Error("mqtt: recording the subscriptions", "err", err)
 	}
 }
@@ -349,6 +370,9 @@ func (s *Source) arrive(_ paho.Client, m paho.Message) {
 	s.stats.Received.Add(1)
 	if m.Duplicate() {
 		s.stats.Redelivered.Add(1)
+	}
+	if m.Retained() {
+		s.stats.Retained.Add(1)
 	}
 	msg := &message{m: m, topic: m.Topic(), payload: m.Payload(), recv: s.cfg.Wall.Now().UnixNano()}
 	msg.size = len(msg.payload)

@@ -26,6 +26,7 @@ func (m *stuckMessage) Topic() string   { return m.topic }
 func (m *stuckMessage) Payload() []byte { return m.payload }
 func (m *stuckMessage) Qos() byte       { return 1 }
 func (m *stuckMessage) Duplicate() bool { return false }
+func (m *stuckMessage) Retained() bool  { return false }
 func (m *stuckMessage) Ack() {
 	<-m.release
 	m.acked <- m.topic

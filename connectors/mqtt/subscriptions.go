@@ -20,42 +20,51 @@ const subscriptionsFile = "subscriptions.json"
 type subscriptions struct {
 	ClientID string   `json:"client_id"`
 	Topics   []string `json:"topics"`
+	// QoS is the QoS every filter was granted a subscription at, nil
+	// when one was refused (or by an earlier version, which did not
+	// record it).
+	QoS *byte `json:"qos,omitempty"`
 }
 
-// readSubscriptions returns the filters recorded in dir for clientID: none
-// when dir is empty, the file is missing, or it belongs to another client
-// id, whose session is another.
-func readSubscriptions(dir, clientID string) ([]string, error) {
+// holds reports whether the recorded subscriptions are topics, each
+// subscribed at qos.
+func (s subscriptions) holds(topics []string, qos byte) bool {
+	return s.QoS != nil && *s.QoS == qos && len(stale(s.Topics, topics)) == 0 && len(stale(topics, s.Topics)) == 0
+}
+
+// readSubscriptions returns the subscriptions recorded in dir for
+// clientID: none when dir is empty, the file is missing, or it belongs to
+// another client id, whose session is another.
+func readSubscriptions(dir, clientID string) (subscriptions, error) {
 	if dir == "" {
-		return nil, nil
+		return subscriptions{}, nil
 	}
 	b, err := os.ReadFile(filepath.Join(dir, subscriptionsFile))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return subscriptions{}, nil
 	}
 	if err != nil {
-		return nil, err
+		return subscriptions{}, err
 	}
 	var s subscriptions
 	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("%s: %w", subscriptionsFile, err)
+		return subscriptions{}, fmt.Errorf("%s: %w", subscriptionsFile, err)
 	}
 	if s.ClientID != clientID {
-		return nil, nil
+		return subscriptions{}, nil
 	}
-	return s.Topics, nil
+	return s, nil
 }
 
-// writeSubscriptions records topics as clientID's subscriptions in dir,
-// replacing the file atomically.
-func writeSubscriptions(dir, clientID string, topics []string) error {
+// writeSubscriptions records s, replacing the file in dir atomically.
+func writeSubscriptions(dir string, s subscriptions) error {
 	if dir == "" {
 		return nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	b, err := json.Marshal(subscriptions{ClientID: clientID, Topics: topics})
+	b, err := json.Marshal(s)
 	if err != nil {
 		return err
 	}
