@@ -252,8 +252,9 @@ func serveControl(addr string, h http.Handler, stderr io.Writer, logger *slog.Lo
 	return stop, nil
 }
 
-// openSink returns a file sink appending to path, created when missing,
-// after cutting a torn last line off, which it logs; "-" is stdout, which
+// openSink returns a file sink appending to path, created when missing;
+// a torn last line is cut off, and logged, at the sink's first write (a
+// restore cuts the file at its checkpoint instead). "-" is stdout, which
 // the sink leaves open.
 func openSink(path string, stdout io.Writer, prec particle.Precision, logger *slog.Logger) (*file.Sink, error) {
 	if path == "-" || path == "" {
