@@ -46,7 +46,7 @@ func TestSink(t *testing.T) {
 		types[name] = typ
 	}
 	require.NoError(t, rows.Err())
-	assert.Equal(t, map[string]string{"time": "timestamp with time zone", "time_ns": "bigint", "series": "text", "measurement": "text", "sensor": "text",
+	assert.Equal(t, map[string]string{"time": "timestamp with time zone", "time_ns": "bigint", "series": "text", "measurement": "text", "epoch": "bigint", "sensor": "text",
 		"n": "bigint", "v": "double precision", "ok": "boolean", "note": "text"}, types)
 }
 
