@@ -2,7 +2,6 @@ package file_test
 
 import (
 	"context"
-	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -19,45 +18,14 @@ import (
 	"github.com/sensorstorm/sensorstorm/state"
 )
 
-// recording returns the particles of the test recording.
-func recording(t *testing.T) []particle.Particle {
-	t.Helper()
-	r, err := file.OpenReader("../../testdata/library1-r1.lp", file.Format{})
-	require.NoError(t, err)
-	defer r.Close()
-	var ps []particle.Particle
-	for {
-		var p particle.Particle
-		err := r.Read(&p)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		require.NoError(t, err)
-		ps = append(ps, p)
-	}
-	require.Greater(t, len(ps), 5000)
-	return ps
-}
+// recording is the test recording.
+const recording = "../../testdata/library1-r1.lp"
 
 // feed processes ps into s as the engine would, with a tick every 97
-// particles, which writes what the sink gathered.
+// particles.
 func feed(t *testing.T, s *file.Sink, e *connectortest.Emitter, ps []particle.Particle) {
 	t.Helper()
-	ctx := context.Background()
-	for i := range ps {
-		require.NoError(t, s.Process(ctx, ps[i], e))
-		if i%97 == 96 {
-			require.NoError(t, s.OnTick(ctx, 0, e))
-		}
-	}
-}
-
-// snapshot takes s's snapshot.
-func snapshot(t *testing.T, s *file.Sink) []byte {
-	t.Helper()
-	var w state.Writer
-	require.NoError(t, s.Snapshot(&w))
-	return w.Bytes()
+	connectortest.Feed(t, s, e, ps, 97)
 }
 
 // TestSinkRestoresCheckpoints writes the test recording through a Sink
@@ -69,7 +37,7 @@ func snapshot(t *testing.T, s *file.Sink) []byte {
 // a torn line left by the crash, appending or truncating, whatever the
 // buffer.
 func TestSinkRestoresCheckpoints(t *testing.T) {
-	ps := recording(t)
+	ps := connectortest.Recording(t, recording, 0)
 	const before = "old v=1 1\nold v=2 2\nold v=3" // an earlier run's output, its last line torn
 	for _, tc := range []struct {
 		name    string
@@ -112,7 +80,7 @@ func TestSinkRestoresCheckpoints(t *testing.T) {
 			from := 0
 			for _, cut := range tc.cuts {
 				feed(t, s, e, ps[from:cut])
-				snaps = append(snaps, snapshot(t, s))
+				snaps = append(snaps, connectortest.Snapshot(t, s))
 				from = cut
 			}
 			feed(t, s, e, ps[from:tc.crashAt])
@@ -147,7 +115,7 @@ func TestSinkRestoresCheckpoints(t *testing.T) {
 // each is refused with an error naming the file, and the file is left as
 // it is.
 func TestSinkRestoreRefuses(t *testing.T) {
-	ps := recording(t)[:500]
+	ps := connectortest.Recording(t, recording, 500)
 	for _, tc := range []struct {
 		name string
 		// damage changes the file after the crash and returns the path
@@ -184,7 +152,7 @@ func TestSinkRestoreRefuses(t *testing.T) {
 			require.NoError(t, err)
 			e := &connectortest.Emitter{}
 			feed(t, s, e, ps[:300])
-			snap := snapshot(t, s)
+			snap := connectortest.Snapshot(t, s)
 			feed(t, s, e, ps[300:])
 			file.Crash(s)
 			open := tc.damage(t, path)
@@ -209,14 +177,14 @@ func TestSinkRestoreRefuses(t *testing.T) {
 // (at least once); a checkpoint of a writer and one of a file do not
 // restore into each other.
 func TestSinkSnapshotOnWriter(t *testing.T) {
-	ps := recording(t)[:200]
+	ps := connectortest.Recording(t, recording, 200)
 	var out strings.Builder
 	s := file.NewSink(&out, particle.Nanosecond)
 	e := &connectortest.Emitter{}
 	for i := range ps[:100] {
 		require.NoError(t, s.Process(context.Background(), ps[i], e))
 	}
-	snap := snapshot(t, s)
+	snap := connectortest.Snapshot(t, s)
 	assert.Equal(t, 100, strings.Count(out.String(), "\n"), "a snapshot writes what the sink gathered")
 	require.NoError(t, s.OnTick(context.Background(), 0, e))
 	assert.Equal(t, 100, e.Acked, "and the next call acknowledges it")
@@ -233,7 +201,7 @@ func TestSinkSnapshotOnWriter(t *testing.T) {
 	onFile, err = file.OpenSink(path, file.SinkConfig{})
 	require.NoError(t, err)
 	defer onFile.Close()
-	fileSnap := snapshot(t, onFile)
+	fileSnap := connectortest.Snapshot(t, onFile)
 	err = file.NewSink(io.Discard, particle.Nanosecond).Restore(state.NewReader(fileSnap))
 	require.ErrorIs(t, err, operation.ErrStateMismatch)
 	assert.ErrorContains(t, err, path)
@@ -243,13 +211,13 @@ func TestSinkSnapshotOnWriter(t *testing.T) {
 // instances write: no one length of the file is a consistent cut, so the
 // snapshot is refused.
 func TestSinkSnapshotRefusesInstances(t *testing.T) {
-	ps := recording(t)[:2]
+	ps := connectortest.Recording(t, recording, 2)
 	s, err := file.OpenSink(filepath.Join(t.TempDir(), "out.lp"), file.SinkConfig{})
 	require.NoError(t, err)
 	defer s.Close()
 	a, b := &connectortest.Emitter{}, &connectortest.Emitter{}
 	require.NoError(t, s.Process(context.Background(), ps[0], a))
-	snapshot(t, s)
+	connectortest.Snapshot(t, s)
 	require.NoError(t, s.Process(context.Background(), ps[1], b))
 	assert.ErrorContains(t, s.Snapshot(&state.Writer{}), "written by 2 bolt instances")
 }

@@ -2,16 +2,13 @@ package postgres_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sensorstorm/sensorstorm/connectors/file"
 	"github.com/sensorstorm/sensorstorm/connectors/postgres"
 	"github.com/sensorstorm/sensorstorm/connectortest"
 	"github.com/sensorstorm/sensorstorm/operation"
@@ -19,23 +16,14 @@ import (
 	"github.com/sensorstorm/sensorstorm/state"
 )
 
-// recording returns the first 3,000 particles of the test recording, with, every
-// 40th, more fields of a point 30 particles back (merged into its row)
-// and, every 55th, a point 20 back again (a duplicate), so that merges
-// and duplicates cross every cut.
+// recording returns the first 3,000 particles of the test recording,
+// with, every 40th, more fields of a point 30 particles back (merged into
+// its row) and, every 55th, a point 20 back again (a duplicate), so that
+// merges and duplicates cross every cut.
 func recording(t *testing.T) []particle.Particle {
 	t.Helper()
-	r, err := file.OpenReader("../../testdata/library1-r1.lp", file.Format{})
-	require.NoError(t, err)
-	defer r.Close()
 	var ps []particle.Particle
-	for i := 0; i < 3000; i++ {
-		var p particle.Particle
-		err := r.Read(&p)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		require.NoError(t, err)
+	for i, p := range connectortest.Recording(t, "../../testdata/library1-r1.lp", 3000) {
 		ps = append(ps, p)
 		if i >= 40 && i%40 == 0 {
 			q := ps[len(ps)-31]
@@ -46,44 +34,38 @@ func recording(t *testing.T) []particle.Particle {
 			ps = append(ps, ps[len(ps)-21])
 		}
 	}
-	require.Greater(t, len(ps), 3100)
 	return ps
 }
 
 // feed processes ps into s as the engine would, with a tick every 211
-// particles, which writes what the sink holds.
+// particles.
 func feed(t *testing.T, s *postgres.Sink, out *connectortest.Emitter, ps []particle.Particle) {
 	t.Helper()
-	ctx := context.Background()
-	for i := range ps {
-		require.NoError(t, s.Process(ctx, ps[i], out))
-		if i%211 == 210 {
-			require.NoError(t, s.OnTick(ctx, 0, out))
-		}
-	}
-}
-
-// snapshot takes s's snapshot.
-func snapshot(t *testing.T, s *postgres.Sink) []byte {
-	t.Helper()
-	var w state.Writer
-	require.NoError(t, s.Snapshot(&w))
-	return w.Bytes()
+	connectortest.Feed(t, s, out, ps, 211)
 }
 
 // rows returns every row of table as JSON, epoch included, in key order.
 func (d *db) rows(t *testing.T, table string) []string {
 	t.Helper()
-	rows, err := d.conn.Query(context.Background(), fmt.Sprintf(`SELECT to_jsonb(t)::text FROM %s t ORDER BY series, time_ns`, table))
-	require.NoError(t, err)
-	var all []string
-	for rows.Next() {
-		var r string
-		require.NoError(t, rows.Scan(&r))
-		all = append(all, r)
+	return d.strings(t, fmt.Sprintf(`SELECT to_jsonb(t)::text FROM %s t ORDER BY series, time_ns`, table))
+}
+
+// feedCuts feeds ps[from:to] into s, taking a snapshot at each of cuts
+// in between and then calling after, when set, with the snapshot's index
+// among cuts. It returns the snapshots.
+func feedCuts(t *testing.T, s *postgres.Sink, out *connectortest.Emitter, ps []particle.Particle, from, to int, cuts []int, after func(i int)) [][]byte {
+	t.Helper()
+	var snaps [][]byte
+	for i, cut := range cuts {
+		feed(t, s, out, ps[from:cut])
+		snaps = append(snaps, connectortest.Snapshot(t, s))
+		from = cut
+		if after != nil {
+			after(i)
+		}
 	}
-	require.NoError(t, rows.Err())
-	return all
+	feed(t, s, out, ps[from:to])
+	return snaps
 }
 
 // TestSinkRestoresCheckpoints writes a recording, with merges and
@@ -124,9 +106,9 @@ func TestSinkRestoresCheckpoints(t *testing.T) {
 					s := newSink(t, cfg(table))
 					out := &connectortest.Emitter{}
 					feed(t, s, out, ps[:300])
-					snapshot(t, s)
+					connectortest.Snapshot(t, s)
 					feed(t, s, out, ps[300:600])
-					snapshot(t, s)
+					connectortest.Snapshot(t, s)
 					require.NoError(t, s.Flush(context.Background(), out))
 					d.exec(t, fmt.Sprintf("UPDATE %s SET measurement = 'earlier', series = 'earlier' || series", d.table(table)))
 				}
@@ -135,13 +117,7 @@ func TestSinkRestoresCheckpoints(t *testing.T) {
 			// The run never killed.
 			s := newSink(t, cfg("want"))
 			out := &connectortest.Emitter{}
-			from := 0
-			for _, cut := range tc.cuts {
-				feed(t, s, out, ps[from:cut])
-				snapshot(t, s)
-				from = cut
-			}
-			feed(t, s, out, ps[from:])
+			feedCuts(t, s, out, ps, 0, len(ps), tc.cuts, nil)
 			require.NoError(t, s.Flush(context.Background(), out))
 			assert.Equal(t, out.Held(), out.Acked, "every input is acknowledged")
 			assert.Empty(t, out.Failed)
@@ -149,36 +125,24 @@ func TestSinkRestoresCheckpoints(t *testing.T) {
 			// The run killed and restored.
 			s = newSink(t, cfg("got"))
 			out = &connectortest.Emitter{}
-			var snaps [][]byte
-			from = 0
-			for i, cut := range tc.cuts {
-				feed(t, s, out, ps[from:cut])
-				snaps = append(snaps, snapshot(t, s))
-				from = cut
+			snaps := feedCuts(t, s, out, ps, 0, tc.crashAt, tc.cuts, func(i int) {
 				if i >= tc.restore {
 					// Rows that the restored run does not write again,
 					// as a live feed's may not be: the restore deletes
 					// them.
-					phantom := ps[cut]
+					phantom := ps[tc.cuts[i]]
 					phantom.Measurement = "phantom"
 					feed(t, s, out, []particle.Particle{phantom})
 					require.NoError(t, s.OnTick(context.Background(), 0, out))
 				}
-			}
-			feed(t, s, out, ps[from:tc.crashAt])
+			})
 			require.Positive(t, d.count(t, "SELECT count(*) FROM "+d.table("got")+" WHERE measurement = 'phantom'"))
 			require.NoError(t, s.Close(), "killed: what it holds is never written, its connections are dropped")
 
 			s = newSink(t, cfg("got"))
 			require.NoError(t, s.Restore(state.NewReader(snaps[tc.restore])))
 			out = &connectortest.Emitter{}
-			from = tc.cuts[tc.restore]
-			for _, cut := range tc.cuts[tc.restore+1:] {
-				feed(t, s, out, ps[from:cut])
-				snapshot(t, s)
-				from = cut
-			}
-			feed(t, s, out, ps[from:])
+			feedCuts(t, s, out, ps, tc.cuts[tc.restore], len(ps), tc.cuts[tc.restore+1:], nil)
 			require.NoError(t, s.Flush(context.Background(), out))
 			assert.Equal(t, out.Held(), out.Acked, "every input is acknowledged")
 
@@ -208,7 +172,7 @@ func TestSinkEpochs(t *testing.T) {
 	require.NoError(t, s.Process(ctx, ps[0], out))
 	require.NoError(t, s.Flush(ctx, out))
 	require.NoError(t, s.Process(ctx, ps[1], out))
-	snapshot(t, s)
+	connectortest.Snapshot(t, s)
 	assert.Equal(t, 2, d.count(t, "SELECT count(*) FROM "+d.table("readings")+" WHERE epoch IS NULL"), "rows before the first checkpoint have none")
 	assert.Equal(t, 1, out.Acked, "the snapshot wrote the row, the input is acknowledged at the next call")
 	require.NoError(t, s.Process(ctx, ps[2], out))
@@ -216,18 +180,10 @@ func TestSinkEpochs(t *testing.T) {
 	merged := ps[0]
 	merged.Fields = []particle.Field{{Key: "extra", Value: particle.Bool(true)}}
 	require.NoError(t, s.Process(ctx, merged, out))
-	snapshot(t, s)
+	connectortest.Snapshot(t, s)
 	require.NoError(t, s.Process(ctx, ps[3], out))
 	require.NoError(t, s.Flush(ctx, out))
-	var got []string
-	rows, err := d.conn.Query(ctx, "SELECT concat_ws(' ', n, coalesce(epoch::text, 'NULL'), coalesce(extra::text, '-')) FROM "+d.table("readings")+" ORDER BY time_ns")
-	require.NoError(t, err)
-	for rows.Next() {
-		var r string
-		require.NoError(t, rows.Scan(&r))
-		got = append(got, r)
-	}
-	require.NoError(t, rows.Err())
+	got := d.strings(t, "SELECT concat_ws(' ', n, coalesce(epoch::text, 'NULL'), coalesce(extra::text, '-')) FROM "+d.table("readings")+" ORDER BY time_ns")
 	assert.Equal(t, []string{"0 NULL true", "1 NULL -", "2 1 -", "3 2 -"}, got)
 	assert.Equal(t, 1, d.count(t, "SELECT count(*) FROM pg_indexes WHERE schemaname = $1 AND indexname = 'readings_epoch'", d.schema))
 }
@@ -242,7 +198,7 @@ func TestSinkEpochColumn(t *testing.T) {
 	s := newSink(t, postgres.Config{Table: d.table("old")})
 	out := &connectortest.Emitter{}
 	require.NoError(t, s.Process(ctx, reading(0), out))
-	snapshot(t, s)
+	connectortest.Snapshot(t, s)
 	require.NoError(t, s.Process(ctx, reading(1), out))
 	require.NoError(t, s.Flush(ctx, out))
 	assert.Equal(t, 1, d.count(t, "SELECT count(*) FROM "+d.table("old")+" WHERE epoch = 1"))
@@ -268,7 +224,7 @@ func TestSinkRestoreRefuses(t *testing.T) {
 	s := newSink(t, postgres.Config{Table: d.table("a")})
 	a, b := &connectortest.Emitter{}, &connectortest.Emitter{}
 	require.NoError(t, s.Process(ctx, reading(0), a))
-	snap := snapshot(t, s)
+	snap := connectortest.Snapshot(t, s)
 	err := newSink(t, postgres.Config{Table: d.table("b")}).Restore(state.NewReader(snap))
 	require.ErrorIs(t, err, operation.ErrStateMismatch)
 	assert.ErrorContains(t, err, "the checkpoint is of the table")
