@@ -36,10 +36,10 @@ var ErrNotRestorable = errors.New("file: the checkpoint's output is not in the f
 // only that: it is written at least once, and what it wrote after the
 // checkpoint is written again after a restore.
 //
-// A Sink written by more than one bolt instance refuses: each instance
-// takes its snapshot at its own point, so no one length of the file
-// separates what the checkpoint covers from what it does not. Give its
-// bolt one instance (the default).
+// A Sink used by more than one bolt instance (given an input or a tick by
+// each) refuses: each instance takes its snapshot at its own point, so no
+// one length of the file separates what the checkpoint covers from what
+// it does not. Give its bolt one instance (the default).
 func (s *Sink) Snapshot(w *state.Writer) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -61,7 +61,7 @@ func (s *Sink) Snapshot(w *state.Writer) error {
 		return nil
 	}
 	if n := s.writers(); n > 1 {
-		return fmt.Errorf("file: checkpoint of %s: written by %d bolt instances, which take their snapshots at different points of it; give the sink's bolt one instance", s.path, n)
+		return fmt.Errorf("file: checkpoint of %s: used by %d bolt instances, which take their snapshots at different points of it; give the sink's bolt one instance", s.path, n)
 	}
 	if err := s.file.Sync(); err != nil {
 		return s.writeError(err)
@@ -83,8 +83,8 @@ func (s *Sink) Snapshot(w *state.Writer) error {
 	return nil
 }
 
-// writers returns how many bolt instances gave the Sink an input. s.mu
-// is held.
+// writers returns how many bolt instances gave the Sink an input or a
+// tick. s.mu is held.
 func (s *Sink) writers() int { return len(s.held) }
 
 // tailSum returns the CRC-32C of the last tailBytes bytes (fewer in a

@@ -208,7 +208,7 @@ func TestSinkSnapshotOnWriter(t *testing.T) {
 }
 
 // TestSinkSnapshotRefusesInstances checkpoints a file Sink that two bolt
-// instances write: no one length of the file is a consistent cut, so the
+// instances use: no one length of the file is a consistent cut, so the
 // snapshot is refused.
 func TestSinkSnapshotRefusesInstances(t *testing.T) {
 	ps := connectortest.Recording(t, recording, 2)
@@ -219,7 +219,7 @@ func TestSinkSnapshotRefusesInstances(t *testing.T) {
 	require.NoError(t, s.Process(context.Background(), ps[0], a))
 	connectortest.Snapshot(t, s)
 	require.NoError(t, s.Process(context.Background(), ps[1], b))
-	assert.ErrorContains(t, s.Snapshot(&state.Writer{}), "written by 2 bolt instances")
+	assert.ErrorContains(t, s.Snapshot(&state.Writer{}), "used by 2 bolt instances")
 }
 
 // TestOpenSinkTruncatesAtFirstWrite opens a file without Append: it is

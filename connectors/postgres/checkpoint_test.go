@@ -50,6 +50,15 @@ func (d *db) rows(t *testing.T, table string) []string {
 	return d.strings(t, fmt.Sprintf(`SELECT to_jsonb(t)::text FROM %s t ORDER BY series, time_ns`, table))
 }
 
+// withParam returns the connection URL u with the query parameter k=v.
+func withParam(u, k, v string) string {
+	sep := "?"
+	if strings.Contains(u, "?") {
+		sep = "&"
+	}
+	return u + sep + k + "=" + v
+}
+
 // feedCuts feeds ps[from:to] into s, taking a snapshot at each of cuts
 // in between and then calling after, when set, with the snapshot's index
 // among cuts. It returns the snapshots.
@@ -122,8 +131,12 @@ func TestSinkRestoresCheckpoints(t *testing.T) {
 			assert.Equal(t, out.Held(), out.Acked, "every input is acknowledged")
 			assert.Empty(t, out.Failed)
 
-			// The run killed and restored.
-			s = newSink(t, cfg("got"))
+			// The run killed and restored. The killed run's connections
+			// are known by their application name.
+			killed := cfg("got")
+			app := "killed_" + d.schema[len(d.schema)-min(len(d.schema), 40):]
+			killed.URL = withParam(serverURL(), "application_name", app)
+			s = newSink(t, killed)
 			out = &connectortest.Emitter{}
 			snaps := feedCuts(t, s, out, ps, 0, tc.crashAt, tc.cuts, func(i int) {
 				if i >= tc.restore {
@@ -137,7 +150,9 @@ func TestSinkRestoresCheckpoints(t *testing.T) {
 				}
 			})
 			require.Positive(t, d.count(t, "SELECT count(*) FROM "+d.table("got")+" WHERE measurement = 'phantom'"))
-			require.NoError(t, s.Close(), "killed: what it holds is never written, its connections are dropped")
+			// Killed: what it holds is never written, and the server
+			// ends its connections.
+			require.Positive(t, d.count(t, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1", app))
 
 			s = newSink(t, cfg("got"))
 			require.NoError(t, s.Restore(state.NewReader(snaps[tc.restore])))
