@@ -217,15 +217,15 @@ func OpenSink(path string, cfg SinkConfig) (*Sink, error) {
 // openFile opens the file at path for a Sink. A regular file, or a new
 // one, is opened for reading too (to find a torn line, to check a
 // checkpoint's bytes) and appended to: its truncation waits for the first
-// write. Anything else is opened as before checkpoints existed, for
-// writing alone, truncated unless appending (which a pipe or a device
-// ignores), since opening a named pipe for reading would change when its
-// open blocks.
+// write. Anything else (a named pipe, a device) is opened as before
+// checkpoints existed: for reading and appending with appending, else for
+// writing alone and truncated; opening a named pipe for reading makes its
+// open not wait for a reader.
 func openFile(path string, appending bool) (f *os.File, regular, created bool, err error) {
 	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
 		flag := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
 		if appending {
-			flag = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+			flag = os.O_RDWR | os.O_CREATE | os.O_APPEND
 		}
 		f, err := os.OpenFile(path, flag, 0o644)
 		return f, false, false, err
