@@ -473,7 +473,8 @@ func mqttSources(s *Source, opts Options, checkpoints bool) ([]*mqtt.Source, err
 
 // openSink returns a sink's operation and, for a file, what to close if
 // the build fails: for "-" a sink on standard output (never closed), else
-// a sink on the file, created or truncated, which closes it; or an MQTT
+// a sink on the file, created, and truncated at its first write unless a
+// restore from a checkpoint came first, which closes it; or an MQTT
 // publisher or a PostgreSQL or InfluxDB writer, which connect when Run
 // starts.
 func openSink(s *Sink, name string, opts Options) (operation.Operation, io.Closer, error) {

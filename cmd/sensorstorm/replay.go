@@ -274,7 +274,8 @@ func serveControl(addr string, h http.Handler, report reporter, logger *slog.Log
 
 // openSink returns a file sink writing to path, created when missing:
 // truncated, or with appendTo added to after cutting a torn last line off,
-// which it logs. "-" is stdout, which the sink leaves open.
+// which it logs, at the sink's first write (a restore cuts the file at its
+// checkpoint instead). "-" is stdout, which the sink leaves open.
 func openSink(path string, appendTo bool, stdout io.Writer, prec particle.Precision, logger *slog.Logger) (*file.Sink, error) {
 	if path == "-" || path == "" {
 		return file.NewSink(stdout, prec), nil

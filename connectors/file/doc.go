@@ -18,4 +18,24 @@
 // as one line of line protocol; placed as the last bolt, its
 // synchronization buffer makes the output come out in event-time order.
 // What a Sink writes, a Reader reads back.
+//
+// # Checkpoints: exactly-once output
+//
+// With checkpoints a Sink on a file of [OpenSink] writes it exactly once:
+// however often the run is killed (SIGKILL included) and restored, the
+// file ends byte for byte as after a run never killed, for a recording.
+// At a checkpoint ([Sink.Snapshot]) the Sink writes what it gathered,
+// fsyncs the file and records its path and length; a restored run's Sink
+// ([Sink.Restore]) cuts the file back to that length, dropping what was
+// written after the checkpoint (a torn line included), and the restored
+// run writes it again. So that a restore finds the checkpoint's output in
+// place, OpenSink does not truncate the file when it opens it: the Sink
+// truncates it (or, appending, cuts a torn last line off) at its first
+// write, unless a restore came first. A file that is missing, shorter than
+// recorded or another one is refused with an error naming it: that
+// checkpoint's output is lost.
+//
+// A Sink on a writer (standard output, a pipe) cannot take back what it
+// wrote: it is at least once. Exactly once needs one bolt instance
+// writing the file, as event-time order does.
 package file

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/sensorstorm/sensorstorm/operation"
@@ -38,6 +39,10 @@ type SinkConfig struct {
 	// it. A last line without its newline, torn by a crash or a full
 	// disk, is cut off first, and the cut logged: what follows would run
 	// into it. Defaults to false.
+	//
+	// Either way the Sink changes the file only when it first writes (or
+	// closes) or is restored: a restore (see [Sink.Restore]) cuts the file
+	// at the checkpoint's length instead, and keeps what comes before it.
 	Append bool `yaml:"append"`
 	// BufferSize is how many bytes of lines the Sink gathers before it
 	// writes them, whatever the watermark. Defaults to DefaultSinkBuffer.
@@ -114,10 +119,29 @@ func (e *WriteError) Unwrap() []error { return []error{operation.ErrDestination,
 // A Sink may be shared by several bolt instances (operation.Stateless);
 // each instance's inputs are acknowledged through its own emitter, but
 // only one instance keeps the output in event-time order.
+//
+// A Sink implements operation.Snapshotter: with checkpoints, the file of
+// OpenSink is written exactly once, however often the run is killed and
+// restored (see [Sink.Snapshot]); a writer (standard output, a pipe) is
+// written at least once.
 type Sink struct {
 	cfg  SinkConfig
 	w    io.Writer
 	file *os.File // opened by OpenSink: Close closes it
+	// path is the absolute path of a regular file opened by OpenSink,
+	// which the Sink can cut back at a restore; empty otherwise.
+	path string
+	// created is whether OpenSink created the file: a checkpoint that
+	// recorded bytes in it cannot be restored.
+	created bool
+	// ready is whether the file was prepared for writing as cfg says
+	// (truncated, or its torn last line cut off) or restored; OpenSink
+	// leaves that to the first write or to Restore, so that a restore
+	// keeps what the checkpoint holds.
+	ready bool
+	// broken is the error of a refused Restore, which left the Sink
+	// unusable.
+	broken error
 
 	mu      sync.Mutex
 	buf     []byte // lines not written yet
@@ -133,6 +157,7 @@ var (
 	_ operation.WatermarkHandler = (*Sink)(nil)
 	_ operation.TickHandler      = (*Sink)(nil)
 	_ operation.Flusher          = (*Sink)(nil)
+	_ operation.Snapshotter      = (*Sink)(nil)
 	_ io.Closer                  = (*Sink)(nil)
 )
 
@@ -159,31 +184,84 @@ func newSink(w io.Writer, cfg SinkConfig) *Sink {
 	return &Sink{cfg: cfg, w: w, held: make(map[operation.Emitter][]operation.Anchor)}
 }
 
-// OpenSink opens or creates the file at path, truncating it unless
-// cfg.Append, and returns a Sink writing to it. Closing the Sink closes the
-// file. With cfg.Append, a torn last line is cut off first.
+// OpenSink opens or creates the file at path and returns a Sink writing
+// to it. Closing the Sink closes the file. The file is truncated unless
+// cfg.Append; with cfg.Append, a torn last line is cut off. Both happen
+// at the Sink's first write (or Close), not here, so that a Restore
+// called first cuts the file at the checkpoint's length instead: a run
+// restored from a checkpoint keeps the output the checkpoint covers.
+//
+// A path that is not a regular file (a named pipe, a device) is opened
+// for writing alone, as a writer: its output is at least once.
 func OpenSink(path string, cfg SinkConfig) (*Sink, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	flag := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
-	if cfg.Append {
-		flag = os.O_RDWR | os.O_CREATE | os.O_APPEND
-	}
-	f, err := os.OpenFile(path, flag, 0o644)
+	f, regular, created, err := openFile(path, cfg.Append)
 	if err != nil {
 		return nil, fmt.Errorf("file: %w", err)
 	}
-	if cfg.Append {
-		if err := cutTornLine(f, cfg.Logger); err != nil {
-			f.Close()
-			return nil, err
-		}
-	}
 	s := newSink(f, cfg)
 	s.file = f
+	if regular {
+		if s.path, err = filepath.Abs(path); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("file: %w", err)
+		}
+		s.created = created
+	}
 	return s, nil
+}
+
+// openFile opens the file at path for a Sink. A regular file, or a new
+// one, is opened for reading too (to find a torn line, to check a
+// checkpoint's bytes) and appended to: its truncation waits for the first
+// write. Anything else (a named pipe, a device) is opened as before
+// checkpoints existed: for reading and appending with appending, else for
+// writing alone and truncated; opening a named pipe for reading makes its
+// open not wait for a reader.
+func openFile(path string, appending bool) (f *os.File, regular, created bool, err error) {
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		flag := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+		if appending {
+			flag = os.O_RDWR | os.O_CREATE | os.O_APPEND
+		}
+		f, err := os.OpenFile(path, flag, 0o644)
+		return f, false, false, err
+	}
+	f, err = os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		created = true
+		f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	}
+	if err != nil {
+		return nil, false, false, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, false, false, err
+	}
+	return f, fi.Mode().IsRegular(), created, nil
+}
+
+// prepare makes the file ready for its first write as the config says:
+// truncated, or, with Append, its torn last line cut off. s.mu is held.
+func (s *Sink) prepare() error {
+	if s.ready || s.path == "" {
+		s.ready = true
+		return nil
+	}
+	if s.cfg.Append {
+		if err := cutTornLine(s.file, s.cfg.Logger); err != nil {
+			return err
+		}
+	} else if err := s.file.Truncate(0); err != nil {
+		return err
+	}
+	s.ready = true
+	return nil
 }
 
 // Process implements operation.Operation: it gathers the particle's line
@@ -193,6 +271,9 @@ func (s *Sink) Process(_ context.Context, in particle.Particle, out operation.Em
 	defer s.mu.Unlock()
 	if s.closed {
 		return ErrSinkClosed
+	}
+	if s.broken != nil {
+		return s.broken
 	}
 	if s.err != nil {
 		if err := s.settle(out); err != nil {
@@ -256,9 +337,18 @@ func (s *Sink) settle(out operation.Emitter) error {
 	return nil
 }
 
-// write hands the lines gathered to the writer and, with Fsync, syncs it.
-// A short write keeps the rest for the next try. s.mu is held.
+// write hands the lines gathered to the writer and, with Fsync, syncs it,
+// after preparing the file at the first call. A short write keeps the
+// rest for the next try. s.mu is held.
 func (s *Sink) write() error {
+	if s.broken != nil {
+		return s.broken
+	}
+	if !s.ready {
+		if err := s.prepare(); err != nil {
+			return s.writeError(err)
+		}
+	}
 	if len(s.buf) > 0 {
 		n, err := s.w.Write(s.buf)
 		s.buf = s.buf[:copy(s.buf, s.buf[n:])]

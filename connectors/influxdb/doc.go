@@ -60,5 +60,15 @@
 // not written when the process ended is not acknowledged, and its source
 // delivers it again.
 //
-// See DESIGN.md, "Failures".
+// # Checkpoints
+//
+// With checkpoints the Sink needs no snapshot and is exactly once in
+// effect on InfluxDB: a restored run writes again what was written after
+// the checkpoint it is restored from, and InfluxDB overwrites each point
+// (measurement, tags and time) with the same fields, so the database ends
+// as after a run never killed. A server that keeps both samples of a
+// point written twice (VictoriaMetrics without deduplication) gets them
+// at least once.
+//
+// See DESIGN.md, "Failures" and "Checkpoints and exactly-once output".
 package influxdb

@@ -150,6 +150,12 @@
 // connection is down Process waits, and publications made before the loss
 // are sent again on reconnection.
 //
+// With checkpoints the Sink is at least once, not exactly once: a broker
+// cannot take a publication back, so what it published after the
+// checkpoint a run is restored from is published again by the restored
+// run, with the same particles (the same identities, event times and
+// values), and receivers that deduplicate drop it. It needs no snapshot.
+//
 // This package is not a broker, does not speak MQTT 5 (no receive
 // maximum, no message expiry), and does not deduplicate what a crash makes
 // it process twice. See DESIGN.md, "MQTT" and "Bad input".

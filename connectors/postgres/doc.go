@@ -11,6 +11,7 @@
 //	time_ns      bigint NOT NULL       the event time in nanoseconds since the Unix epoch
 //	series       text NOT NULL         measurement and sorted tags in line protocol: cpu,host=a
 //	measurement  text NOT NULL
+//	epoch        bigint                the checkpoint epoch the row was inserted in, NULL without checkpoints
 //	<tag>        text                  one column per tag key
 //	<field>      per the field's kind:  float double precision, int and uint bigint,
 //	                                   string text, bool boolean
@@ -18,6 +19,16 @@
 //
 // Rows are keyed on the nanoseconds, not on time, which would make
 // readings a few nanoseconds apart one row; time is there to be queried.
+// An index on epoch, of the rows that have one, serves restores (see
+// Checkpoints below); rows written without checkpoints do not enter it.
+// A table without the
+// epoch column (made by hand, or by an earlier version) gets it at
+// connection (ALTER TABLE ADD COLUMN IF NOT EXISTS epoch bigint, nullable,
+// which PostgreSQL does without rewriting the table, and the index); a
+// role that may not alter the table is refused with the statement to run
+// instead. An epoch column of another type than bigint is refused. The
+// names time, time_ns, series, measurement and epoch are reserved: a
+// particle with a tag or field of one of them is rejected.
 //
 // A tag or field key not yet in the table is added as a column (ALTER
 // TABLE ADD COLUMN, nullable) in the transaction that writes the first
@@ -77,4 +88,31 @@
 // disk): the call returns an error wrapping operation.ErrDestination,
 // nothing is acknowledged, and the engine retries the same call with
 // backoff, which holds the sources back.
+//
+// # Checkpoints: exactly-once rows
+//
+// With checkpoints the Sink's rows are exactly once: however often the
+// run is killed (SIGKILL included) and restored, the table ends with the
+// rows of a run never killed, the same values for a recording, the same
+// set for a live feed. Each row carries the checkpoint epoch it was
+// inserted in. At a checkpoint ([Sink.Snapshot]) the Sink writes and
+// commits every row it holds and records the epoch; the rows written after
+// carry the next one. A restored run's Sink ([Sink.Restore]) deletes the
+// rows of the epochs after the recorded one, in one statement, and the
+// restored run writes them again. A run's epochs start after the highest
+// in the table, so a restore leaves earlier runs' rows alone; rows
+// written before a run's first checkpoint carry NULL and are never
+// deleted (a run killed before its first checkpoint starts over, and its
+// points merge into their rows as duplicates).
+//
+// A row keeps the epoch it was inserted in when a later point merges into
+// it, so a restore does not undo a merge made after its checkpoint: the
+// restored run makes it again when its input comes again, as a
+// recording's does; a live feed's point merged before the kill and never
+// delivered again stays merged. A restore deletes every row of a later
+// epoch, whoever wrote it: for exactly once, one Sink writes the table,
+// with one bolt instance; a Sink used by several refuses to take a
+// snapshot. Without checkpoints (Snapshot never called) every row's epoch
+// is NULL and the Sink is as before: at least once, a point delivered
+// again being a duplicate that changes nothing.
 package postgres

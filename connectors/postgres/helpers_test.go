@@ -96,6 +96,21 @@ func (d *db) count(t testing.TB, sql string, args ...any) int {
 	return n
 }
 
+// strings returns the one text column of the rows of a query.
+func (d *db) strings(t testing.TB, sql string, args ...any) []string {
+	t.Helper()
+	rows, err := d.conn.Query(context.Background(), sql, args...)
+	require.NoError(t, err, sql)
+	var all []string
+	for rows.Next() {
+		var r string
+		require.NoError(t, rows.Scan(&r))
+		all = append(all, r)
+	}
+	require.NoError(t, rows.Err(), sql)
+	return all
+}
+
 // table is the name of a table in d's schema.
 func (d *db) table(name string) string { return d.schema + "." + name }
 

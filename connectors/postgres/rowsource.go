@@ -20,6 +20,7 @@ type rowSource struct {
 	next   int
 	values []any
 	time   eventTime
+	epoch  pgtype.Int8 // of every row: NULL without checkpoints
 	cells  []cell
 }
 
@@ -35,13 +36,14 @@ type cell struct {
 var _ pgx.CopyFromSource = (*rowSource)(nil)
 
 // newRowSource returns a source of rows as the columns names: time,
-// time_ns, series, measurement, then the tag and field keys of the rows.
-func newRowSource(rows []row, names []string) *rowSource {
+// time_ns, series, measurement, epoch, then the tag and field keys of the
+// rows. Every row has epoch.
+func newRowSource(rows []row, names []string, epoch pgtype.Int8) *rowSource {
 	index := make(map[string]int, len(names))
 	for i, n := range names {
 		index[n] = i
 	}
-	return &rowSource{rows: rows, index: index, values: make([]any, len(names)), cells: make([]cell, len(names))}
+	return &rowSource{rows: rows, index: index, epoch: epoch, values: make([]any, len(names)), cells: make([]cell, len(names))}
 }
 
 // Next implements pgx.CopyFromSource.
@@ -71,6 +73,7 @@ func (s *rowSource) Values() ([]any, error) {
 	s.values[1] = &s.cells[1].int
 	s.values[2] = s.setText(2, r.series)
 	s.values[3] = s.setText(3, p.Measurement)
+	s.values[4] = &s.epoch
 	for i, t := range p.Tags {
 		s.values[s.pos[i]] = s.setText(s.pos[i], t.Value)
 	}

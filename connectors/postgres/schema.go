@@ -16,16 +16,20 @@ const maxIdentifier = 63
 
 // The columns every table has. time_ns keys the rows with the event
 // time's nanoseconds, which time (timestamptz: microseconds) would round.
+// epoch is the checkpoint epoch a row was inserted in, NULL without
+// checkpoints (see Sink.Snapshot).
 const (
 	colTime        = "time"
 	colTimeNS      = "time_ns"
 	colSeries      = "series"
 	colMeasurement = "measurement"
+	colEpoch       = "epoch"
 )
 
 // fixedColumns are the columns every row fills, in the order a batch
-// gives them.
-var fixedColumns = []string{colTime, colTimeNS, colSeries, colMeasurement}
+// gives them. A row merged into one of the table keeps the table's
+// values of them: epoch stays the epoch the row was inserted in.
+var fixedColumns = []string{colTime, colTimeNS, colSeries, colMeasurement, colEpoch}
 
 // colType is the type of a column, as format_type names it.
 type colType string
@@ -151,7 +155,7 @@ func sameColumns(a, b *particle.Particle) bool {
 // it needs one.
 func (c *columns) claim(p *particle.Particle, added *[]column, key string, t colType) error {
 	switch key {
-	case colTime, colTimeNS, colSeries, colMeasurement:
+	case colTime, colTimeNS, colSeries, colMeasurement, colEpoch:
 		return fmt.Errorf("%w: key %q is a reserved column", ErrColumn, key)
 	case "":
 		return fmt.Errorf("%w: empty key", ErrColumn)

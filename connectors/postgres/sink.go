@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sensorstorm/sensorstorm/operation"
@@ -43,6 +44,9 @@ type Stats struct {
 //
 // One Sink may serve several bolt instances: each instance writes its own
 // batches. It connects on first use, and Close disconnects.
+//
+// A Sink implements operation.Snapshotter: with checkpoints, its rows
+// are exactly once (see [Sink.Snapshot] and the package documentation).
 type Sink struct {
 	cfg   Config
 	table pgx.Identifier
@@ -53,12 +57,57 @@ type Sink struct {
 	cols    *columns // nil until read from the database
 	pending map[operation.Emitter]*batch
 	closed  bool
+	// epochs is whether the run takes checkpoints: then each row
+	// inserted carries epoch, the checkpoint epoch it is written in;
+	// before the first checkpoint it carries NULL.
+	epochs bool
+	epoch  int64
 }
 
 // batch is what an emitter's inputs hold: one row per series and time.
 type batch struct {
 	rows  []row
 	index map[rowKey]int // the position of each row in rows
+	// due is what became of inputs whose rows a snapshot wrote, to tell
+	// the emitter at its next call: a snapshot has no emitter.
+	due settled
+}
+
+// settler is what the writing of rows tells of their inputs: an
+// operation.Emitter, or settled for a snapshot.
+type settler interface {
+	Ack(a operation.Anchor)
+	Fail(a operation.Anchor, err error)
+}
+
+// settled records the Acks and Fails of inputs, to pass them on to their
+// emitter later.
+type settled struct {
+	acks  []operation.Anchor
+	fails []failure
+}
+
+// failure is a recorded Fail.
+type failure struct {
+	anchor operation.Anchor
+	err    error
+}
+
+// Ack implements settler.
+func (d *settled) Ack(a operation.Anchor) { d.acks = append(d.acks, a) }
+
+// Fail implements settler.
+func (d *settled) Fail(a operation.Anchor, err error) { d.fails = append(d.fails, failure{a, err}) }
+
+// tell passes what d recorded on to out, and forgets it.
+func (d *settled) tell(out operation.Emitter) {
+	for _, a := range d.acks {
+		out.Ack(a)
+	}
+	for _, f := range d.fails {
+		out.Fail(f.anchor, f.err)
+	}
+	d.acks, d.fails = d.acks[:0], d.fails[:0]
 }
 
 // row is a held input waiting for its batch to be written, with the
@@ -90,6 +139,7 @@ var (
 	_ operation.WatermarkHandler = (*Sink)(nil)
 	_ operation.TickHandler      = (*Sink)(nil)
 	_ operation.Flusher          = (*Sink)(nil)
+	_ operation.Snapshotter      = (*Sink)(nil)
 )
 
 // NewSink returns a Sink for cfg, after applying defaults and validating
@@ -113,7 +163,9 @@ func (s *Sink) Stats() *Stats { return &s.stats }
 // means that nothing was held and the call may be made again.
 func (s *Sink) Process(ctx context.Context, in particle.Particle, out operation.Emitter) error {
 	s.mu.Lock()
-	full := s.batch(out).len() >= s.cfg.BatchSize
+	b := s.batch(out)
+	b.due.tell(out)
+	full := b.len() >= s.cfg.BatchSize
 	if !full && s.cols != nil && !s.closed {
 		defer s.mu.Unlock()
 		return s.hold(&in, out)
@@ -272,6 +324,15 @@ func (s *Sink) connect(ctx context.Context) error {
 	if _, ok := cols.types[colTimeNS]; !ok {
 		return fmt.Errorf("%w: postgres: table %s: %w", operation.ErrRefused, table, ErrNoTimeNS)
 	}
+	switch typ, ok := cols.types[colEpoch]; {
+	case !ok:
+		if err := s.addEpoch(ctx); err != nil {
+			return failed(fmt.Errorf("postgres: table %s: add the epoch column (or add it by hand: ALTER TABLE %[1]s ADD COLUMN epoch bigint): %[2]w", table, err))
+		}
+		cols.types[colEpoch], cols.created[colEpoch] = typeBigint, true
+	case typ != typeBigint:
+		return fmt.Errorf("%w: postgres: table %s: column epoch has type %s; the sink keeps each row's checkpoint epoch there, a bigint", operation.ErrRefused, table, typ)
+	}
 	s.cols = cols
 	s.cfg.Logger.Info("postgres: table ready", "table", table, "columns", len(cols.types))
 	return nil
@@ -284,6 +345,7 @@ func (s *Sink) connect(ctx context.Context) error {
 func (s *Sink) write(ctx context.Context, out operation.Emitter) error {
 	s.mu.Lock()
 	b := s.batch(out)
+	b.due.tell(out)
 	rows := b.rows
 	s.mu.Unlock()
 	if len(rows) == 0 {
@@ -331,7 +393,7 @@ func refused(err error) bool {
 // database refuses the batch for its data, it writes each half in turn, so
 // that only the rows it refuses alone are failed. It returns how many rows
 // from the start of rows are done: written or failed.
-func (s *Sink) writeRows(ctx context.Context, rows []row, out operation.Emitter) (int, error) {
+func (s *Sink) writeRows(ctx context.Context, rows []row, out settler) (int, error) {
 	err := s.tx(ctx, rows)
 	switch {
 	case err == nil:
@@ -365,14 +427,15 @@ func (s *Sink) writeRows(ctx context.Context, rows []row, out operation.Emitter)
 func (s *Sink) tx(ctx context.Context, rows []row) error {
 	s.mu.Lock()
 	names, added := s.batchColumns(rows)
+	epoch := pgtype.Int8{Int64: s.epoch, Valid: s.epochs}
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)
 	defer cancel()
 	// Without a row in the table already, every row is inserted.
 	var upserted map[rowKey]bool
-	err := s.copyRows(ctx, rows, names, added)
+	err := s.copyRows(ctx, rows, names, added, epoch)
 	if duplicateKey(err) {
-		upserted, err = s.upsertRows(ctx, rows, names, added)
+		upserted, err = s.upsertRows(ctx, rows, names, added, epoch)
 	}
 	if err != nil {
 		return err
@@ -412,9 +475,9 @@ func (s *Sink) tx(ctx context.Context, rows []row) error {
 // in a BEGIN ... COMMIT without the round trips of those two. With
 // columns to add, the COPY follows the ALTER TABLEs in one transaction.
 // Nothing is written when a row is in the table already.
-func (s *Sink) copyRows(ctx context.Context, rows []row, names []string, added []column) error {
+func (s *Sink) copyRows(ctx context.Context, rows []row, names []string, added []column, epoch pgtype.Int8) error {
 	if len(added) == 0 {
-		if _, err := s.pool.CopyFrom(ctx, s.table, names, newRowSource(rows, names)); err != nil {
+		if _, err := s.pool.CopyFrom(ctx, s.table, names, newRowSource(rows, names, epoch)); err != nil {
 			return fmt.Errorf("copy: %w", err)
 		}
 		return nil
@@ -423,7 +486,7 @@ func (s *Sink) copyRows(ctx context.Context, rows []row, names []string, added [
 		if err := s.addColumns(ctx, tx, added); err != nil {
 			return err
 		}
-		if _, err := tx.CopyFrom(ctx, s.table, names, newRowSource(rows, names)); err != nil {
+		if _, err := tx.CopyFrom(ctx, s.table, names, newRowSource(rows, names, epoch)); err != nil {
 			return fmt.Errorf("copy: %w", err)
 		}
 		return nil
@@ -435,7 +498,7 @@ func (s *Sink) copyRows(ctx context.Context, rows []row, names []string, added [
 // a column the row fills takes its value. It returns the keys of the rows
 // it inserted (true) and of those it merged into, which changed (false); a
 // row that would change nothing is a duplicate, left alone.
-func (s *Sink) upsertRows(ctx context.Context, rows []row, names []string, added []column) (map[rowKey]bool, error) {
+func (s *Sink) upsertRows(ctx context.Context, rows []row, names []string, added []column, epoch pgtype.Int8) (map[rowKey]bool, error) {
 	table := s.table.Sanitize()
 	keys := names[len(fixedColumns):]
 	set := make([]string, len(keys))
@@ -461,7 +524,7 @@ func (s *Sink) upsertRows(ctx context.Context, rows []row, names []string, added
 		if _, err := tx.Exec(ctx, fmt.Sprintf("CREATE TEMP TABLE %s (LIKE %s INCLUDING DEFAULTS) ON COMMIT DROP", stageTable, table)); err != nil {
 			return fmt.Errorf("create staging table: %w", err)
 		}
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{stageTable}, names, newRowSource(rows, names)); err != nil {
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{stageTable}, names, newRowSource(rows, names, epoch)); err != nil {
 			return fmt.Errorf("copy to staging table: %w", err)
 		}
 		res, err := tx.Query(ctx, upsert)

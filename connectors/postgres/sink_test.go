@@ -46,7 +46,7 @@ func TestSink(t *testing.T) {
 		types[name] = typ
 	}
 	require.NoError(t, rows.Err())
-	assert.Equal(t, map[string]string{"time": "timestamp with time zone", "time_ns": "bigint", "series": "text", "measurement": "text", "sensor": "text",
+	assert.Equal(t, map[string]string{"time": "timestamp with time zone", "time_ns": "bigint", "series": "text", "measurement": "text", "epoch": "bigint", "sensor": "text",
 		"n": "bigint", "v": "double precision", "ok": "boolean", "note": "text"}, types)
 }
 
@@ -289,16 +289,8 @@ func TestSinkMerge(t *testing.T) {
 				require.NoError(t, sink.Flush(context.Background(), &out))
 				assert.Equal(t, len(tc.ps), out.Acked, "every point is acknowledged")
 				assert.Empty(t, out.Failed)
-				var got []string
-				rows, err := d.conn.Query(context.Background(), fmt.Sprintf(
+				got := d.strings(t, fmt.Sprintf(
 					`SELECT concat_ws(' ', time_ns - %d, coalesce(temp::text, 'NULL'), coalesce(hum::text, 'NULL')) FROM %s ORDER BY time_ns`, int64(at), d.table("env")))
-				require.NoError(t, err)
-				for rows.Next() {
-					var r string
-					require.NoError(t, rows.Scan(&r))
-					got = append(got, r)
-				}
-				require.NoError(t, rows.Err())
 				assert.Equal(t, tc.rows, strings.Join(got, "|"))
 				st := sink.Stats()
 				assert.Equal(t, []uint64{tc.written, tc.merged, tc.duplicates}, []uint64{st.Written.Load(), st.Merged.Load(), st.Duplicates.Load()},
