@@ -207,7 +207,7 @@ func (b *boltInstance) run(ctx context.Context) error {
 	b.flushAcks()
 	b.stats.Ended.Add(1)
 	if b.ckpt != nil {
-		b.topo.ckpt.end(ckptReport{instance: b.instanceName(), snapshot: endedSnapshot()})
+		b.finalShare(ctx)
 	}
 	return nil
 }

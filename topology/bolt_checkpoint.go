@@ -153,12 +153,24 @@ func (b *boltInstance) maybeCompleteCheckpoint() {
 	if c.waiting != 0 {
 		return
 	}
-	count := state.NewWriter(nil)
-	count.PutLen(c.recorded)
-	snap := append(append(c.snapshot, count.Bytes()...), c.channel.Bytes()...)
-	rep := ckptReport{id: c.id, instance: b.instanceName(), snapshot: snap, acks: c.cut, err: c.snapErr}
+	rep := ckptReport{id: c.id, instance: b.instanceName(), snapshot: withChannel(c.snapshot, c.recorded, c.channel), acks: c.cut, err: c.snapErr}
 	c.cut, c.snapshot, c.waiting = ackOps{}, nil, -1
 	b.topo.ckpt.send(rep)
+}
+
+// withChannel appends to a snapshot the in-flight data recorded after it.
+func withChannel(snapshot []byte, recorded int, channel *state.Writer) []byte {
+	count := state.NewWriter(nil)
+	count.PutLen(recorded)
+	return append(append(snapshot, count.Bytes()...), channel.Bytes()...)
+}
+
+// finalShare hands the coordinator the instance's final share once it ended its
+// streams: its state after the flush, which every later checkpoint holds.
+// A sink restored from it keeps the output it wrote.
+func (b *boltInstance) finalShare(ctx context.Context) {
+	snap, err := b.snapshot(ctx)
+	b.topo.ckpt.end(ckptReport{instance: b.instanceName(), snapshot: withChannel(snap, 0, state.NewWriter(nil)), err: err})
 }
 
 // inputEnded counts an input that ended as arrived for the checkpoint in
@@ -196,7 +208,6 @@ const snapshotVersion = 1
 func (b *boltInstance) snapshot(ctx context.Context) ([]byte, error) {
 	w := state.NewWriter(nil)
 	w.PutUvarint(snapshotVersion)
-	w.PutBool(false) // not ended
 	w.PutUvarint(b.seq)
 	w.PutVarint(b.lastWM)
 	w.PutVarint(b.nextTick)
@@ -234,15 +245,6 @@ func (b *boltInstance) snapshot(ctx context.Context) ([]byte, error) {
 	return w.Bytes(), nil
 }
 
-// endedSnapshot is the share of an instance that ended its stream: it
-// holds nothing, and restores as a new instance.
-func endedSnapshot() []byte {
-	w := state.NewWriter(nil)
-	w.PutUvarint(snapshotVersion)
-	w.PutBool(true)
-	return w.Bytes()
-}
-
 // restore loads a snapshot into an instance that has taken nothing.
 func (b *boltInstance) restore(snap []byte) error {
 	r := state.NewReader(snap)
@@ -251,9 +253,6 @@ func (b *boltInstance) restore(snap []byte) error {
 			return err
 		}
 		return fmt.Errorf("%w: snapshot version %d, want %d", state.ErrMalformed, v, snapshotVersion)
-	}
-	if ended := r.ReadBool(); ended {
-		return r.Err()
 	}
 	b.seq = r.ReadUvarint()
 	b.lastWM = r.ReadVarint()

@@ -205,6 +205,9 @@ func (c *coordinator) take(ctx context.Context) error {
 		for name, rep := range c.ended {
 			if _, ok := shares[name]; !ok {
 				shares[name] = rep
+				if rep.err != nil {
+					errs = append(errs, fmt.Errorf("%s: %w", name, rep.err))
+				}
 			}
 		}
 		c.mu.Unlock()
