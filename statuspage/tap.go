@@ -282,6 +282,10 @@ type tappedSource struct {
 	tap *Tap
 }
 
+// Unwrap implements topology.Wrapper: the engine finds the source's
+// position through the tap.
+func (s tappedSource) Unwrap() topology.Source { return s.src }
+
 func (s tappedSource) Run(ctx context.Context, out topology.SourceEmitter) error {
 	return s.src.Run(ctx, tappedEmitter{SourceEmitter: out, tap: s.tap})
 }

@@ -51,6 +51,28 @@ type Positioner interface {
 	Resume(position []byte) error
 }
 
+// Wrapper is implemented by sources that wrap another, such as one that
+// watches what the other emits: the engine looks through it for the
+// optional interfaces that do not involve emitting (Positioner).
+type Wrapper interface {
+	Unwrap() Source
+}
+
+// positionerOf returns the Positioner of src, looking through wrappers.
+func positionerOf(src Source) (Positioner, bool) {
+	for src != nil {
+		if p, ok := src.(Positioner); ok {
+			return p, true
+		}
+		w, ok := src.(Wrapper)
+		if !ok {
+			return nil, false
+		}
+		src = w.Unwrap()
+	}
+	return nil, false
+}
+
 // CheckpointStats describes the checkpoints of a running topology.
 type CheckpointStats struct {
 	// Enabled tells whether the run takes checkpoints.
@@ -249,7 +271,7 @@ func (c *coordinator) take(ctx context.Context) error {
 	acks.reset()
 	for _, rep := range shares {
 		if p := rep.source; p != nil && p.own != nil {
-			if pos, ok := p.src.src.(Positioner); ok {
+			if pos, ok := positionerOf(p.src.src); ok {
 				pos.Committed(p.own)
 			}
 		}

@@ -52,7 +52,7 @@ func (s *sourceInstance) barrierLocked() {
 // position returns where the instance is. s.mu is held.
 func (s *sourceInstance) position() (*sourcePosition, error) {
 	pos := &sourcePosition{seq: s.seq, emitted: s.emitted, src: s}
-	if p, ok := s.src.(Positioner); ok {
+	if p, ok := positionerOf(s.src); ok {
 		own, err := p.Position(s.emitted)
 		if err != nil {
 			return pos, fmt.Errorf("position: %w", err)
@@ -80,7 +80,7 @@ func (s *sourceInstance) ended() {
 // from its own, any other source from its start, its first particles
 // dropped, numbered so that the rest keep their identities.
 func (s *sourceInstance) resume(pos sourcePosition) error {
-	if p, ok := s.src.(Positioner); ok {
+	if p, ok := positionerOf(s.src); ok {
 		s.seq = pos.seq
 		return p.Resume(pos.own)
 	}

@@ -309,7 +309,7 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 		closeErrs = append(closeErrs, src.Close())
 		st := src.Stats()
 		attrs := []slog.Attr{slog.Uint64("messages", st.Received.Load()), slog.Uint64("written", written()),
-			slog.Uint64("replayed", st.Replayed.Load()), slog.Uint64("redelivered", st.Redelivered.Load()),
+			slog.Uint64("replayed", st.Replayed.Load()), slog.Uint64("redelivered", st.Redelivered.Load()), slog.Uint64("copies", st.Copies.Load()),
 			slog.Uint64("acked", st.Acked.Load()), slog.Uint64("failed", st.Failed.Load()),
 			slog.Int64("reconnects", max(int64(st.Connects.Load())-1, 0))}
 		attrs = append(attrs, backlogAttrs(src)...)

@@ -30,6 +30,11 @@ type Stats struct {
 	// waiting; Unwanted those on a topic no configured filter matches,
 	// left from an earlier run's subscriptions, acknowledged and dropped.
 	Received, Redelivered, Retained, Dropped, Unwanted atomic.Uint64
+	// Copies counts, in ModeSpool, redelivered messages identical to one
+	// of the last the previous run made durable: a process killed between
+	// a message's fsync and its acknowledgement gets it again from the
+	// broker. They are acknowledged and dropped.
+	Copies atomic.Uint64
 	// Spooled counts messages made durable in the spool; Replayed the
 	// spooled messages a previous run left not completed, read back and
 	// emitted first, which may duplicate what that run had processed.
@@ -113,6 +118,7 @@ type Source struct {
 	inflight topology.InFlight[*message] // the messages with particles in the pipeline
 
 	positions positions // with Config.Checkpoints
+	copies    copies    // in ModeSpool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -147,6 +153,7 @@ const (
 	skipNone     skip = iota
 	skipTooLarge      // its payload exceeds MaxPayload: bad input
 	skipUnwanted      // no configured filter matches its topic
+	skipCopy          // a copy of a message the previous run made durable (see copies)
 )
 
 // oversizePrefix is how much of a payload larger than MaxPayload is kept,
@@ -232,6 +239,9 @@ func (s *Source) Run(ctx context.Context, out topology.SourceEmitter) error {
 		s.spool = sp
 		s.opened.Store(sp)
 		s.firstSeq = sp.Durable()
+		if err := s.copies.load(sp, s.cfg.MaxBatch); err != nil {
+			return fmt.Errorf("mqtt: %w", err)
+		}
 		if s.cfg.Checkpoints {
 			if err := s.skipCovered(); err != nil {
 				return err
@@ -379,6 +389,9 @@ func (s *Source) arrive(_ paho.Client, m paho.Message) {
 	switch {
 	case !s.wanted(msg.topic):
 		msg.skip, msg.payload = skipUnwanted, nil
+	case m.Duplicate() && s.copies.take(msg.topic, msg.payload):
+		s.stats.Copies.Add(1)
+		msg.skip, msg.payload = skipCopy, nil
 	case msg.size > s.cfg.MaxPayload:
 		// Only a prefix is kept: paho's copy goes once acknowledged.
 		msg.skip, msg.payload = skipTooLarge, bytes.Clone(msg.payload[:min(oversizePrefix, msg.size)])
@@ -667,6 +680,8 @@ func (s *Source) emit(out topology.SourceEmitter, msgs []*message) error {
 		switch {
 		case m.skip == skipUnwanted:
 			s.unwanted(m.topic)
+			continue
+		case m.skip == skipCopy:
 			continue
 		case m.skip == skipTooLarge:
 			err = fmt.Errorf("%w: %d bytes, more than %d", ErrPayloadTooLarge, m.size, s.cfg.MaxPayload)
