@@ -128,6 +128,10 @@ type Backlog[T any] struct {
 	wake   chan struct{} // something was added; size one: one wake-up is enough
 	room   chan struct{} // something was handed out; likewise
 	cur    *cursor       // the reader's
+	// sources interns the sources of the records read back, for the
+	// reader alone: inputs come from a few topics or paths, and a string
+	// made per record would be an allocation per record.
+	sources map[string]string
 
 	mu       sync.Mutex // guards what follows
 	mem      []memItem[T]
@@ -392,10 +396,11 @@ func (b *Backlog[T]) Next(ctx context.Context, buf []T, limit int) ([]T, error) 
 func (b *Backlog[T]) readBack(buf []T, to uint64, limit int) ([]T, error) {
 	var size int64
 	err := b.cur.read(to, min(limit, b.cfg.ReadBatch), b.cfg.MemoryBytes, func(seq uint64, data []byte) error {
-		r, ok := ParseRecord(data)
+		source, received, payload, ok := parseRecord(data)
 		if !ok {
 			return fmt.Errorf("%w: record %d", ErrBadRecord, seq)
 		}
+		r := Record{Source: b.intern(source), Received: received, Payload: payload}
 		item, err := b.decode(seq, r)
 		if err != nil {
 			return err
@@ -428,6 +433,25 @@ func (b *Backlog[T]) readBack(buf []T, to uint64, limit int) ([]T, error) {
 		b.shrank()
 	}
 	return buf, err
+}
+
+// maxInterned bounds the sources a Backlog interns: past it they are
+// forgotten, so that a stream of ever new ones (a topic per device, and
+// devices that come and go) holds no more memory than this.
+const maxInterned = 4096
+
+// intern returns source as a string, the same string for the same bytes.
+// Only the reader calls it.
+func (b *Backlog[T]) intern(source []byte) string {
+	if s, ok := b.sources[string(source)]; ok {
+		return s
+	}
+	if b.sources == nil || len(b.sources) >= maxInterned {
+		b.sources = make(map[string]string)
+	}
+	s := string(source)
+	b.sources[s] = s
+	return s
 }
 
 // madeRoom wakes a writer waiting for room.

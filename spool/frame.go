@@ -2,6 +2,7 @@ package spool
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
@@ -58,26 +59,28 @@ func appendData(b []byte, seq uint64, data []byte) []byte {
 }
 
 // appendCommit ends the frames of one Sync, b, with a commit frame: next
-// is the sequence number of the next record, seqs the records completed,
-// which it sorts and encodes as runs.
-func appendCommit(b []byte, next uint64, seqs []uint64) []byte {
+// is the sequence number of the next record, runs the records completed,
+// which it sorts and encodes as runs, those that touch joined.
+func appendCommit(b []byte, next uint64, runs []run) []byte {
 	batch := len(b)
 	start := len(b)
 	b = appendHeader(b, kindCommit)
 	b = binary.AppendUvarint(b, next)
 	b = binary.AppendUvarint(b, uint64(batch))
-	slices.Sort(seqs)
-	for i := 0; i < len(seqs); {
-		j := i + 1
-		for j < len(seqs) && seqs[j] <= seqs[j-1]+1 {
-			j++
+	slices.SortFunc(runs, func(x, y run) int { return cmp.Compare(x.start, y.start) })
+	for i := 0; i < len(runs); {
+		first, end := runs[i].start, runs[i].start+runs[i].n
+		for i++; i < len(runs) && runs[i].start <= end; i++ {
+			end = max(end, runs[i].start+runs[i].n)
 		}
-		b = binary.AppendUvarint(b, seqs[i])
-		b = binary.AppendUvarint(b, seqs[j-1]-seqs[i]+1)
-		i = j
+		b = binary.AppendUvarint(b, first)
+		b = binary.AppendUvarint(b, end-first)
 	}
 	return seal(b, start)
 }
+
+// run is the records numbered [start, start+n).
+type run struct{ start, n uint64 }
 
 func appendGap(b []byte, n uint64) []byte {
 	start := len(b)

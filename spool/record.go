@@ -45,14 +45,20 @@ func (s *Spool) PendingRecords(fn func(seq uint64, r Record) error) error {
 // ParseRecord decodes what AppendRecord wrote, reporting false for bytes
 // too short to be a record. The Payload refers to b.
 func ParseRecord(b []byte) (Record, bool) {
-	n, k := binary.Uvarint(b)
-	if k <= 0 || uint64(len(b)-k) < n+8 {
+	source, received, payload, ok := parseRecord(b)
+	if !ok {
 		return Record{}, false
 	}
+	return Record{Source: string(source), Received: received, Payload: payload}, true
+}
+
+// parseRecord is ParseRecord with the source left in b, for a caller that
+// interns it.
+func parseRecord(b []byte) (source []byte, received int64, payload []byte, ok bool) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || uint64(len(b)-k) < n+8 {
+		return nil, 0, nil, false
+	}
 	b = b[k:]
-	return Record{
-		Source:   string(b[:n]),
-		Received: int64(binary.LittleEndian.Uint64(b[n:])),
-		Payload:  b[n+8:],
-	}, true
+	return b[:n], int64(binary.LittleEndian.Uint64(b[n:])), b[n+8:], true
 }

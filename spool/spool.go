@@ -27,15 +27,18 @@ type Spool struct {
 	ends  *endsFile
 	old   []*segment // segments found by Open, for Pending
 
-	mu      sync.Mutex // guards what follows
-	closed  bool
-	failed  error      // set by a Sync that failed to write: see fail
-	segs    []*segment // oldest first; the last one is being written
-	next    uint64     // sequence number of the next Append
-	synced  uint64     // records below this were written by a Sync
-	buf     []byte     // frames appended and not yet written
-	spare   []byte
-	marks   []uint64 // completed since the last Sync
+	mu     sync.Mutex // guards what follows
+	closed bool
+	failed error      // set by a Sync that failed to write: see fail
+	segs   []*segment // oldest first; the last one is being written
+	next   uint64     // sequence number of the next Append
+	synced uint64     // records below this were written by a Sync
+	buf    []byte     // frames appended and not yet written
+	spare  []byte
+	// marks are the records completed since the last Sync, as runs:
+	// trees mostly complete in the order their records came, so that a
+	// drain of a million records keeps a few runs, not a million numbers.
+	marks   []run
 	stats   Stats
 	deletes []string // compacted segments waiting to be removed
 	damage  []Damage // what Open repaired
@@ -333,7 +336,11 @@ func (s *Spool) Complete(seq uint64) bool {
 	if !ok || s.segs[i].complete(seq, 1) == 0 {
 		return false
 	}
-	s.marks = append(s.marks, seq)
+	if n := len(s.marks); n > 0 && s.marks[n-1].start+s.marks[n-1].n == seq {
+		s.marks[n-1].n++
+	} else {
+		s.marks = append(s.marks, run{start: seq, n: 1})
+	}
 	s.stats.Completed++
 	return true
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/sensorstorm/sensorstorm/connectors/file"
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt"
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt/mosquittotest"
+	"github.com/sensorstorm/sensorstorm/internal/cputime"
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/spool"
@@ -30,13 +31,17 @@ import (
 // the same readings from a line-protocol file through the same topology
 // in the same run, untracked as sensorstorm replay does, and tracked:
 // readings come one per message, or ten per message like batched MQTT
-// publishers.
+// publishers. Besides the rates it reports the process's CPU time per
+// particle of the drain and of the untracked replay, and their ratio: on
+// a machine shared with other work the rates move with the load, the CPU
+// a particle costs much less.
 func BenchmarkBacklogDrain(b *testing.B) {
 	broker := mosquittotest.Start(b, mosquittotest.Config{})
 	for _, per := range []int{1, 10} {
 		b.Run(fmt.Sprintf("per-message=%d", per), func(b *testing.B) {
 			readings := benchReadings()
 			var fromSpool, fromFile, fromTracked, open time.Duration
+			var cpuSpool, cpuFile time.Duration
 			for i := 0; b.Loop(); i++ {
 				b.StopTimer()
 				dir := b.TempDir()
@@ -44,9 +49,13 @@ func BenchmarkBacklogDrain(b *testing.B) {
 				state := filepath.Join(dir, "state")
 				fillBacklog(b, state, lp, readings, per)
 				b.StartTimer()
+				c := processCPU(b)
 				fromFile += replayFile(b, &file.Source{Paths: []string{lp}}, filepath.Join(dir, "file.out"), readings)
+				cpuFile += processCPU(b) - c
 				fromTracked += replayFile(b, &file.Source{Paths: []string{lp}, Track: true}, filepath.Join(dir, "tracked.out"), readings)
-				fromSpool += drainBacklog(b, broker.URL(), fmt.Sprint("drain-", per, "-", i), state, filepath.Join(dir, "spool.out"), readings/per, per, &open)
+				d, cpu := drainBacklog(b, broker.URL(), fmt.Sprint("drain-", per, "-", i), state, filepath.Join(dir, "spool.out"), readings/per, per, &open)
+				fromSpool += d
+				cpuSpool += cpu
 			}
 			spoolRate := float64(readings*b.N) / fromSpool.Seconds()
 			fileRate := float64(readings*b.N) / fromFile.Seconds()
@@ -57,6 +66,9 @@ func BenchmarkBacklogDrain(b *testing.B) {
 			// Replayed with every particle tracked by the acker, as the
 			// MQTT source's are.
 			b.ReportMetric(float64(readings*b.N)/fromTracked.Seconds(), "tracked-file-particles/s")
+			b.ReportMetric(float64(cpuSpool.Nanoseconds())/float64(readings*b.N), "cpu-ns/particle")
+			b.ReportMetric(float64(cpuFile.Nanoseconds())/float64(readings*b.N), "file-cpu-ns/particle")
+			b.ReportMetric(float64(cpuFile)/float64(cpuSpool), "cpu-ratio")
 		})
 	}
 }
@@ -124,9 +136,9 @@ func replayFile(b *testing.B, src *file.Source, out string, n int) time.Duration
 }
 
 // drainBacklog runs a spool-mode Source on state until the messages
-// there are completed and returns how long it took: every reading but
-// the last window's written.
-func drainBacklog(b *testing.B, url, id, state, out string, messages, per int, open *time.Duration) time.Duration {
+// there are completed and returns how long it took, every reading but
+// the last window's written, and the CPU time the process used meanwhile.
+func drainBacklog(b *testing.B, url, id, state, out string, messages, per int, open *time.Duration) (time.Duration, time.Duration) {
 	src, err := mqtt.NewSource(mqtt.Config{
 		ConnConfig: mqtt.ConnConfig{Brokers: []string{url}, ClientID: id},
 		Topics:     []string{"sensors/#"},
@@ -143,19 +155,26 @@ func drainBacklog(b *testing.B, url, id, state, out string, messages, per int, o
 	for st.Emitted.Load() == 0 {
 		time.Sleep(100 * time.Microsecond)
 	}
-	start := time.Now()
+	start, cpu := time.Now(), processCPU(b)
 	*open += start.Sub(opened)
 	// The last second of readings (1000) waits in the window for newer
 	// ones: the backlog is drained when the messages before it completed.
 	for st.Completed.Load() < uint64(messages-1000/per-1) {
 		time.Sleep(100 * time.Microsecond)
 	}
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), processCPU(b)-cpu
 	cancel()
 	require.NoError(b, <-errc)
 	require.NoError(b, src.Close())
 	require.Equal(b, uint64(messages), st.Replayed.Load(), "messages read back from the spool")
-	return elapsed
+	return elapsed, cpu
+}
+
+// processCPU returns the CPU time the process used so far.
+func processCPU(b *testing.B) time.Duration {
+	d, err := cputime.Process()
+	require.NoError(b, err)
+	return d
 }
 
 // benchReadings is the size of BenchmarkBacklogDrain's backlog:

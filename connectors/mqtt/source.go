@@ -18,7 +18,9 @@ import (
 )
 
 // Stats counts what a Source did. The counters are safe to read while it
-// runs.
+// runs. Emitted, and for messages read back from the spool Replayed,
+// Buffered and QueuedBytes, move once per batch of messages handed to the
+// pipeline (up to 256), not one by one.
 type Stats struct {
 	// Received counts messages received from the broker; Redelivered
 	// those the broker marked as sent before; Retained those it sent
@@ -81,6 +83,8 @@ type Source struct {
 	// were left by an earlier run.
 	backlog  *spool.Backlog[*message]
 	firstSeq uint64
+	slab     slab       // readBack's
+	read     readCounts // readBack's
 	// opened and backlogged are spool and backlog for other goroutines
 	// (SpoolStats, BacklogStats): Run sets them while they may already
 	// be asking.
@@ -564,12 +568,79 @@ func (s *Source) spoolArrivals(ctx context.Context) error {
 // spool.
 func (s *Source) readBack(seq uint64, r spool.Record) (*message, error) {
 	if seq < s.firstSeq {
-		s.stats.Replayed.Add(1)
+		s.read.replayed++
 	}
-	peak(&s.stats.Buffered, &s.stats.PeakBuffered, 1)
-	peak(&s.stats.QueuedBytes, &s.stats.PeakQueuedBytes, int64(len(r.Payload)))
-	s.taken.Add(1)
-	return &message{topic: r.Source, recv: r.Received, payload: bytes.Clone(r.Payload), size: len(r.Payload), seq: seq}, nil
+	s.read.n++
+	s.read.bytes += int64(len(r.Payload))
+	m := s.slab.message()
+	m.topic, m.recv, m.payload, m.size, m.seq = r.Source, r.Received, s.slab.clone(r.Payload), len(r.Payload), seq
+	return m, nil
+}
+
+// readCounts are the messages readBack made and not yet accounted in
+// Stats, which countRead does once per batch: the counters share cache
+// lines with those the engine's goroutines update.
+type readCounts struct {
+	n, bytes int64
+	replayed uint64
+}
+
+// countRead accounts the messages read back since it was last called as
+// held in memory. Only the goroutine that reads back calls it.
+func (s *Source) countRead() {
+	r := &s.read
+	if r.n == 0 {
+		return
+	}
+	s.stats.Replayed.Add(r.replayed)
+	peak(&s.stats.Buffered, &s.stats.PeakBuffered, r.n)
+	peak(&s.stats.QueuedBytes, &s.stats.PeakQueuedBytes, r.bytes)
+	s.taken.Add(r.n)
+	*r = readCounts{}
+}
+
+// slab hands out the messages read back from the spool, and the copies of
+// their payloads, from chunks: a drain reads back a million small
+// messages a second, and two allocations each cost as much as decoding
+// them. A chunk stays in memory while one of its messages is in flight;
+// messages complete mostly in the order they were read, so few are kept
+// for a straggler. Only the goroutine that reads back uses it.
+type slab struct {
+	msgs []message
+	buf  []byte
+}
+
+const (
+	slabMessages = 64
+	slabBytes    = 16 << 10
+	// maxSlabbed is the largest payload copied into a chunk; a larger
+	// one is allocated alone, so that it cannot keep a chunk of small
+	// ones in memory, nor they it.
+	maxSlabbed = 1 << 10
+)
+
+// message returns a new zero message.
+func (a *slab) message() *message {
+	if len(a.msgs) == 0 {
+		a.msgs = make([]message, slabMessages)
+	}
+	m := &a.msgs[0]
+	a.msgs = a.msgs[1:]
+	return m
+}
+
+// clone returns a copy of b.
+func (a *slab) clone(b []byte) []byte {
+	if len(b) > maxSlabbed {
+		return bytes.Clone(b)
+	}
+	if cap(a.buf)-len(a.buf) < len(b) {
+		a.buf = make([]byte, 0, slabBytes)
+	}
+	n := len(a.buf)
+	a.buf = append(a.buf, b...)
+	// Capped, so that nothing appended to one copy overwrites the next.
+	return a.buf[n:len(a.buf):len(a.buf)]
 }
 
 // unbuffer accounts n messages of size payload bytes as no longer held in
@@ -645,7 +716,9 @@ func (s *Source) emitLoop(ctx context.Context, out topology.SourceEmitter) error
 // them in batch: from the backlog in ModeSpool, from the queue otherwise.
 func (s *Source) next(ctx context.Context, batch []*message) ([]*message, error) {
 	if s.backlog != nil {
-		return s.backlog.Next(ctx, batch, emitBatch)
+		batch, err := s.backlog.Next(ctx, batch, emitBatch)
+		s.countRead()
+		return batch, err
 	}
 	select {
 	case m := <-s.queue:
@@ -696,6 +769,9 @@ func (s *Source) emit(out topology.SourceEmitter, msgs []*message) error {
 	}
 	s.ok = ok
 	defer clear(s.ok)
+	// Counted once per batch: the counters share cache lines with those
+	// the engine's goroutines update as trees complete.
+	var emitted uint64
 	err := s.dec.decode(ok, func(i int, p particle.Particle) error {
 		m := ok[i]
 		if s.cfg.Checkpoints && s.positions.skipping(m) {
@@ -712,12 +788,13 @@ func (s *Source) emit(out topology.SourceEmitter, msgs []*message) error {
 			return err
 		}
 		s.positions.count++
-		s.stats.Emitted.Add(1)
+		emitted++
 		return nil
 	}, func(_ int, err error, raw []byte) {
 		s.stats.Invalid.Add(1)
 		out.Reject(err, bytes.Clone(raw))
 	})
+	s.stats.Emitted.Add(emitted)
 	if err != nil {
 		return err
 	}
