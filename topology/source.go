@@ -14,7 +14,10 @@ import (
 
 // Source produces particles. Run emits until the input is exhausted (it
 // returns nil) or ctx is cancelled (it returns promptly, with nil or
-// ctx.Err()). Any other error stops the topology.
+// ctx.Err()). Any other error stops the topology. A Source that is an
+// io.Closer is closed by the topology's Run once the run drained and its
+// last callback returned: what it keeps open for acknowledgements may
+// outlive its own Run until then.
 type Source interface {
 	Run(ctx context.Context, out SourceEmitter) error
 }

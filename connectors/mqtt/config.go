@@ -201,7 +201,8 @@ type ConnConfig struct {
 	// publication deadlines. Defaults to streamclock.System.
 	Wall streamclock.Wall `yaml:"-"`
 	// OnConnect is called, in its own goroutine, after every connection
-	// and reconnection. Defaults to nil.
+	// and reconnection; closing the client waits for the calls under way,
+	// so it must not close the client. Defaults to nil.
 	OnConnect func() `yaml:"-"`
 	// OnConnectionLost is called, in its own goroutine, when an
 	// established connection is lost. Defaults to nil.

@@ -61,8 +61,9 @@ type Stats struct {
 // topology.Acknowledger: run it with acking on to get its guarantees.
 //
 // Run connects and emits until ctx ends. The connection outlives Run, so
-// that trees completing while the topology drains are acknowledged: call
-// Close after the topology's Run returned.
+// that trees completing while the topology drains are acknowledged: the
+// topology owns it, and closes the source once it drained (see
+// topology.Source). Outside a topology, call Close.
 type Source struct {
 	cfg   Config
 	dec   *decoder
