@@ -432,7 +432,7 @@ func fileSource(s *Source, dir string, built *Built) (topology.SourceFactory, er
 		return nil, err
 	}
 	return func(int) topology.Source {
-		src, _ := replay.New(cfg)
+		src := accepted(replay.New(cfg))
 		built.mu.Lock()
 		defer built.mu.Unlock()
 		built.replays[s.Name] = append(built.replays[s.Name], src)
@@ -453,7 +453,7 @@ func leasedMQTTSource(s *Source, opts Options, built *Built) (topology.SourceFac
 	}
 	return func(i int) topology.Source {
 		return opts.LeaseFeed(s.Name, i, func() (topology.Source, func() error) {
-			src, _ := mqtt.NewSource(cfgs[i])
+			src := accepted(mqtt.NewSource(cfgs[i]))
 			built.mu.Lock()
 			built.sources = append(built.sources, src)
 			built.mu.Unlock()

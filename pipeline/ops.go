@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"strconv"
@@ -86,10 +87,17 @@ func factoryOf[C any](newOp func(C) (operation.Operation, error), cfg C) (operat
 	if _, err := newOp(cfg); err != nil {
 		return nil, err
 	}
-	return func() operation.Operation {
-		op, _ := newOp(cfg)
-		return op
-	}, nil
+	return func() operation.Operation { return accepted(newOp(cfg)) }, nil
+}
+
+// accepted returns v, made again from a config its constructor accepted
+// before. The constructors only validate their configs, so an error is a
+// broken invariant.
+func accepted[T any](v T, err error) T {
+	if err != nil {
+		panic(fmt.Sprintf("pipeline: a config accepted before was refused: %v", err))
+	}
+	return v
 }
 
 var opTypes = map[string]opType{

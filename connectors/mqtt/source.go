@@ -623,7 +623,10 @@ func (s *Source) emitLoop(ctx context.Context, out topology.SourceEmitter) error
 		default:
 		}
 		if err := s.emit(out, batch); err != nil {
-			return nil // the topology is stopping
+			if ctx.Err() != nil {
+				return nil // the topology is stopping
+			}
+			return fmt.Errorf("mqtt: emit: %w", err)
 		}
 		clear(batch)
 	}

@@ -108,7 +108,10 @@ func build(o options, stdout io.Writer, logger *slog.Logger) (*topology.Topology
 	}
 	topo.AddSource("sensors", topology.Single(src), topology.SourceConfig{})
 	topo.AddBolt("mean", func() operation.Operation {
-		op, _ := operation.NewStats(stats)
+		op, err := operation.NewStats(stats)
+		if err != nil {
+			panic(err) // stats was accepted above
+		}
 		return op
 	}, topology.BoltConfig{Buffer: syncbuffer.Config{Window: time.Second}}).Input("sensors", topology.Fields("sensor"))
 	topo.AddBolt("publish", operation.Stateless(sink), topology.BoltConfig{}).Input("mean", topology.Global())
