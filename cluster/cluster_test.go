@@ -1,7 +1,6 @@
 package cluster_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -17,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sensorstorm/sensorstorm/cluster"
+	"github.com/sensorstorm/sensorstorm/internal/proctest"
 	"github.com/sensorstorm/sensorstorm/jetstreamedge"
 	"github.com/sensorstorm/sensorstorm/natstest"
 	"github.com/sensorstorm/sensorstorm/pipeline"
@@ -37,22 +37,7 @@ func natstestCluster(t *testing.T) *natstest.Cluster { return natstest.StartClus
 const threeStages = "../pipelines/library1-mean.yaml"
 
 // lockedBuffer is a sink's standard output, read while it runs.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type lockedBuffer = proctest.LockedBuffer
 
 // singleProcess runs the pipeline file in one process and returns its
 // output.

@@ -59,7 +59,10 @@ func TestLeavingWorkerHandsItsUnitsOver(t *testing.T) {
 	case <-time.After(90 * time.Second):
 		t.Fatal("the second worker did not finish the run")
 	}
-	require.ErrorIs(t, second.w.Leave(ctx), cluster.ErrAlone)
+	// A context of its own: waiting for the run may outlast the first's.
+	alone, stop := context.WithTimeout(context.Background(), 20*time.Second)
+	defer stop()
+	require.ErrorIs(t, second.w.Leave(alone), cluster.ErrAlone)
 	second.stop()
 	require.NoError(t, second.err)
 	requireNoneLost(t, lines(want), append(lines(first.out.String()), lines(second.out.String())...))

@@ -145,7 +145,9 @@ func (w *Worker) Transport() *jetstreamedge.Transport { return w.edges }
 // Run announces the worker and assigns the units among the workers
 // announced until ctx ends, then withdraws the announcement. Once the
 // worker leaves (Leave), it no longer announces it, and goes on assigning
-// the units among the others.
+// the units among the others. A failed announcement is logged and tried
+// again; Run returns nil, or the error of the withdrawal, after which the
+// others wait for the announcement to expire.
 func (w *Worker) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -163,7 +165,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			withdraw, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 			defer cancel()
-			_ = w.withdraw(withdraw)
+			if err := w.withdraw(withdraw); err != nil {
+				return fmt.Errorf("cluster: withdrawing worker %s: %w", w.cfg.Worker, err)
+			}
 			return nil
 		case <-ticker.C:
 		}

@@ -26,12 +26,19 @@ type outlet struct {
 	subject string
 	sender  uint64
 
-	mu     sync.Mutex // guards what follows, and numbers go out in order under it
+	// mu guards what follows, and numbers go out in order under it. It
+	// is never held across a network round trip: nats.go's error handler
+	// takes it, on the one goroutine that confirms every outlet's
+	// publishes.
+	mu     sync.Mutex
 	number uint64     // of the last message published
 	failed []*pending // messages to publish again, in number order
 	// retried is closed once failed is empty again; nil while nothing
 	// is tried again.
 	retried chan struct{}
+	// synced is closed once the synchronous publish of a batch that
+	// carries Drained or EOS ended; nil while none is under way.
+	synced chan struct{}
 }
 
 func newOutlet(t *Transport, subject string) *outlet {
@@ -86,7 +93,8 @@ func (t *Transport) published(p *pending) {
 
 // Send implements topology.Outlet. Batches go out asynchronously, in
 // order on the connection; one that carries Drained or EOS is published
-// synchronously. Send waits while a failed publish is tried again.
+// synchronously. Send waits while a failed publish is tried again or a
+// synchronous one is under way.
 func (o *outlet) Send(ctx context.Context, b *topology.RemoteBatch, done func(error)) error {
 	t := o.t
 	e := t.encoders.Get().(*encoder)
@@ -101,8 +109,8 @@ func (o *outlet) Send(ctx context.Context, b *topology.RemoteBatch, done func(er
 		return ctx.Err()
 	}
 	o.mu.Lock()
-	for o.retried != nil {
-		wait := o.retried
+	for o.retried != nil || o.synced != nil {
+		wait := cmp.Or(o.retried, o.synced)
 		o.mu.Unlock()
 		select {
 		case <-wait:
@@ -112,18 +120,25 @@ func (o *outlet) Send(ctx context.Context, b *topology.RemoteBatch, done func(er
 		}
 		o.mu.Lock()
 	}
-	defer o.mu.Unlock()
 	o.number++
 	setNumber(data, o.number)
 	p := &pending{o: o, ctx: ctx, msg: &nats.Msg{Subject: o.subject, Data: data}, number: o.number, done: done, particles: len(b.Items)}
 	if b.Drained || b.EOS {
-		if err := o.publishSync(p); err != nil {
+		o.synced = make(chan struct{})
+		o.mu.Unlock()
+		err := o.publishSync(p)
+		o.mu.Lock()
+		close(o.synced)
+		o.synced = nil
+		o.mu.Unlock()
+		if err != nil {
 			<-t.inflight
 			return fmt.Errorf("jetstreamedge: publish to %s: %w", o.subject, err)
 		}
 		t.published(p)
 		return nil
 	}
+	defer o.mu.Unlock()
 	t.dones.Store(p.msg, p)
 	// Without options: they give the message a header, which the server
 	// then parses. nats.go tries a publish nobody answered again by

@@ -16,7 +16,7 @@ const Namespace = "sensorstorm"
 // Collector is a prometheus.Collector of one topology's figures, read at
 // scrape time. It is safe for concurrent use.
 type Collector struct {
-	topo *topology.Topology
+	topo topology.View
 	now  func() time.Time
 
 	in, out, processed, meta, duplicates, late, invalid, errs, panics *prometheus.Desc
@@ -31,7 +31,7 @@ var _ prometheus.Collector = (*Collector)(nil)
 
 // New returns a Collector of topo's figures. now gives the wall clock for
 // the watermark lag; nil means time.Now.
-func New(topo *topology.Topology, now func() time.Time) *Collector {
+func New(topo topology.View, now func() time.Time) *Collector {
 	if now == nil {
 		now = time.Now
 	}

@@ -150,13 +150,14 @@ func resolve(dir, path string) string {
 	return filepath.Join(dir, path)
 }
 
-// Built is a pipeline built into a topology, ready to run. Its Run also
-// closes the MQTT sources, whose connections outlive the topology's Run so
-// that trees completing while it drains are still acknowledged to the
-// broker.
+// Built is a pipeline built into a topology, ready to run. Its Run owns
+// the run: it also closes the sources with connections or spools, which
+// outlive the topology's Run so that trees completing while it drains are
+// still acknowledged. Observers read the topology through Built, a
+// topology.View.
 type Built struct {
-	*topology.Topology
-	mu sync.Mutex // guards what follows: Run makes sources
+	topo *topology.Topology
+	mu   sync.Mutex // guards what follows: Run makes sources
 	// sources are closed by Run.
 	sources []io.Closer
 	replays map[string][]*replay.Source
@@ -226,6 +227,26 @@ func (b *Built) BacklogStats(name string) (spool.BacklogStats, bool) {
 	return sum, found
 }
 
+var _ topology.View = (*Built)(nil)
+
+// Components implements topology.View.
+func (b *Built) Components() []string { return b.topo.Components() }
+
+// Stats implements topology.View.
+func (b *Built) Stats(name string) *topology.ComponentStats { return b.topo.Stats(name) }
+
+// Graph implements topology.View.
+func (b *Built) Graph() topology.Graph { return b.topo.Graph() }
+
+// AckStats implements topology.View.
+func (b *Built) AckStats() topology.AckStats { return b.topo.AckStats() }
+
+// StreamTime implements topology.View.
+func (b *Built) StreamTime() (int64, bool) { return b.topo.StreamTime() }
+
+// Checkpoints implements topology.View.
+func (b *Built) Checkpoints() topology.CheckpointStats { return b.topo.Checkpoints() }
+
 // ReplayStatus returns the progress of the source name if it replays
 // files, summed over its instances, and false otherwise. Its Read,
 // Skipped and Outside count records, which the topology's figures do not.
@@ -260,7 +281,7 @@ func (b *Built) PostgresStats(name string) (*postgres.Stats, bool) {
 // cancelled (MQTT feeds run until then), then disconnects the MQTT sources
 // and closes their spools.
 func (b *Built) Run(ctx context.Context) error {
-	err := b.Topology.Run(ctx)
+	err := b.topo.Run(ctx)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, s := range b.sources {
@@ -307,7 +328,7 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: %w", err)
 	}
-	built := &Built{Topology: topo, replays: map[string][]*replay.Source{}, tables: map[string]*postgres.Sink{}, backlogs: map[string][]backlogged{}}
+	built := &Built{topo: topo, replays: map[string][]*replay.Source{}, tables: map[string]*postgres.Sink{}, backlogs: map[string][]backlogged{}}
 	// opened is what a failed build closes: MQTT sources (their spools)
 	// and sink files.
 	var opened []io.Closer
@@ -411,7 +432,7 @@ func fileSource(s *Source, dir string, built *Built) (topology.SourceFactory, er
 		return nil, err
 	}
 	return func(int) topology.Source {
-		src, _ := replay.New(cfg)
+		src := accepted(replay.New(cfg))
 		built.mu.Lock()
 		defer built.mu.Unlock()
 		built.replays[s.Name] = append(built.replays[s.Name], src)
@@ -432,7 +453,7 @@ func leasedMQTTSource(s *Source, opts Options, built *Built) (topology.SourceFac
 	}
 	return func(i int) topology.Source {
 		return opts.LeaseFeed(s.Name, i, func() (topology.Source, func() error) {
-			src, _ := mqtt.NewSource(cfgs[i])
+			src := accepted(mqtt.NewSource(cfgs[i]))
 			built.mu.Lock()
 			built.sources = append(built.sources, src)
 			built.mu.Unlock()

@@ -1,10 +1,12 @@
 package pipeline
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -12,7 +14,7 @@ import (
 	"github.com/sensorstorm/sensorstorm/operation"
 )
 
-// opType is a built-in operation a pipeline can name.
+// opType is an operation a pipeline can name.
 type opType struct {
 	// params is a pointer to the zero configuration decoded from the op's
 	// keys.
@@ -86,31 +88,76 @@ func factoryOf[C any](newOp func(C) (operation.Operation, error), cfg C) (operat
 	if _, err := newOp(cfg); err != nil {
 		return nil, err
 	}
-	return func() operation.Operation {
-		op, _ := newOp(cfg)
-		return op
-	}, nil
+	return func() operation.Operation { return accepted(newOp(cfg)) }, nil
 }
 
-var opTypes = map[string]opType{
-	"window-mean":       windowOp("mean"),
-	"window-min":        windowOp("min"),
-	"window-max":        windowOp("max"),
-	"window-count":      windowOp("count"),
-	"window-sum":        windowOp("sum"),
-	"window-stddev":     windowOp("stddev"),
-	"window-percentile": windowOp("percentile"),
-	"window-stats":      windowOp(""),
-	"threshold":         simpleOp(operation.NewThreshold, nil),
-	"rate-of-change":    simpleOp(operation.NewRateOfChange, nil),
-	"dedup":             simpleOp(operation.NewDedup, nil),
-	"resample":          simpleOp(operation.NewResample, nil),
-	"align":             simpleOp(operation.NewAlign, func(c *operation.AlignConfig) time.Duration { return c.Bucket }),
-	"filter":            simpleOp(operation.NewFilter, nil),
+// accepted returns v, made again from a config its constructor accepted
+// before. The constructors only validate their configs, so an error is a
+// broken invariant.
+func accepted[T any](v T, err error) T {
+	if err != nil {
+		panic(fmt.Sprintf("pipeline: a config accepted before was refused: %v", err))
+	}
+	return v
 }
 
-// OpTypes returns the names of the built-in operations, sorted.
+// opTypes are the operations pipelines can name: the built-ins, and those
+// registered (RegisterOperation). opTypesMu guards it.
+var (
+	opTypesMu sync.RWMutex
+	opTypes   = map[string]opType{
+		"window-mean":       windowOp("mean"),
+		"window-min":        windowOp("min"),
+		"window-max":        windowOp("max"),
+		"window-count":      windowOp("count"),
+		"window-sum":        windowOp("sum"),
+		"window-stddev":     windowOp("stddev"),
+		"window-percentile": windowOp("percentile"),
+		"window-stats":      windowOp(""),
+		"threshold":         simpleOp(operation.NewThreshold, nil),
+		"rate-of-change":    simpleOp(operation.NewRateOfChange, nil),
+		"dedup":             simpleOp(operation.NewDedup, nil),
+		"resample":          simpleOp(operation.NewResample, nil),
+		"align":             simpleOp(operation.NewAlign, func(c *operation.AlignConfig) time.Duration { return c.Bucket }),
+		"filter":            simpleOp(operation.NewFilter, nil),
+	}
+)
+
+// RegisterOperation makes the operation type name available to pipeline
+// files, like the built-in ones: the keys of a bolt's op other than type
+// are decoded into a C, by its yaml tags, and newOp makes each instance's
+// operation from it. Parsing checks the config by making one operation:
+// newOp must refuse a config then or never. An operation that is an
+// operation.Spanner tells how long it holds particles. RegisterOperation
+// panics if name is empty or taken; call it before parsing, as from an
+// init function.
+func RegisterOperation[C any](name string, newOp func(C) (operation.Operation, error)) {
+	opTypesMu.Lock()
+	defer opTypesMu.Unlock()
+	if _, taken := opTypes[name]; taken || name == "" {
+		panic(fmt.Sprintf("pipeline: RegisterOperation: operation type %q empty or taken", name))
+	}
+	opTypes[name] = simpleOp(newOp, func(c *C) time.Duration {
+		if s, ok := accepted(newOp(*c)).(operation.Spanner); ok {
+			return s.Span()
+		}
+		return 0
+	})
+}
+
+// opTypeNamed returns the operation type name.
+func opTypeNamed(name string) (opType, bool) {
+	opTypesMu.RLock()
+	defer opTypesMu.RUnlock()
+	t, ok := opTypes[name]
+	return t, ok
+}
+
+// OpTypes returns the names of the operation types, built-in and
+// registered, sorted.
 func OpTypes() []string {
+	opTypesMu.RLock()
+	defer opTypesMu.RUnlock()
 	var names []string
 	for n := range opTypes {
 		names = append(names, n)
@@ -134,7 +181,7 @@ func (d *decoder) op(n *yaml.Node, what string, b *Bolt) {
 		d.fail(n, "%s: op: no type (known: %s)", what, strings.Join(OpTypes(), ", "))
 		return
 	}
-	t, ok := opTypes[typeNode.Value]
+	t, ok := opTypeNamed(typeNode.Value)
 	if !ok {
 		d.fail(typeNode, "%s: unknown op type %q (known: %s)", what, typeNode.Value, strings.Join(OpTypes(), ", "))
 		return

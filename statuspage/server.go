@@ -29,7 +29,7 @@ var ErrNoTopology = errors.New("statuspage: no topology")
 // Config configures a Server. Only Topology is required.
 type Config struct {
 	// Topology is the run the page shows.
-	Topology *topology.Topology
+	Topology topology.View
 	// Title heads the page, such as the command line.
 	Title string
 	// Tap, if set, gives the per-series plots and the dead-letter counts;

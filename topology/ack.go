@@ -108,11 +108,13 @@ func (f *finished) reset() {
 type ackService struct {
 	cfg     AckingConfig
 	sources []*sourceInstance // by origin-1
-	feeds   []*feed           // by origin-1-len(sources)
-	mu      sync.Mutex
-	table   *acker.Table
-	trees   treePages // by root slot
-	stale   atomic.Uint64
+	// outcomes are the sources' queues of finished trees, by origin-1.
+	outcomes []*outcomes
+	feeds    []*feed // by origin-1-len(sources)
+	mu       sync.Mutex
+	table    *acker.Table
+	trees    treePages // by root slot
+	stale    atomic.Uint64
 	// now is a coarse wall clock, set at every housekeeping tick, for
 	// scheduling retries.
 	now  atomic.Int64
@@ -155,6 +157,9 @@ func newAckService(cfg AckingConfig, sources []*sourceInstance, feeds []*feed, c
 		return nil, err
 	}
 	a := &ackService{cfg: cfg, sources: sources, feeds: feeds, table: t, wall: wall}
+	for range sources {
+		a.outcomes = append(a.outcomes, newOutcomes())
+	}
 	a.now.Store(wall())
 	return a, nil
 }
@@ -264,8 +269,10 @@ func (a *ackService) finishLocked(fin *finished, root acker.RootID, done bool, r
 	fin.failed = append(fin.failed, outcome{tree: *t, reason: r, err: err})
 }
 
-// report tells sources and feeds about finished trees, outside the lock
-// (a source's callbacks may take their time), and empties fin.
+// report tells sources and feeds about finished trees, outside the lock,
+// and empties fin. Sources learn through their queues of outcomes: their
+// callbacks run on their own goroutines, for report runs on a bolt's, or
+// on a source's with its lock held.
 func (a *ackService) report(fin *finished) {
 	// Trees that finished together mostly come from one source: its
 	// counter and tokens are updated once per run of them.
@@ -276,11 +283,8 @@ func (a *ackService) report(fin *finished) {
 			n++
 		}
 		if s, f := a.origin(origin); s != nil {
-			for _, t := range done[:n] {
-				s.ackr.Ack(t.msgID)
-			}
+			a.outcomes[origin-1].ack(done[:n])
 			s.stats.Acked.Add(uint64(n))
-			s.pending.give(n)
 		} else {
 			for _, t := range done[:n] {
 				f.finish(&outcome{tree: t, done: true})
@@ -301,7 +305,7 @@ func (a *ackService) report(fin *finished) {
 		default:
 			s.stats.Failed.Add(1)
 			s.stats.FailedBy[o.reason].Add(1)
-			a.giveUp(s, o.msgID, o.reason, o.err)
+			a.outcomes[o.origin-1].fail(o.msgID, o.reason, o.err)
 		}
 	}
 	fin.reset()
@@ -318,7 +322,8 @@ func (a *ackService) origin(origin uint32) (*sourceInstance, *feed) {
 }
 
 // giveUp dead-letters the particle of a tree that failed for good, as its
-// source gives it back, and tells the source.
+// source gives it back, and tells the source. It runs on a goroutine of
+// the source instance's, holding no lock.
 func (a *ackService) giveUp(s *sourceInstance, msgID uint64, r acker.Reason, err error) {
 	dl := DeadLetter{Component: s.name, Instance: s.index, Reason: r.String(), Err: err}
 	if p, rerr := s.ackr.Redeliver(msgID); rerr == nil {
@@ -387,8 +392,15 @@ func (q *retryQueue) due(now int64) []retry {
 }
 
 // housekeep flushes batches that lingered and replays due retries until
-// ctx ends.
+// ctx ends. With acking, a second goroutine, which it waits for, delivers
+// the outcomes of the instance's trees.
 func (s *sourceInstance) housekeep(ctx context.Context, ticks <-chan time.Time) {
+	if s.topo.acks != nil {
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		q := s.topo.acks.outcomes[s.origin-1]
+		wg.Go(func() { s.deliverOutcomes(ctx, q) })
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -408,6 +420,8 @@ func (s *sourceInstance) tick() {
 		}
 	}
 	s.mu.Lock()
+	// A batch not delivered, as the source stops, stays pending: finish
+	// flushes it.
 	_ = s.router.flush(s.ctx, false)
 	s.mu.Unlock()
 }

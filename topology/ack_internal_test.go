@@ -79,6 +79,7 @@ func (r *recordingAcker) Redeliver(uint64) (particle.Particle, error) {
 
 // Updates and failures of one batch apply in the order they were made,
 // though they are kept apart: what comes after a tree finished is stale.
+// The acks reach the source through its queue.
 func TestApplyKeepsOrder(t *testing.T) {
 	const edge = 0x5eed
 	tests := []struct {
@@ -111,6 +112,9 @@ func TestApplyKeepsOrder(t *testing.T) {
 			var ops ackOps
 			tt.ops(&ops, roots[0])
 			a.apply(&ops, new(finished))
+			var delivered outcomeBatch
+			a.outcomes[0].take(&delivered)
+			src.deliver(&delivered)
 			assert.Equal(t, tt.acked, src.stats.Acked.Load())
 			assert.Len(t, rec.acked, int(tt.acked))
 			assert.Len(t, src.retries.items, tt.retried)

@@ -179,7 +179,7 @@ func (c *Config) setDefaults() {
 	}
 }
 
-// Validate reports the first invalid field.
+// Validate reports every invalid field of c as given: New applies the defaults first.
 func (c *Config) Validate() error {
 	var errs []error
 	if c.BatchSize < 1 {

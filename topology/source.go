@@ -14,7 +14,10 @@ import (
 
 // Source produces particles. Run emits until the input is exhausted (it
 // returns nil) or ctx is cancelled (it returns promptly, with nil or
-// ctx.Err()). Any other error stops the topology.
+// ctx.Err()). Any other error stops the topology. A Source that is an
+// io.Closer is closed by the topology's Run once the run drained and its
+// last callback returned: what it keeps open for acknowledgements may
+// outlive its own Run until then.
 type Source interface {
 	Run(ctx context.Context, out SourceEmitter) error
 }
@@ -38,12 +41,16 @@ func Single(s Source) SourceFactory { return func(int) Source { return s } }
 // 16, and asks for the particle with Redeliver when it retries a failed
 // tree or sends it to the dead-letter sink.
 //
-// The methods are called from the engine's goroutines, concurrently with
-// Run and with each other. Ack or Fail is called once per message id: Ack
-// when the particle's tree was fully processed (or, with acking off, when
-// the particle was accepted), Fail when it failed for good after the retry
-// policy gave up. Redeliver is called only before that, any number of
-// times.
+// The methods are called concurrently with Run and with each other, never
+// under an engine lock, so they may call back into the SourceEmitter. Ack
+// or Fail is called once per message id: Ack when the particle's tree was
+// fully processed (or, with acking off, in EmitTracked once the particle
+// was accepted), Fail when it failed for good after the retry policy gave
+// up. Redeliver is called only before that, any number of times. With
+// acking, Ack and Fail run on a goroutine of the source instance's own: a
+// slow one delays only its source, whose trees keep their pending tokens
+// until the callbacks returned (EmitTracked called from one may wait for
+// a token only its return frees).
 type Acknowledger interface {
 	Ack(msgID uint64)
 	Fail(msgID uint64, reason acker.Reason, err error)
@@ -176,7 +183,7 @@ func (s *sourceInstance) EmitTracked(p particle.Particle, msgID uint64) error {
 	return s.emit(p, msgID, true)
 }
 
-func (s *sourceInstance) emit(p particle.Particle, msgID uint64, track bool) error {
+func (s *sourceInstance) emit(p particle.Particle, msgID uint64, track bool) (err error) {
 	if p.Meta != nil {
 		return fmt.Errorf("topology: Emit of a meta particle (%s): use EmitMeta", p.Meta.MetaType())
 	}
@@ -194,6 +201,15 @@ func (s *sourceInstance) emit(p particle.Particle, msgID uint64, track bool) err
 		}
 	}
 	tracked := track && s.pending != nil
+	if track && !tracked {
+		// Without acking a particle is acknowledged once accepted, after
+		// s.mu is released: Ack may emit.
+		defer func() {
+			if err == nil {
+				s.ackr.Ack(msgID)
+			}
+		}()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if tracked {
@@ -211,9 +227,6 @@ func (s *sourceInstance) emit(p particle.Particle, msgID uint64, track bool) err
 		s.emitTracked(p, msgID, 1)
 	} else {
 		s.emitUntracked(p)
-		if track {
-			s.ackr.Ack(msgID)
-		}
 	}
 	s.stats.Out.Add(1)
 	s.emitted++

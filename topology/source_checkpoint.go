@@ -97,8 +97,8 @@ func (s *sourceInstance) resume(pos sourcePosition) error {
 // and reports whether it did: false once the instance is past them.
 func (s *sourceInstance) skipOne(p *particle.Particle, msgID uint64, track bool) bool {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.skip == 0 {
+		s.mu.Unlock()
 		return false
 	}
 	s.skip--
@@ -110,8 +110,9 @@ func (s *sourceInstance) skipOne(p *particle.Particle, msgID uint64, track bool)
 	// Lateness downstream is judged against the high-water mark, which
 	// must be what it was.
 	s.router.expect("", p.Time)
+	s.mu.Unlock()
 	if track {
-		s.ackr.Ack(msgID)
+		s.ackr.Ack(msgID) // outside s.mu: Ack may emit
 	}
 	return true
 }

@@ -337,6 +337,7 @@ func (t *Topology) Run(ctx context.Context) error {
 	stopAux()
 	aux.Wait()
 	errs = append(errs, r.closeOperations()...)
+	errs = append(errs, r.closeSources()...)
 	if (r.stopped() && t.cfg.Transport != nil) || stopped {
 		errs = dropAbandoned(errs)
 	}

@@ -76,13 +76,19 @@ func (f *clusterFlags) join(ctx context.Context, p *pipeline.Pipeline, opts *pip
 	opts.Transport, opts.Lease, opts.LeaseFeed, opts.Incarnation = w.Transport(), w.LeaseSource, w.LeaseFeed, w.Incarnation()
 	opts.Cluster, opts.Worker = name, w.Name()
 	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = w.Run(runCtx) })
+	var (
+		wg     sync.WaitGroup
+		runErr error
+	)
+	wg.Go(func() { runErr = w.Run(runCtx) })
 	logger.Info("joined the cluster", "url", f.url, "pipeline", name, "worker", w.Name(),
 		"note", "a worker runs until interrupted, then hands its share over: see sensorstorm cluster status")
 	return w, func() {
 		stopRun()
 		wg.Wait()
+		if runErr != nil {
+			logger.Warn("leaving the cluster", "worker", w.Name(), "err", runErr)
+		}
 		nc.Close()
 	}, nil
 }

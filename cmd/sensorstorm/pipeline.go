@@ -111,7 +111,7 @@ func runPipeline(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	extra = append(extra, postgresCollectors(p, topo)...)
 	backlogs := pipelineBacklogs(p, topo)
 	extra = append(extra, metrics.NewBacklogs(backlogs, nil))
-	reg := metricsRegistry(topo.Topology, extra...)
+	reg := metricsRegistry(topo, extra...)
 	if *metricsAddr != "" {
 		stop, err := serveMetrics(*metricsAddr, reg, logger)
 		if err != nil {
@@ -121,7 +121,7 @@ func runPipeline(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		}
 		defer stop()
 	}
-	stopStatus, err := serveStatus(status.addr, statuspage.Config{Topology: topo.Topology, Title: "run " + p.File, Tap: tap, Logger: logger, Metrics: reg},
+	stopStatus, err := serveStatus(status.addr, statuspage.Config{Topology: topo, Title: "run " + p.File, Tap: tap, Logger: logger, Metrics: reg},
 		func(url string) { logger.Info("serving the status page", "url", url) })
 	if err != nil {
 		dead.Close()

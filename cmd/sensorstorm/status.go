@@ -94,7 +94,7 @@ func serveStatus(addr string, cfg statuspage.Config, announce func(url string)) 
 
 // metricsRegistry returns a registry of topo's metrics, the process's,
 // and those of extra (a cluster worker's transport).
-func metricsRegistry(topo *topology.Topology, extra ...prometheus.Collector) *prometheus.Registry {
+func metricsRegistry(topo topology.View, extra ...prometheus.Collector) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(metrics.New(topo, nil), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(extra...)

@@ -22,11 +22,8 @@ import (
 type Source struct {
 	// Paths are the files to read, in order.
 	Paths []string
-	// Precision is the unit of the files' timestamps when Format is nil.
-	// Defaults to nanoseconds.
-	Precision particle.Precision
-	// Format is the files' format. Defaults to line protocol at
-	// Precision.
+	// Format is the files' format. Defaults to the zero Format: line
+	// protocol with nanosecond timestamps.
 	Format *Format
 	// Track makes every particle tracked by the acker. The source keeps
 	// each particle in memory until its tree finishes, to redeliver it.
@@ -63,7 +60,7 @@ func (s *Source) Run(ctx context.Context, out topology.SourceEmitter) error {
 }
 
 func (s *Source) readFile(ctx context.Context, path string, out topology.SourceEmitter) error {
-	f := Format{Precision: s.Precision}
+	var f Format
 	if s.Format != nil {
 		f = *s.Format
 	}

@@ -54,8 +54,9 @@ type Stats struct {
 // Run listens, serves and emits until ctx ends. The bodies durable in the
 // spool are its backlog, which the pipeline reads at its own pace, in the
 // order the bodies became durable. The spool outlives Run, so
-// that trees completing while the topology drains are recorded: call
-// Close after the topology's Run returned.
+// that trees completing while the topology drains are recorded: the
+// topology owns it, and closes the source once it drained (see
+// topology.Source). Outside a topology, call Close.
 type Source struct {
 	cfg   Config
 	stats Stats

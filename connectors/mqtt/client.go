@@ -54,6 +54,9 @@ type conn struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the supervisor returned
 	err    error         // why the supervisor returned; read after done
+	// callbacks are the calls of ConnConfig.OnConnect under way: stop
+	// waits for them.
+	callbacks sync.WaitGroup
 }
 
 // newConn returns a conn for c; opts are completed with the connection
@@ -116,12 +119,13 @@ func (c *conn) start() {
 }
 
 // stop ends the supervisor, waiting for a connection attempt in progress
-// (at most ConnectTimeout), and disconnects, giving work in flight
-// DefaultDisconnectQuiesce to finish. It returns why the supervisor had
-// ended by itself, if it had.
+// (at most ConnectTimeout) and the OnConnect calls under way, and
+// disconnects, giving work in flight DefaultDisconnectQuiesce to finish.
+// It returns why the supervisor had ended by itself, if it had.
 func (c *conn) stop() error {
 	c.cancel()
 	<-c.done
+	c.callbacks.Wait()
 	c.client.Disconnect(uint(DefaultDisconnectQuiesce / time.Millisecond))
 	return c.err
 }
@@ -204,7 +208,7 @@ func (c *conn) supervise(ctx context.Context) error {
 		c.setUp(true)
 		log.Info("mqtt: connected", "brokers", c.cfg.Brokers)
 		if c.cfg.OnConnect != nil {
-			go c.cfg.OnConnect()
+			c.callbacks.Go(c.cfg.OnConnect)
 		}
 		since := time.Now()
 		select {

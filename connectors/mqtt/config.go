@@ -36,22 +36,32 @@ const (
 	DefaultDisconnectQuiesce    = 250 * time.Millisecond
 )
 
-// QoS is an MQTT quality of service. The zero QoS means the default of the
-// config it is in.
+// QoS is an MQTT quality of service: AtMostOnce, AtLeastOnce or
+// ExactlyOnce, or the zero QoS for the default of the config it is in.
+// Its values are not the wire's (see Byte): a wire number such as 1 is
+// refused, not taken for another QoS.
 type QoS uint8
+
+// qosSet marks the values of the constants, apart from the wire's numbers.
+const qosSet = 0x80
 
 // The MQTT qualities of service.
 const (
-	AtMostOnce  QoS = 1 // QoS 0
-	AtLeastOnce QoS = 2 // QoS 1
-	ExactlyOnce QoS = 3 // QoS 2
+	AtMostOnce  QoS = qosSet + iota // QoS 0
+	AtLeastOnce                     // QoS 1
+	ExactlyOnce                     // QoS 2
 )
 
 // Byte returns q as on the wire: 0, 1 or 2.
-func (q QoS) Byte() byte { return byte(q) - 1 }
+func (q QoS) Byte() byte { return byte(q &^ qosSet) }
 
-// String returns "0", "1" or "2".
-func (q QoS) String() string { return fmt.Sprint(q.Byte()) }
+// String returns "0", "1" or "2", or QoS(n) for a value that is none.
+func (q QoS) String() string {
+	if !q.valid() {
+		return fmt.Sprintf("QoS(%d)", uint8(q))
+	}
+	return fmt.Sprint(q.Byte())
+}
 
 // MarshalText implements encoding.TextMarshaler.
 func (q QoS) MarshalText() ([]byte, error) { return []byte(q.String()), nil }
@@ -201,7 +211,8 @@ type ConnConfig struct {
 	// publication deadlines. Defaults to streamclock.System.
 	Wall streamclock.Wall `yaml:"-"`
 	// OnConnect is called, in its own goroutine, after every connection
-	// and reconnection. Defaults to nil.
+	// and reconnection; closing the client waits for the calls under way,
+	// so it must not close the client. Defaults to nil.
 	OnConnect func() `yaml:"-"`
 	// OnConnectionLost is called, in its own goroutine, when an
 	// established connection is lost. Defaults to nil.
@@ -473,7 +484,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	if !c.QoS.valid() {
-		errs = append(errs, fmt.Errorf("QoS %d", c.QoS))
+		errs = append(errs, fmt.Errorf("%v: want AtMostOnce, AtLeastOnce or ExactlyOnce", c.QoS))
 	}
 	if int(c.Mode) >= len(modeNames) {
 		errs = append(errs, fmt.Errorf("mode %d", c.Mode))
@@ -541,7 +552,7 @@ func (c *SinkConfig) Validate() error {
 		errs = append(errs, fmt.Errorf("sink topic template %q: empty or with wildcards", c.Topic))
 	}
 	if !c.QoS.valid() {
-		errs = append(errs, fmt.Errorf("QoS %d", c.QoS))
+		errs = append(errs, fmt.Errorf("%v: want AtMostOnce, AtLeastOnce or ExactlyOnce", c.QoS))
 	}
 	if c.Format > FormatJSON {
 		errs = append(errs, fmt.Errorf("format %d", c.Format))

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -257,4 +258,33 @@ func TestTakeover(t *testing.T) {
 	assert.Regexp(t, `level=ERROR msg="mqtt: connection lost again soon after connecting: another client is probably using the same client id.*client_id=twin`, log.String())
 	assert.True(t, strings.Count(log.String(), "level=ERROR") >= 1)
 	assert.False(t, errors.Is(err, context.Canceled))
+}
+
+// OnConnect runs in its own goroutine, and closing the source (which the
+// topology's Run does) waits for the calls under way: none outlives the
+// client.
+func TestCloseWaitsForOnConnect(t *testing.T) {
+	broker := mosquittotest.Start(t, mosquittotest.Config{})
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	var returned atomic.Bool
+	cfg := sourceConfig(broker.URL(), "onconnect", t.TempDir())
+	cfg.OnConnect = func() {
+		entered <- struct{}{}
+		<-release
+		returned.Store(true)
+	}
+	src, err := mqtt.NewSource(cfg)
+	require.NoError(t, err)
+	topo, err := topology.New(topology.Config{Acking: topology.AckingConfig{Enabled: true}})
+	require.NoError(t, err)
+	topo.AddSource("mqtt", topology.Single(src), topology.SourceConfig{})
+	topo.AddBolt("out", (&recorder{}).factory(), topology.BoltConfig{}).Input("mqtt", topology.Global())
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- topo.Run(ctx) }()
+	<-entered
+	cancel()
+	close(release)
+	require.NoError(t, <-ran)
+	assert.True(t, returned.Load(), "the source was closed before OnConnect returned")
 }

@@ -68,8 +68,9 @@ type Stats struct {
 // topology.Acknowledger: run it with acking on to get its guarantees.
 //
 // Run connects and emits until ctx ends. The connection outlives Run, so
-// that trees completing while the topology drains are acknowledged: call
-// Close after the topology's Run returned.
+// that trees completing while the topology drains are acknowledged: the
+// topology owns it, and closes the source once it drained (see
+// topology.Source). Outside a topology, call Close.
 type Source struct {
 	cfg   Config
 	dec   *decoder
@@ -706,7 +707,10 @@ func (s *Source) emitLoop(ctx context.Context, out topology.SourceEmitter) error
 		default:
 		}
 		if err := s.emit(out, batch); err != nil {
-			return nil // the topology is stopping
+			if ctx.Err() != nil {
+				return nil // the topology is stopping
+			}
+			return fmt.Errorf("mqtt: emit: %w", err)
 		}
 		clear(batch)
 	}

@@ -1,6 +1,8 @@
 package mqtt
 
 import (
+	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -116,5 +118,29 @@ func TestRedeliverDecodesTheMessageAgain(t *testing.T) {
 	}
 	assert.Equal(t, "t/1", <-acked)
 	assert.Equal(t, "t/2", <-acked)
+	require.NoError(t, s.Close())
+}
+
+// refusing is an emitter that refuses every particle with err.
+type refusing struct {
+	emitter
+	err error
+}
+
+func (r *refusing) EmitTracked(particle.Particle, uint64) error { return r.err }
+
+// An emit refused while the source runs ends it with the error; one
+// refused because the topology stops ends it quietly.
+func TestEmitErrorEndsTheSource(t *testing.T) {
+	s, err := NewSource(Config{ConnConfig: ConnConfig{Brokers: []string{"tcp://x:1"}}, Topics: []string{"t/#"}, Mode: ModeTree})
+	require.NoError(t, err)
+	boom := errors.New("boom")
+	s.queue <- &message{topic: "t/1", payload: []byte("m v=1 1")}
+	require.ErrorIs(t, s.emitLoop(t.Context(), &refusing{err: boom}), boom)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	s.queue <- &message{topic: "t/1", payload: []byte("m v=1 2")}
+	require.NoError(t, s.emitLoop(ctx, &refusing{err: context.Canceled}))
 	require.NoError(t, s.Close())
 }

@@ -288,6 +288,8 @@ func TestConfigValidate(t *testing.T) {
 		"no state dir": {ConnConfig: mqtt.ConnConfig{Brokers: []string{"tcp://x:1"}}, Topics: []string{"a"}},
 		"bad filter":   {ConnConfig: mqtt.ConnConfig{Brokers: []string{"tcp://x:1"}}, Topics: []string{"a/#/b"}, StateDir: "x"},
 		"bad qos":      {ConnConfig: mqtt.ConnConfig{Brokers: []string{"tcp://x:1"}}, Topics: []string{"a"}, StateDir: "x", QoS: 9},
+		// A wire number is not taken for the QoS below it.
+		"wire qos": {ConnConfig: mqtt.ConnConfig{Brokers: []string{"tcp://x:1"}}, Topics: []string{"a"}, StateDir: "x", QoS: 1},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := mqtt.NewSource(cfg)

@@ -68,7 +68,10 @@ func build(path string, latest *Latest) (*topology.Topology, error) {
 	}
 	topo.AddSource("wsn", topology.Single(&file.Source{Paths: []string{path}}), topology.SourceConfig{})
 	topo.AddBolt("mean", func() operation.Operation {
-		op, _ := operation.NewStats(stats)
+		op, err := operation.NewStats(stats)
+		if err != nil {
+			panic(err) // stats was accepted above
+		}
 		return op
 	}, topology.BoltConfig{Parallelism: 2, Buffer: syncbuffer.Config{Window: 5 * time.Second}}).Input("wsn", topology.Fields("node"))
 	topo.AddBolt("latest", operation.Stateless(latest), topology.BoltConfig{}).Input("mean", topology.Shuffle())

@@ -72,7 +72,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		logger.Error("build", "err", err)
 		return 1
 	}
-	err = errors.Join(topo.Run(ctx), src.Close())
+	err = topo.Run(ctx)
 	logger.Info("stopped", "received", src.Stats().Received.Load(), "published", topo.Stats("publish").Processed.Load())
 	if err != nil && !errors.Is(err, context.Canceled) {
 		logger.Error("run", "err", err)
@@ -82,9 +82,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // build returns the topology: the MQTT source, the mean per sensor, and
-// two sinks, one publishing to MQTT and one printing. The caller closes
-// the source after the topology's Run: its connection outlives Run so that
-// the trees completing while the topology drains are acknowledged.
+// two sinks, one publishing to MQTT and one printing. The topology's Run
+// closes the source once it drained: its connection outlives the source's
+// Run so that the trees completing meanwhile are acknowledged.
 func build(o options, stdout io.Writer, logger *slog.Logger) (*topology.Topology, *mqtt.Source, error) {
 	conn := mqtt.ConnConfig{Brokers: []string{o.broker}, ClientID: o.clientID, Logger: logger}
 	src, err := mqtt.NewSource(mqtt.Config{ConnConfig: conn, Topics: []string{o.topic}, StateDir: o.stateDir, Payload: mqtt.PayloadConfig{TopicTags: o.topicTags}})
@@ -108,7 +108,10 @@ func build(o options, stdout io.Writer, logger *slog.Logger) (*topology.Topology
 	}
 	topo.AddSource("sensors", topology.Single(src), topology.SourceConfig{})
 	topo.AddBolt("mean", func() operation.Operation {
-		op, _ := operation.NewStats(stats)
+		op, err := operation.NewStats(stats)
+		if err != nil {
+			panic(err) // stats was accepted above
+		}
 		return op
 	}, topology.BoltConfig{Buffer: syncbuffer.Config{Window: time.Second}}).Input("sensors", topology.Fields("sensor"))
 	topo.AddBolt("publish", operation.Stateless(sink), topology.BoltConfig{}).Input("mean", topology.Global())

@@ -56,8 +56,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	topo.AddSource("recording", topology.Single(src), topology.SourceConfig{})
+	statsCfg := operation.StatsConfig{Size: *every, Fields: []string{"temperature"}, Aggregates: []string{"count", "mean", "min", "max"}}
+	if _, err := operation.NewStats(statsCfg); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
 	stats := func() operation.Operation {
-		op, _ := operation.NewStats(operation.StatsConfig{Size: *every, Fields: []string{"temperature"}, Aggregates: []string{"count", "mean", "min", "max"}})
+		op, err := operation.NewStats(statsCfg)
+		if err != nil {
+			panic(err) // statsCfg was accepted above
+		}
 		return op
 	}
 	// The window is the bounded disorder the buffer absorbs; a late reading

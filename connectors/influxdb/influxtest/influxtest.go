@@ -26,10 +26,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sensorstorm/sensorstorm/internal/proctest"
 )
 
 // startTimeout bounds how long a server may take to answer its health
@@ -60,15 +60,9 @@ type Config struct {
 type Server struct {
 	t    testing.TB
 	cfg  Config
-	bin  string
 	dir  string
 	port int
-	args []string
-
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{} // closed when cmd has exited
-	log  *lockedBuffer
+	proc *proctest.Process
 }
 
 // Binary returns the path of the binary of kind, or an error telling what
@@ -103,7 +97,8 @@ func Start(t testing.TB, cfg Config) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{t: t, cfg: cfg, bin: bin, dir: t.TempDir(), port: freePort(t)}
+	s := &Server{t: t, cfg: cfg, dir: t.TempDir(), port: proctest.FreePort(t)}
+	var args []string
 	switch cfg.Kind {
 	case InfluxDB:
 		conf := filepath.Join(s.dir, "influxdb.conf")
@@ -123,19 +118,24 @@ bind-address = "127.0.0.1:%d"
   store-enabled = false
 [continuous_queries]
   enabled = false
-`, freePort(t), s.dir, s.port, cfg.Username != "")
+`, proctest.FreePort(t), s.dir, s.port, cfg.Username != "")
 		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		s.args = []string{"-config", conf}
+		args = []string{"-config", conf}
 	case VictoriaMetrics:
-		s.args = []string{"-storageDataPath=" + filepath.Join(s.dir, "data"), "-httpListenAddr=" + s.Addr(),
+		args = []string{"-storageDataPath=" + filepath.Join(s.dir, "data"), "-httpListenAddr=" + s.Addr(),
 			"-retentionPeriod=100y", "-loggerLevel=ERROR"}
 		if cfg.Username != "" {
-			s.args = append(s.args, "-httpAuth.username="+cfg.Username, "-httpAuth.password="+cfg.Password)
+			args = append(args, "-httpAuth.username="+cfg.Username, "-httpAuth.password="+cfg.Password)
 		}
 	}
-	t.Cleanup(s.Kill)
+	health := s.URL() + "/ping"
+	if cfg.Kind == VictoriaMetrics {
+		health = s.URL() + "/health"
+	}
+	s.proc = proctest.New(t, proctest.Config{Name: "influxtest: " + filepath.Base(bin), Binary: bin, Args: args,
+		Ready: answers(health), StartTimeout: startTimeout})
 	s.Start()
 	if cfg.Kind == InfluxDB && cfg.Username != "" {
 		// With no user yet, InfluxDB takes this one statement without
@@ -156,79 +156,31 @@ func (s *Server) URL() string { return "http://" + s.Addr() }
 // does nothing if the server is running.
 func (s *Server) Start() {
 	s.t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd != nil {
-		return
-	}
-	cmd := exec.Command(s.bin, s.args...)
-	dieWithParent(cmd)
-	log := new(lockedBuffer)
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		s.t.Fatalf("influxtest: start %s: %v", s.bin, err)
-	}
-	done := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(done)
-	}()
-	health := s.URL() + "/ping"
-	if s.cfg.Kind == VictoriaMetrics {
-		health = s.URL() + "/health"
-	}
-	deadline := time.Now().Add(startTimeout)
-	for {
-		resp, err := http.Get(health)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode < 300 {
-				break
-			}
+	s.proc.Start()
+}
+
+// answers returns a Ready that reports whether a GET of url succeeds.
+func answers(url string) func() bool {
+	return func() bool {
+		resp, err := http.Get(url)
+		if err != nil {
+			return false
 		}
-		select {
-		case <-done:
-			s.t.Fatalf("influxtest: %s exited at start: %s", s.bin, strings.TrimSpace(log.String()))
-		default:
-		}
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			<-done
-			s.t.Fatalf("influxtest: %s not answering %s after %v: %s", s.bin, health, startTimeout, log.String())
-		}
-		time.Sleep(10 * time.Millisecond) // polling a process's start, not timing
+		resp.Body.Close()
+		return resp.StatusCode < 300
 	}
-	s.cmd, s.done, s.log = cmd, done, log
 }
 
 // Stop stops the server with SIGTERM and waits for it to exit. It does
 // nothing if the server is not running.
-func (s *Server) Stop() { s.signal(syscall.SIGTERM) }
+func (s *Server) Stop() { s.proc.Stop() }
 
 // Kill stops the server with SIGKILL. It does nothing if the server is
 // not running.
-func (s *Server) Kill() { s.signal(syscall.SIGKILL) }
-
-func (s *Server) signal(sig syscall.Signal) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd == nil {
-		return
-	}
-	_ = s.cmd.Process.Signal(sig)
-	<-s.done
-	s.cmd, s.done = nil, nil
-}
+func (s *Server) Kill() { s.proc.Kill() }
 
 // Log returns what the running or last server process wrote.
-func (s *Server) Log() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.log == nil {
-		return ""
-	}
-	return s.log.String()
-}
+func (s *Server) Log() string { return s.proc.Log() }
 
 // CreateDatabase creates an InfluxDB database.
 func (s *Server) CreateDatabase(name string) {
@@ -362,35 +314,6 @@ func (s *Server) do(req *http.Request) []byte {
 		s.t.Fatalf("influxtest: %s %s: %s %s %v", req.Method, req.URL.Path, resp.Status, body, err)
 	}
 	return body
-}
-
-// lockedBuffer collects a process's output while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-// freePort returns a loopback TCP port that was free a moment ago.
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // Kind returns the kind of the server.

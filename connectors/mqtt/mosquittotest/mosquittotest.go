@@ -12,7 +12,6 @@
 package mosquittotest
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -21,11 +20,10 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sensorstorm/sensorstorm/internal/proctest"
 )
 
 // Stock broker limits of Mosquitto 2.0, written into every configuration
@@ -65,15 +63,10 @@ type Config struct {
 // Broker is a Mosquitto process owned by a test.
 type Broker struct {
 	t    testing.TB
-	bin  string
 	dir  string
 	port int
 	tls  bool
-
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{} // closed when cmd has exited
-	log  *LockedBuffer
+	proc *proctest.Process
 }
 
 // Binary returns the path of the mosquitto binary, or an error telling
@@ -105,7 +98,7 @@ func Start(t testing.TB, cfg Config) *Broker {
 	if cfg.MaxQueued == 0 {
 		cfg.MaxQueued = StockMaxQueued
 	}
-	b := &Broker{t: t, bin: bin, dir: t.TempDir(), port: freePort(t), tls: cfg.TLS}
+	b := &Broker{t: t, dir: t.TempDir(), port: proctest.FreePort(t), tls: cfg.TLS}
 	conf := fmt.Sprintf("listener %d 127.0.0.1\nallow_anonymous %t\nmax_inflight_messages %d\nmax_queued_messages %d\npersistence %t\npersistence_location %s/\nlog_dest stderr\nlog_type error\nlog_type warning\nlog_type notice\n",
 		b.port, len(cfg.Users) == 0, cfg.MaxInflight, cfg.MaxQueued, cfg.Persistence, b.dir)
 	if len(cfg.Users) > 0 {
@@ -125,7 +118,8 @@ func Start(t testing.TB, cfg Config) *Broker {
 	if err := os.WriteFile(b.ConfigPath(), []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(b.Kill)
+	b.proc = proctest.New(t, proctest.Config{Name: "mosquittotest: mosquitto", Binary: bin, Args: []string{"-c", b.ConfigPath()},
+		Ready: proctest.Listening(b.Addr()), StartTimeout: startTimeout})
 	b.Start()
 	return b
 }
@@ -174,53 +168,17 @@ func (b *Broker) writePasswords(users map[string]string) string {
 // accepts connections. It does nothing if the broker is running.
 func (b *Broker) Start() {
 	b.t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.cmd != nil {
-		return
-	}
-	cmd := exec.Command(b.bin, "-c", b.ConfigPath())
-	dieWithParent(cmd)
-	log := new(LockedBuffer)
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		b.t.Fatalf("mosquittotest: start %s: %v", b.bin, err)
-	}
-	done := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(done)
-	}()
-	deadline := time.Now().Add(startTimeout)
-	for {
-		c, err := net.DialTimeout("tcp", b.Addr(), time.Second)
-		if err == nil {
-			c.Close()
-			break
-		}
-		select {
-		case <-done:
-			b.t.Fatalf("mosquittotest: mosquitto exited at start: %s", strings.TrimSpace(log.String()))
-		default:
-		}
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			<-done
-			b.t.Fatalf("mosquittotest: mosquitto not accepting connections on %s after %v: %s", b.Addr(), startTimeout, log.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	b.cmd, b.done, b.log = cmd, done, log
+	b.proc.Start()
 }
 
 // Stop stops the broker with SIGTERM and waits for it to exit; with
 // persistence on, it saves its state first. It does nothing if the broker
 // is not running.
-func (b *Broker) Stop() { b.signal(syscall.SIGTERM) }
+func (b *Broker) Stop() { b.proc.Stop() }
 
 // Kill stops the broker with SIGKILL: what it did not save is lost. It does
 // nothing if the broker is not running.
-func (b *Broker) Kill() { b.signal(syscall.SIGKILL) }
+func (b *Broker) Kill() { b.proc.Kill() }
 
 // Restart stops the broker with SIGTERM and starts it again.
 func (b *Broker) Restart() {
@@ -229,56 +187,10 @@ func (b *Broker) Restart() {
 	b.Start()
 }
 
-func (b *Broker) signal(sig syscall.Signal) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.cmd == nil {
-		return
-	}
-	_ = b.cmd.Process.Signal(sig)
-	<-b.done
-	b.cmd, b.done = nil, nil
-}
-
 // Log returns what the running or last broker process wrote.
-func (b *Broker) Log() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.log == nil {
-		return ""
-	}
-	return b.log.String()
-}
+func (b *Broker) Log() string { return b.proc.Log() }
 
 // LockedBuffer collects a process's output while the test reads it: a
 // bytes.Buffer safe for concurrent Write and String. The zero value is
 // ready to use.
-type LockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-// Write appends p to the buffer.
-func (l *LockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-// String returns what was written so far.
-func (l *LockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-// freePort returns a loopback TCP port that was free a moment ago.
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+type LockedBuffer = proctest.LockedBuffer

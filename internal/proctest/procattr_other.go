@@ -1,6 +1,6 @@
 //go:build !linux
 
-package mosquittotest
+package proctest
 
 import "os/exec"
 

@@ -1,8 +1,0 @@
-//go:build !linux
-
-package influxtest
-
-import "os/exec"
-
-// dieWithParent does nothing: only Linux has a parent-death signal.
-func dieWithParent(*exec.Cmd) {}
