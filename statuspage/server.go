@@ -203,7 +203,13 @@ func (s *Server) snapshot() Snapshot {
 	t := s.cfg.Topology
 	snap := Snapshot{
 		Title: s.cfg.Title, Wall: now.UnixMilli(), Stream: stream / 1e6,
-		Control: s.cfg.Control != nil, Edges: s.graph.Edges, PendingTrees: t.AckStats().Pending,
+		Control: s.cfg.Control != nil, Edges: s.graph.Edges, PendingTrees: t.AckStats().Pending, MaxPending: t.AckStats().MaxPending,
+	}
+	if cs := t.Checkpoints(); cs.Enabled {
+		snap.Checkpoint = &CheckpointSnapshot{ID: cs.Last, DurationMS: cs.Duration.Milliseconds(), Bytes: cs.Bytes, Completed: cs.Completed, Failed: cs.Failed}
+		if !cs.LastAt.IsZero() {
+			snap.Checkpoint.At = cs.LastAt.UnixMilli()
+		}
 	}
 	if s.cfg.Tap != nil {
 		tap := s.cfg.Tap.Snapshot()

@@ -23,8 +23,13 @@ type Snapshot struct {
 	Control    bool                 `json:"control"`
 	Components []ComponentSnapshot  `json:"components"`
 	Edges      []topology.GraphEdge `json:"edges"`
-	// PendingTrees is the number of trees the acker has not finished.
-	PendingTrees int             `json:"pending_trees"`
+	// PendingTrees is the number of trees the acker has not finished;
+	// MaxPending the bound on them.
+	PendingTrees int `json:"pending_trees"`
+	MaxPending   int `json:"max_pending,omitempty"`
+	// Checkpoint is the run's last checkpoint, absent without
+	// checkpoints.
+	Checkpoint *CheckpointSnapshot `json:"checkpoint,omitempty"`
 	Replay       *ReplaySnapshot `json:"replay,omitempty"`
 	MQTT         *MQTTSnapshot   `json:"mqtt,omitempty"`
 	// Tap is the sample of recent values, absent without a Tap.
@@ -32,6 +37,18 @@ type Snapshot struct {
 	// Finished marks the last snapshot, sent when Run ends: the final
 	// figures of the run.
 	Finished bool `json:"finished,omitempty"`
+}
+
+// CheckpointSnapshot is the newest complete checkpoint of a run: its id
+// (0 before the first), when it completed (ms since the epoch), how long
+// it took (ms) and its bytes, and the run's counts.
+type CheckpointSnapshot struct {
+	ID         uint64 `json:"id"`
+	At         int64  `json:"at,omitempty"`
+	DurationMS int64  `json:"duration_ms"`
+	Bytes      int64  `json:"bytes"`
+	Completed  uint64 `json:"completed"`
+	Failed     uint64 `json:"failed"`
 }
 
 // ComponentSnapshot is one node of the graph with its figures, those of

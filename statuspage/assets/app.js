@@ -276,7 +276,16 @@ function render(snap) {
   last = snap;
   $("title").textContent = snap.title;
   $("stream").textContent = isoTime(snap.stream);
-  $("pending").textContent = `pending trees ${snap.pending_trees}`;
+  let pending = `pending trees ${snap.pending_trees}`;
+  if (snap.max_pending) pending += ` of ${snap.max_pending}`;
+  const c = snap.checkpoint;
+  if (c) {
+    pending += c.id
+      ? ` · checkpoint ${c.id}, ${Math.round((snap.wall - c.at) / 1000)} s ago, took ${c.duration_ms} ms, ${c.bytes} B` +
+        (c.failed ? `, ${c.failed} failed` : "")
+      : " · no checkpoint yet";
+  }
+  $("pending").textContent = pending;
   updateGraph(snap);
   updateReplay(snap);
   updateMQTT(snap);
