@@ -30,8 +30,8 @@ type Snapshot struct {
 	// Checkpoint is the run's last checkpoint, absent without
 	// checkpoints.
 	Checkpoint *CheckpointSnapshot `json:"checkpoint,omitempty"`
-	Replay       *ReplaySnapshot `json:"replay,omitempty"`
-	MQTT         *MQTTSnapshot   `json:"mqtt,omitempty"`
+	Replay     *ReplaySnapshot     `json:"replay,omitempty"`
+	MQTT       *MQTTSnapshot       `json:"mqtt,omitempty"`
 	// Tap is the sample of recent values, absent without a Tap.
 	Tap *TapSnapshot `json:"tap,omitempty"`
 	// Finished marks the last snapshot, sent when Run ends: the final
