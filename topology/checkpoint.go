@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -403,13 +405,42 @@ var ErrCheckpointMismatch = errors.New("topology: checkpoint of another topology
 
 // loadCheckpoint reads the newest complete checkpoint of store for a run
 // of sources and bolts: nil, nil when there is none.
-func loadCheckpoint(ctx context.Context, store checkpoint.Store, sources []*sourceInstance, bolts []*boltInstance) (*restoredRun, error) {
-	m, err := checkpoint.Latest(ctx, store)
-	if errors.Is(err, checkpoint.ErrNotFound) {
-		return nil, nil
-	}
+func loadCheckpoint(ctx context.Context, store checkpoint.Store, sources []*sourceInstance, bolts []*boltInstance, logger *slog.Logger) (*restoredRun, error) {
+	ids, err := store.Checkpoints(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("topology: restore: %w", err)
+	}
+	var damaged error
+	for _, id := range ids {
+		rr, err := loadOne(ctx, store, id, sources, bolts)
+		var ce *checkpoint.CorruptError
+		if !errors.As(err, &ce) {
+			return rr, err
+		}
+		if damaged == nil {
+			damaged = err
+		}
+		// An older checkpoint is restored only if every source can go
+		// back to its position: a recording can, a Positioner's log has
+		// let go of what the newer one covered.
+		for _, s := range sources {
+			if _, ok := positionerOf(s.src); ok {
+				return nil, fmt.Errorf("%w; source %s cannot replay from an older one", damaged, s.instanceName())
+			}
+		}
+		logger.Error("checkpoint damaged: restoring the one before", "err", err)
+	}
+	if damaged != nil {
+		return nil, damaged
+	}
+	return nil, nil
+}
+
+// loadOne reads checkpoint id of store.
+func loadOne(ctx context.Context, store checkpoint.Store, id uint64, sources []*sourceInstance, bolts []*boltInstance) (*restoredRun, error) {
+	m, err := store.Manifest(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("topology: restore checkpoint %d: %w", id, err)
 	}
 	rr := &restoredRun{id: m.ID, positions: map[string]sourcePosition{}, snapshots: map[string][]byte{}}
 	r := state.NewReader(m.Data)
@@ -439,8 +470,7 @@ func loadCheckpoint(ctx context.Context, store checkpoint.Store, sources []*sour
 		name := b.instanceName()
 		snap, err := store.Get(ctx, m.ID, name)
 		if err != nil {
-			var ce *checkpoint.CorruptError
-			if errors.As(err, &ce) && errors.Is(err, fs.ErrNotExist) {
+			if errors.Is(err, fs.ErrNotExist) && !slices.Contains(m.Instances, name) {
 				missing = append(missing, name)
 				continue
 			}

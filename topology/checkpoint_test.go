@@ -1,9 +1,13 @@
 package topology_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -162,4 +166,71 @@ func TestRestoreRefusesTheCheckpointOfAnotherTopology(t *testing.T) {
 	err = build(2).Run(context.Background())
 	require.ErrorIs(t, err, topology.ErrCheckpointMismatch)
 	require.True(t, errors.Is(err, topology.ErrCheckpointMismatch))
+}
+
+// A damaged newest checkpoint is refused with an error naming it, and the
+// one before is restored when the sources can replay from it, as a
+// recording can: the output is still what a run never stopped gives.
+func TestRestoreFallsBackFromADamagedCheckpoint(t *testing.T) {
+	var readings []reading
+	for i := range 300 {
+		readings = append(readings, reading{t: int64(1000 + i/3), key: string(rune('a' + i%3)), value: int64(i)})
+	}
+	dir := t.TempDir()
+	store, err := checkpoint.OpenDir(dir)
+	require.NoError(t, err)
+	build := func(store checkpoint.Store, src topology.Source, out *gatherLines) *topology.Topology {
+		cfg := topology.Config{Replay: true}
+		cfg.Checkpoints.Store, cfg.Checkpoints.Interval = store, time.Hour
+		topo := newTopology(t, cfg)
+		topo.AddSource("src", topology.Single(src), topology.SourceConfig{})
+		perKey := func() operation.Operation {
+			return operation.Aggregate(operation.Tumbling(30*time.Second), operation.ByTags("k"), sumAgg{})
+		}
+		topo.AddBolt("window", perKey, topology.BoltConfig{}).Input("src", topology.Fields("k"))
+		topo.AddBolt("out", operation.Stateless(out), topology.BoltConfig{}).Input("window", topology.Global())
+		return topo
+	}
+	var want gatherLines
+	require.NoError(t, build(nil, &stoppableSource{readings: readings, stopAt: -1}, &want).Run(context.Background()))
+
+	var got gatherLines
+	stopAt := func(n int) {
+		src := &stoppableSource{readings: readings, stopAt: n, reached: make(chan struct{})}
+		ctx, stop := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		topo := build(store, src, &got)
+		go func() { done <- topo.Run(ctx) }()
+		<-src.reached
+		stop()
+		require.NoError(t, <-done)
+	}
+	stopAt(100)
+	stopAt(200)
+	ids, err := store.Checkpoints(context.Background())
+	require.NoError(t, err)
+	require.Len(t, ids, 2)
+	snaps, err := filepath.Glob(filepath.Join(dir, fmt.Sprintf("%020d", ids[0]), "snap-*"))
+	require.NoError(t, err)
+	require.NotEmpty(t, snaps)
+	b, err := os.ReadFile(snaps[0])
+	require.NoError(t, err)
+	b[len(b)/2] ^= 0xff
+	require.NoError(t, os.WriteFile(snaps[0], b, 0o644))
+
+	var logs bytes.Buffer
+	cfg := topology.Config{Replay: true, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	cfg.Checkpoints.Store, cfg.Checkpoints.Interval = store, time.Hour
+	topo := newTopology(t, cfg)
+	topo.AddSource("src", topology.Single(&stoppableSource{readings: readings, stopAt: -1}), topology.SourceConfig{})
+	perKey := func() operation.Operation {
+		return operation.Aggregate(operation.Tumbling(30*time.Second), operation.ByTags("k"), sumAgg{})
+	}
+	topo.AddBolt("window", perKey, topology.BoltConfig{}).Input("src", topology.Fields("k"))
+	topo.AddBolt("out", operation.Stateless(&got), topology.BoltConfig{}).Input("window", topology.Global())
+	require.NoError(t, topo.Run(context.Background()))
+	require.Contains(t, logs.String(), "checkpoint damaged: restoring the one before")
+	require.Contains(t, logs.String(), "checksum")
+	require.Equal(t, ids[1], topo.Checkpoints().Restored)
+	require.Equal(t, want.lines, got.lines)
 }

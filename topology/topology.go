@@ -562,7 +562,7 @@ func (t *Topology) build(drainCtx context.Context) (*run, error) {
 // every bolt instance's state, and every source's position.
 func (t *Topology) restore(ctx context.Context, r *run) error {
 	r.ckpt = newCoordinator(r, t.cfg.Checkpoints, len(r.sources)+len(r.bolts))
-	rr, err := loadCheckpoint(ctx, t.cfg.Checkpoints.Store, r.sources, r.bolts)
+	rr, err := loadCheckpoint(ctx, t.cfg.Checkpoints.Store, r.sources, r.bolts, t.cfg.Logger)
 	if err != nil || rr == nil {
 		return err
 	}
