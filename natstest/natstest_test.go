@@ -2,6 +2,7 @@ package natstest_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -30,7 +31,15 @@ func TestClusterReplicatesAcrossARestart(t *testing.T) {
 	_, err = js.Publish(ctx, "t.a", []byte("one"))
 	require.NoError(t, err)
 	c.Stop(1)
-	_, err = js.Publish(ctx, "t.a", []byte("two"))
+	// If the node stopped led the stream, the others elect a leader
+	// first: until then a publish finds no one to answer it.
+	for {
+		_, err = js.Publish(ctx, "t.a", []byte("two"), jetstream.WithMsgID("two"))
+		if !errors.Is(err, jetstream.ErrNoStreamResponse) && !errors.Is(err, nats.ErrNoResponders) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	require.NoError(t, err)
 	c.Start(1)
 	c.WaitReady()

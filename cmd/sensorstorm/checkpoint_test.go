@@ -19,15 +19,23 @@ import (
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt/mosquittotest"
 )
 
-// TestRunCheckpointedWindowsKill counts ten-minute windows of a live MQTT
-// feed (stock Mosquitto, spool mode) whose windows each hold twelve times
-// max_pending readings, kills the process with SIGKILL in the middle of a
-// window and starts it again: every window comes out once, with the count
-// an independent reference gives, and nothing is dead-lettered or
-// dropped. The inputs are acknowledged by checkpoints, not when their
-// windows fire, and the file is cut back to the last checkpoint at the
-// restart.
-func TestRunCheckpointedWindowsKill(t *testing.T) {
+// TestRunCheckpointedWindows counts ten-minute and one-hour windows of a
+// live MQTT feed (stock Mosquitto, spool mode) whose windows each hold at
+// least twelve times max_pending readings, once without a crash and once
+// killed with SIGKILL in the middle of a window and started again: every
+// window comes out once, with the count an independent reference gives,
+// and nothing is dead-lettered or dropped. The inputs are acknowledged by
+// checkpoints, not when their windows fire, and the file is cut back to
+// the last checkpoint at the restart.
+func TestRunCheckpointedWindows(t *testing.T) {
+	for _, size := range []time.Duration{10 * time.Minute, time.Hour} {
+		for _, kill := range []bool{false, true} {
+			t.Run(fmt.Sprintf("size=%v/kill=%v", size, kill), func(t *testing.T) { checkpointedWindows(t, size, kill) })
+		}
+	}
+}
+
+func checkpointedWindows(t *testing.T, size time.Duration, kill bool) {
 	const (
 		sensors    = 12
 		n          = 36_000 // 30 minutes of readings, one every 50 ms
@@ -53,11 +61,11 @@ bolts:
   - name: count
     input: {from: sensors, grouping: fields, fields: [sensor]}
     window: 1s
-    op: {type: window-count, size: 10m, by: [sensor]}
+    op: {type: window-count, size: %v, by: [sensor]}
   - name: out
     input: {from: count, grouping: global}
     sink: {file: out.lp}
-`, broker.URL(), maxPending), 0o644))
+`, broker.URL(), maxPending, size), 0o644))
 	start := func() (*exec.Cmd, *mosquittotest.LockedBuffer) {
 		cmd := exec.Command(bin, "run", "--log-level", "info", file)
 		stderr := &mosquittotest.LockedBuffer{}
@@ -91,34 +99,41 @@ bolts:
 
 	first, stderr := start()
 	waitUntil(t, 20*time.Second, "subscribed", func() bool { return strings.Contains(stderr.String(), "connected") })
-	// Killed a quarter into the second window, after checkpoints.
-	publish(0, n/2-n/12)
-	waitUntil(t, 20*time.Second, "a checkpoint", func() bool {
-		m, _ := filepath.Glob(filepath.Join(dir, "checkpoints", "*", "MANIFEST*"))
-		return len(m) > 0
-	})
-	require.NoError(t, first.Process.Signal(syscall.SIGKILL))
-	_ = first.Wait()
-	t.Logf("first run: %s", lastLines(stderr.String(), 3))
-
-	second, stderr := start()
-	publish(n/2-n/12, n)
+	second, next := first, 0
+	if kill {
+		// Killed a quarter into the second ten minutes, after
+		// checkpoints.
+		next = n/2 - n/12
+		publish(0, next)
+		waitUntil(t, 20*time.Second, "a checkpoint", func() bool {
+			m, _ := filepath.Glob(filepath.Join(dir, "checkpoints", "*", "MANIFEST*"))
+			return len(m) > 0
+		})
+		require.NoError(t, first.Process.Signal(syscall.SIGKILL))
+		_ = first.Wait()
+		second, stderr = start()
+	}
+	publish(next, n)
 	// A reading past the last window closes it.
-	tok := pub.Publish("sensors/s0", 1, false, fmt.Sprintf("reading v=-1i %d", reading(n)+int64(11*time.Minute)))
+	end := (reading(n-1)/int64(size) + 1) * int64(size)
+	tok := pub.Publish("sensors/s0", 1, false, fmt.Sprintf("reading v=-1i %d", end+int64(time.Minute)))
 	require.True(t, tok.WaitTimeout(10*time.Second))
-	want := 3 * sensors
+	windows := int(time.Duration(end-t0) / size)
+	want := windows * sensors
 	waitUntil(t, 90*time.Second, "every window in the output", func() bool { return len(windowCounts(t, out)) >= want })
 	require.NoError(t, second.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, second.Wait(), "exit status after SIGTERM: %s", stderr.String())
-	assert.Contains(t, stderr.String(), "restored checkpoint")
+	if kill {
+		assert.Contains(t, stderr.String(), "restored checkpoint")
+	}
 
 	counts := windowCounts(t, out)
 	lines := strings.Count(readFile(t, out), "\n")
 	assert.Equal(t, want, lines, "one line per window, none twice: %s", readFile(t, out))
-	for w := range 3 {
+	for w := range windows {
 		for s := range sensors {
-			key := fmt.Sprintf("s%d@%d", s, t0+int64(w+1)*int64(10*time.Minute))
-			assert.Equal(t, n/3/sensors, counts[key], "window %s", key)
+			key := fmt.Sprintf("s%d@%d", s, t0+int64(w+1)*int64(size))
+			assert.Equal(t, n/windows/sensors, counts[key], "window %s", key)
 		}
 	}
 	assert.NotContains(t, stderr.String(), "dead letter", "nothing dead-lettered")
