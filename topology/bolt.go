@@ -244,7 +244,9 @@ func (b *boltInstance) receive(ctx context.Context, bt *batch) {
 		}
 		b.pushOne(ctx, bt.input, env, now)
 	}
-	b.buf.Advance(bt.input, bt.high, bt.promise, now)
+	if !bt.quiet {
+		b.buf.Advance(bt.input, bt.high, bt.promise, now)
+	}
 	if (bt.drained || bt.eos) && !b.drainedInputs[bt.input] {
 		b.drainedInputs[bt.input] = true
 		b.drained++
@@ -256,7 +258,7 @@ func (b *boltInstance) receive(ctx context.Context, bt *batch) {
 		b.inputEnded(bt.input)
 	}
 	self, eos := bt.self, bt.eos
-	if b.queued != nil && b.outlet == nil {
+	if b.queued != nil && b.outlet == nil && !bt.quiet {
 		b.queued[bt.input].Add(-1)
 	}
 	b.topo.pool.put(bt)

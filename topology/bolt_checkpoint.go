@@ -109,6 +109,20 @@ func barrierOf(env *envelope) uint64 {
 	return 0
 }
 
+// onlyBarriers reports whether bt holds checkpoint barriers and nothing
+// else, and is not marked drained or ended.
+func onlyBarriers(bt *batch) bool {
+	if len(bt.items) == 0 || bt.drained || bt.eos {
+		return false
+	}
+	for i := range bt.items {
+		if barrierOf(&bt.items[i]) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // onBarrier handles the copy of barrier id that came on input. The first
 // copy snapshots the instance and forwards the barrier, ahead of anything
 // the instance emits after the snapshot; the last completes the

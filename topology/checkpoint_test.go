@@ -16,6 +16,8 @@ import (
 	"github.com/sensorstorm/sensorstorm/checkpoint"
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
+	"github.com/sensorstorm/sensorstorm/streamclock"
+	"github.com/sensorstorm/sensorstorm/syncbuffer"
 	"github.com/sensorstorm/sensorstorm/topology"
 )
 
@@ -233,4 +235,52 @@ func TestRestoreFallsBackFromADamagedCheckpoint(t *testing.T) {
 	require.Contains(t, logs.String(), "checksum")
 	require.Equal(t, ids[1], topo.Checkpoints().Restored)
 	require.Equal(t, want.lines, got.lines)
+}
+
+// quietSource emits readings stamped at the wall clock's time, then goes
+// quiet until its run is stopped, as a live feed does.
+type quietSource struct {
+	wall *streamclock.Fake
+	n    int
+}
+
+func (s quietSource) Run(ctx context.Context, out topology.SourceEmitter) error {
+	for i := range s.n {
+		p := particle.Particle{Time: s.wall.Now().UnixNano(), Measurement: "m", Fields: []particle.Field{{Key: "v", Value: particle.Int(int64(i))}}}
+		if err := out.Emit(p); err != nil {
+			return err
+		}
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// Barriers are no sign of life: a live feed that goes quiet lets event
+// time go on while checkpoints are taken, and its last window closes.
+func TestCheckpointsLetAQuietFeedCloseItsWindow(t *testing.T) {
+	wall := streamclock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	store, err := checkpoint.OpenDir(t.TempDir())
+	require.NoError(t, err)
+	cfg := topology.Config{Wall: wall}
+	cfg.Checkpoints.Store, cfg.Checkpoints.Interval = store, 10*time.Millisecond
+	topo := newTopology(t, cfg)
+	topo.AddSource("feed", topology.Single(quietSource{wall: wall, n: 5}), topology.SourceConfig{})
+	window := func() operation.Operation { return operation.Aggregate(operation.Tumbling(time.Second), nil, sumAgg{}) }
+	topo.AddBolt("window", window, topology.BoltConfig{Buffer: syncbuffer.Config{IdleTimeout: 100 * time.Millisecond}}).Input("feed", topology.Global())
+	var out gatherLines
+	topo.AddBolt("out", operation.Stateless(&out), topology.BoltConfig{}).Input("window", topology.Global())
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- topo.Run(ctx) }()
+	stopClock := advance(wall, time.Millisecond)
+	require.Eventually(t, func() bool {
+		out.mu.Lock()
+		defer out.mu.Unlock()
+		return len(out.lines) == 1
+	}, 30*time.Second, time.Millisecond, "the quiet feed's window closes")
+	require.Positive(t, topo.Checkpoints().Completed, "checkpoints were taken meanwhile")
+	stop()
+	stopClock()
+	require.NoError(t, <-done)
+	require.Equal(t, []string{"sum n=5i,sum=10i 1767225601\n"}, out.lines)
 }

@@ -92,6 +92,11 @@ type batch struct {
 	// self is the batch's own edge in its tree when it came from a Feed:
 	// acked once the receiver handed on its progress and marks.
 	self anchor
+	// quiet marks a batch of checkpoint barriers and nothing else: no
+	// data, no other meta particle, no progress its receiver was not
+	// told. It is no sign of life, so that a live input that went quiet
+	// stays idle through checkpoints and its last window closes.
+	quiet bool
 }
 
 // batchPool recycles batches so that steady-state transport does not
@@ -115,6 +120,6 @@ func (bp *batchPool) get(input int) *batch {
 
 func (bp *batchPool) put(b *batch) {
 	clear(b.items)
-	b.items, b.drained, b.eos, b.self = b.items[:0], false, false, anchor{}
+	b.items, b.drained, b.eos, b.self, b.quiet = b.items[:0], false, false, anchor{}, false
 	bp.pool.Put(b)
 }

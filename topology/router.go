@@ -29,8 +29,12 @@ type chanInbox struct {
 }
 
 func (c chanInbox) deliver(ctx context.Context, b *batch) error {
-	if c.queued != nil {
-		c.queued.Add(1)
+	queued := c.queued
+	if b.quiet {
+		queued = nil
+	}
+	if queued != nil {
+		queued.Add(1)
 	}
 	select {
 	case c.ch <- b:
@@ -38,8 +42,8 @@ func (c chanInbox) deliver(ctx context.Context, b *batch) error {
 		select {
 		case c.ch <- b:
 		case <-ctx.Done():
-			if c.queued != nil {
-				c.queued.Add(-1)
+			if queued != nil {
+				queued.Add(-1)
 			}
 			return ctx.Err()
 		}
@@ -254,6 +258,7 @@ func (r *router) flush(ctx context.Context, onlyFull bool) error {
 			}
 			full := len(t.pending.items) >= r.pool.size
 			t.pending.high, t.pending.promise = now.high, now.promise
+			t.pending.quiet = now == t.told && onlyBarriers(t.pending)
 			if err := t.inbox.deliver(ctx, t.pending); err != nil {
 				return err
 			}
