@@ -100,25 +100,38 @@ func (s *stoppableSource) Run(ctx context.Context, out topology.SourceEmitter) e
 	return nil
 }
 
-// Stopping a run that takes checkpoints takes a last one and emits no
-// open window as if it were complete; the next run resumes from it and
-// gives, in all, what one run without a stop gives.
-func TestStopTakesAFinalCheckpointAndResumes(t *testing.T) {
+// threeKeys returns 300 readings of keys a, b and c, three a second.
+func threeKeys() []reading {
 	var readings []reading
 	for i := range 300 {
 		readings = append(readings, reading{t: int64(1000 + i/3), key: string(rune('a' + i%3)), value: int64(i)})
 	}
+	return readings
+}
+
+// windowed returns a topology of src → per-key 30 s windows (par
+// instances) → out, taking checkpoints into store (none if nil), with cfg's
+// other settings.
+func windowed(t *testing.T, cfg topology.Config, store checkpoint.Store, par int, src topology.Source, out *gatherLines) *topology.Topology {
+	cfg.Replay = true
+	cfg.Checkpoints.Store, cfg.Checkpoints.Interval = store, time.Hour
+	topo := newTopology(t, cfg)
+	topo.AddSource("src", topology.Single(src), topology.SourceConfig{})
+	perKey := func() operation.Operation {
+		return operation.Aggregate(operation.Tumbling(30*time.Second), operation.ByTags("k"), sumAgg{})
+	}
+	topo.AddBolt("window", perKey, topology.BoltConfig{Parallelism: par}).Input("src", topology.Fields("k"))
+	topo.AddBolt("out", operation.Stateless(out), topology.BoltConfig{}).Input("window", topology.Global())
+	return topo
+}
+
+// Stopping a run that takes checkpoints takes a last one and emits no
+// open window as if it were complete; the next run resumes from it and
+// gives, in all, what one run without a stop gives.
+func TestStopTakesAFinalCheckpointAndResumes(t *testing.T) {
+	readings := threeKeys()
 	build := func(store checkpoint.Store, src topology.Source, out *gatherLines) *topology.Topology {
-		cfg := topology.Config{Replay: true}
-		cfg.Checkpoints.Store, cfg.Checkpoints.Interval = store, time.Hour
-		topo := newTopology(t, cfg)
-		topo.AddSource("src", topology.Single(src), topology.SourceConfig{})
-		perKey := func() operation.Operation {
-			return operation.Aggregate(operation.Tumbling(30*time.Second), operation.ByTags("k"), sumAgg{})
-		}
-		topo.AddBolt("window", perKey, topology.BoltConfig{Parallelism: 2}).Input("src", topology.Fields("k"))
-		topo.AddBolt("out", operation.Stateless(out), topology.BoltConfig{}).Input("window", topology.Global())
-		return topo
+		return windowed(t, topology.Config{}, store, 2, src, out)
 	}
 	var want gatherLines
 	require.NoError(t, build(nil, &stoppableSource{readings: readings, stopAt: -1}, &want).Run(context.Background()))
@@ -174,24 +187,12 @@ func TestRestoreRefusesTheCheckpointOfAnotherTopology(t *testing.T) {
 // one before is restored when the sources can replay from it, as a
 // recording can: the output is still what a run never stopped gives.
 func TestRestoreFallsBackFromADamagedCheckpoint(t *testing.T) {
-	var readings []reading
-	for i := range 300 {
-		readings = append(readings, reading{t: int64(1000 + i/3), key: string(rune('a' + i%3)), value: int64(i)})
-	}
+	readings := threeKeys()
 	dir := t.TempDir()
 	store, err := checkpoint.OpenDir(dir)
 	require.NoError(t, err)
 	build := func(store checkpoint.Store, src topology.Source, out *gatherLines) *topology.Topology {
-		cfg := topology.Config{Replay: true}
-		cfg.Checkpoints.Store, cfg.Checkpoints.Interval = store, time.Hour
-		topo := newTopology(t, cfg)
-		topo.AddSource("src", topology.Single(src), topology.SourceConfig{})
-		perKey := func() operation.Operation {
-			return operation.Aggregate(operation.Tumbling(30*time.Second), operation.ByTags("k"), sumAgg{})
-		}
-		topo.AddBolt("window", perKey, topology.BoltConfig{}).Input("src", topology.Fields("k"))
-		topo.AddBolt("out", operation.Stateless(out), topology.BoltConfig{}).Input("window", topology.Global())
-		return topo
+		return windowed(t, topology.Config{}, store, 1, src, out)
 	}
 	var want gatherLines
 	require.NoError(t, build(nil, &stoppableSource{readings: readings, stopAt: -1}, &want).Run(context.Background()))
@@ -221,15 +222,8 @@ func TestRestoreFallsBackFromADamagedCheckpoint(t *testing.T) {
 	require.NoError(t, os.WriteFile(snaps[0], b, 0o644))
 
 	var logs bytes.Buffer
-	cfg := topology.Config{Replay: true, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
-	cfg.Checkpoints.Store, cfg.Checkpoints.Interval = store, time.Hour
-	topo := newTopology(t, cfg)
-	topo.AddSource("src", topology.Single(&stoppableSource{readings: readings, stopAt: -1}), topology.SourceConfig{})
-	perKey := func() operation.Operation {
-		return operation.Aggregate(operation.Tumbling(30*time.Second), operation.ByTags("k"), sumAgg{})
-	}
-	topo.AddBolt("window", perKey, topology.BoltConfig{}).Input("src", topology.Fields("k"))
-	topo.AddBolt("out", operation.Stateless(&got), topology.BoltConfig{}).Input("window", topology.Global())
+	cfg := topology.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	topo := windowed(t, cfg, store, 1, &stoppableSource{readings: readings, stopAt: -1}, &got)
 	require.NoError(t, topo.Run(context.Background()))
 	require.Contains(t, logs.String(), "checkpoint damaged: restoring the one before")
 	require.Contains(t, logs.String(), "checksum")
