@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sensorstorm/sensorstorm/state"
 )
@@ -27,7 +28,10 @@ const (
 const manifestVersion = 1
 
 // Dir is the local [Store]: a directory holding a folder per checkpoint,
-// and in it one file per instance and the manifest. Each file is written
+// and in it one file per instance and the manifest. An instance's file
+// lists the content-defined chunks of its snapshot, kept once each under
+// chunks/ and shared between checkpoints, so that a Put writes only what
+// changed since the checkpoints kept (see chunks.go). Each file is written
 // to a temporary name in chunks checksummed with CRC-32C, fsync'd and
 // renamed into place; Commit then fsyncs the folder, writes the manifest
 // the same way and fsyncs the folder and the directory, so that a complete
@@ -36,6 +40,8 @@ const manifestVersion = 1
 // a directory.
 type Dir struct {
 	root string
+	// grace spares chunks written or reused this recently from Prune.
+	grace time.Duration
 }
 
 var _ Store = (*Dir)(nil)
@@ -45,7 +51,7 @@ func OpenDir(root string) (*Dir, error) {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, fmt.Errorf("checkpoint: open store: %w", err)
 	}
-	return &Dir{root: root}, nil
+	return &Dir{root: root, grace: pruneGrace}, nil
 }
 
 func (d *Dir) folder(id uint64) string {
@@ -89,7 +95,11 @@ func (d *Dir) Put(ctx context.Context, id uint64, instance string, snapshot []by
 	if err := os.MkdirAll(d.folder(id), 0o755); err != nil {
 		return fmt.Errorf("checkpoint: put %q of %d: %w", instance, id, err)
 	}
-	if err := writeFile(path, kindSnap, snapshot); err != nil {
+	list, err := d.putChunks(snapshot)
+	if err == nil {
+		err = writeFile(path, kindSnap, list)
+	}
+	if err != nil {
 		return fmt.Errorf("checkpoint: put %q of %d: %w", instance, id, err)
 	}
 	return nil
@@ -223,7 +233,11 @@ func (d *Dir) Get(ctx context.Context, id uint64, instance string) ([]byte, erro
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: get %q: %w", instance, err)
 	}
-	return readFile(path, kindSnap)
+	list, err := readFile(path, kindSnap)
+	if err != nil {
+		return nil, err
+	}
+	return d.getChunks(path, list)
 }
 
 // Prune implements Store. It removes a checkpoint's manifest first, so that
@@ -256,6 +270,13 @@ func (d *Dir) Prune(ctx context.Context, keep int) error {
 	}
 	if err := syncDir(d.root); err != nil {
 		return fmt.Errorf("checkpoint: prune: %w", err)
+	}
+	left, err := d.folders(ctx)
+	if err == nil {
+		err = d.pruneChunks(left)
+	}
+	if err != nil {
+		return fmt.Errorf("checkpoint: prune chunks: %w", err)
 	}
 	return nil
 }

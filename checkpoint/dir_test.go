@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
@@ -101,87 +102,107 @@ func newest(root, name string) string {
 
 const bigSnap = "snap-window%2F0.snap"
 
+// chunkFiles returns the chunk files in root.
+func chunkFiles(t *testing.T, root string) map[string]bool {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(root, "chunks", "*.chunk"))
+	require.NoError(t, err)
+	set := map[string]bool{}
+	for _, f := range files {
+		set[f] = true
+	}
+	return set
+}
+
 func TestDirRefusesDamage(t *testing.T) {
+	type where struct {
+		root  string
+		chunk string // a chunk of checkpoint 2 that checkpoint 1 does not hold
+	}
 	for _, tc := range []struct {
 		name   string
-		damage func(t *testing.T, root string)
-		file   string // the file refused, "" if checkpoint 2 is not complete
+		damage func(t *testing.T, w where)
+		file   func(w where) string // the file refused, nil if checkpoint 2 is not complete
 		offset int64
 		err    error
 	}{
 		{
-			name:   "a byte flipped in a snapshot",
-			damage: func(t *testing.T, root string) { flip(t, newest(root, bigSnap), 1<<20+100) },
-			file:   bigSnap, offset: 6 + 8 + 1<<20, err: checkpoint.ErrChecksum,
+			name:   "a byte flipped in a chunk",
+			damage: func(t *testing.T, w where) { flip(t, w.chunk, 100) },
+			file:   func(w where) string { return w.chunk }, offset: 6, err: checkpoint.ErrChecksum,
 		},
 		{
-			name:   "a snapshot's header flipped",
-			damage: func(t *testing.T, root string) { flip(t, newest(root, bigSnap), 1) },
-			file:   bigSnap, offset: 0, err: checkpoint.ErrFormat,
+			name:   "a chunk's header flipped",
+			damage: func(t *testing.T, w where) { flip(t, w.chunk, 1) },
+			file:   func(w where) string { return w.chunk }, offset: 0, err: checkpoint.ErrFormat,
 		},
 		{
-			name:   "a snapshot truncated inside a chunk",
-			damage: func(t *testing.T, root string) { require.NoError(t, os.Truncate(newest(root, bigSnap), 1000)) },
-			file:   bigSnap, offset: 6, err: io.ErrUnexpectedEOF,
-		},
-		{
-			name: "a snapshot truncated at a chunk's end",
-			damage: func(t *testing.T, root string) {
-				require.NoError(t, os.Truncate(newest(root, bigSnap), 6+8+1<<20))
+			name: "a chunk truncated",
+			damage: func(t *testing.T, w where) {
+				fi, err := os.Stat(w.chunk)
+				require.NoError(t, err)
+				require.NoError(t, os.Truncate(w.chunk, fi.Size()/2))
 			},
-			file: bigSnap, offset: 6 + 8 + 1<<20, err: io.ErrUnexpectedEOF,
+			file: func(w where) string { return w.chunk }, offset: 6, err: io.ErrUnexpectedEOF,
+		},
+		{
+			name:   "a chunk missing",
+			damage: func(t *testing.T, w where) { require.NoError(t, os.Remove(w.chunk)) },
+			file:   func(w where) string { return w.chunk }, err: fs.ErrNotExist,
+		},
+		{
+			name:   "a byte flipped in a snapshot's list of chunks",
+			damage: func(t *testing.T, w where) { flip(t, newest(w.root, bigSnap), 20) },
+			file:   func(w where) string { return newest(w.root, bigSnap) }, offset: 6, err: checkpoint.ErrChecksum,
 		},
 		{
 			name: "a snapshot missing",
-			damage: func(t *testing.T, root string) {
-				require.NoError(t, os.Remove(newest(root, "snap-%53ource%20%41.snap")))
+			damage: func(t *testing.T, w where) {
+				require.NoError(t, os.Remove(newest(w.root, "snap-%53ource%20%41.snap")))
 			},
-			file: "snap-%53ource%20%41.snap", err: fs.ErrNotExist,
-		},
-		{
-			name: "a snapshot with bytes past its end",
-			damage: func(t *testing.T, root string) {
-				f, err := os.OpenFile(newest(root, "snap-window%2F1.snap"), os.O_APPEND|os.O_WRONLY, 0)
-				require.NoError(t, err)
-				_, err = f.Write([]byte{0})
-				require.NoError(t, err)
-				require.NoError(t, f.Close())
-			},
-			file: "snap-window%2F1.snap", offset: 6 + 8 + 104 + 8, err: checkpoint.ErrFormat,
+			file: func(w where) string { return newest(w.root, "snap-%53ource%20%41.snap") }, err: fs.ErrNotExist,
 		},
 		{
 			name:   "a byte flipped in the manifest",
-			damage: func(t *testing.T, root string) { flip(t, newest(root, "MANIFEST"), 20) },
-			file:   "MANIFEST", offset: 6, err: checkpoint.ErrChecksum,
+			damage: func(t *testing.T, w where) { flip(t, newest(w.root, "MANIFEST"), 20) },
+			file:   func(w where) string { return newest(w.root, "MANIFEST") }, offset: 6, err: checkpoint.ErrChecksum,
 		},
 		{
 			name: "a manifest half-written in place (a system without atomic rename)",
-			damage: func(t *testing.T, root string) {
-				fi, err := os.Stat(newest(root, "MANIFEST"))
+			damage: func(t *testing.T, w where) {
+				fi, err := os.Stat(newest(w.root, "MANIFEST"))
 				require.NoError(t, err)
-				require.NoError(t, os.Truncate(newest(root, "MANIFEST"), fi.Size()/2))
+				require.NoError(t, os.Truncate(newest(w.root, "MANIFEST"), fi.Size()/2))
 			},
-			file: "MANIFEST", offset: 6, err: io.ErrUnexpectedEOF,
+			file: func(w where) string { return newest(w.root, "MANIFEST") }, offset: 6, err: io.ErrUnexpectedEOF,
 		},
 		{
 			name: "a manifest half-written, not renamed (a crash while committing)",
-			damage: func(t *testing.T, root string) {
-				b, err := os.ReadFile(newest(root, "MANIFEST"))
+			damage: func(t *testing.T, w where) {
+				b, err := os.ReadFile(newest(w.root, "MANIFEST"))
 				require.NoError(t, err)
-				require.NoError(t, os.WriteFile(newest(root, "MANIFEST.tmp"), b[:len(b)/2], 0o644))
-				require.NoError(t, os.Remove(newest(root, "MANIFEST")))
+				require.NoError(t, os.WriteFile(newest(w.root, "MANIFEST.tmp"), b[:len(b)/2], 0o644))
+				require.NoError(t, os.Remove(newest(w.root, "MANIFEST")))
 			},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, root := open(t)
 			write(t, d, 1, true)
+			before := chunkFiles(t, root)
 			write(t, d, 2, true)
-			tc.damage(t, root)
+			w := where{root: root}
+			for f := range chunkFiles(t, root) {
+				if !before[f] {
+					w.chunk = f
+				}
+			}
+			require.NotEmpty(t, w.chunk, "checkpoint 2 wrote a chunk of its own")
+			tc.damage(t, w)
 
 			id, refused := restore(t, d)
 			require.Equal(t, uint64(1), id, "restored checkpoint")
-			if tc.file == "" {
+			if tc.file == nil {
 				require.Empty(t, refused)
 				_, err := d.Manifest(context.Background(), 2)
 				require.ErrorIs(t, err, checkpoint.ErrNotFound)
@@ -191,11 +212,69 @@ func TestDirRefusesDamage(t *testing.T) {
 			var ce *checkpoint.CorruptError
 			require.ErrorAs(t, refused[0], &ce)
 			require.ErrorIs(t, ce, tc.err)
-			require.Equal(t, newest(root, tc.file), ce.File)
+			require.Equal(t, tc.file(w), ce.File)
 			require.Equal(t, tc.offset, ce.Offset)
-			require.Contains(t, ce.Error(), tc.file)
+			require.Contains(t, ce.Error(), filepath.Base(tc.file(w)))
 		})
 	}
+}
+
+// A checkpoint whose state changed in a few places writes only the chunks
+// around them; Prune removes the chunks no kept checkpoint holds.
+func TestDirIsIncremental(t *testing.T) {
+	d, root := open(t)
+	checkpoint.SetPruneGrace(d, 0)
+	ctx := context.Background()
+	state := make([]byte, 64<<20)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range state {
+		state[i] = byte(rng.Uint32())
+	}
+	sizeOf := func(files map[string]bool) (n int64) {
+		for f := range files {
+			fi, err := os.Stat(f)
+			require.NoError(t, err)
+			n += fi.Size()
+		}
+		return n
+	}
+	put := func(id uint64) {
+		require.NoError(t, d.Put(ctx, id, "big", state))
+		require.NoError(t, d.Commit(ctx, checkpoint.Manifest{ID: id, Instances: []string{"big"}}))
+	}
+	put(1)
+	first := chunkFiles(t, root)
+	require.InDelta(t, float64(len(state)), float64(sizeOf(first)), float64(len(state))/50, "the first checkpoint writes it all")
+	// A few changes, an insertion among them: the cuts move near them only.
+	state[1<<20] ^= 1
+	state[5<<20] ^= 1
+	state = append(state[:3<<20], append([]byte("inserted"), state[3<<20:]...)...)
+	put(2)
+	written := map[string]bool{}
+	for f := range chunkFiles(t, root) {
+		if !first[f] {
+			written[f] = true
+		}
+	}
+	require.NotEmpty(t, written)
+	require.Less(t, sizeOf(written), int64(len(state)/10), "the second checkpoint writes what changed")
+	t.Logf("the second checkpoint of %d MiB wrote %d chunks, %d bytes", len(state)>>20, len(written), sizeOf(written))
+	b, err := d.Get(ctx, 2, "big")
+	require.NoError(t, err)
+	require.Equal(t, state, b)
+
+	require.NoError(t, d.Prune(ctx, 1))
+	for f := range first {
+		if _, err := os.Stat(f); err == nil {
+			continue
+		}
+		require.False(t, written[f])
+	}
+	left := chunkFiles(t, root)
+	require.Less(t, len(left), len(first)+len(written), "chunks only checkpoint 1 held are gone")
+	b, err = d.Get(ctx, 2, "big")
+	require.NoError(t, err)
+	require.Equal(t, state, b)
 }
 
 func flip(t *testing.T, path string, off int64) {
@@ -256,7 +335,14 @@ func TestDirPruneKeepsTheNewest(t *testing.T) {
 	require.Equal(t, []uint64{5, 4}, ids)
 	entries, err := os.ReadDir(root)
 	require.NoError(t, err)
-	require.Len(t, entries, 2)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	require.Equal(t, []string{"00000000000000000004", "00000000000000000005", "chunks"}, names)
+	id, refused := restore(t, d)
+	require.Equal(t, uint64(5), id, "the chunks the kept checkpoints hold are kept")
+	require.Empty(t, refused)
 }
 
 func TestDirNamesAndContext(t *testing.T) {

@@ -12,6 +12,11 @@
 // [Dir] is the local Store: a directory, one folder per checkpoint with
 // one file per instance and the manifest, each file made of chunks
 // checksummed with CRC-32C, fsync'd, renamed into place, the manifest last.
+// It is incremental: a snapshot is cut into content-defined chunks (about
+// 64 KiB, cut where a rolling hash says, so that a change moves the cuts
+// near it only), each stored once under its SHA-256 and shared by the
+// checkpoints that hold it; a Put writes the chunks no kept checkpoint
+// holds, and Prune removes the chunks no kept checkpoint lists.
 // A damaged or missing file is refused with a [*CorruptError] naming the
 // file and the offset: the caller decides whether it may fall back to the
 // checkpoint before (DESIGN.md: only if every source can still replay from
@@ -21,8 +26,8 @@
 //
 // Not a codec: snapshots are bytes (package state writes them). Not the
 // coordinator: it does not decide when a checkpoint starts or is complete,
-// nor which checkpoints to keep (DESIGN.md keeps the two newest). Not
-// incremental yet: every Put writes the whole snapshot. Not a database:
+// nor which checkpoints to keep (DESIGN.md keeps the two newest). Not a
+// database:
 // a snapshot is written once, sequentially, and read only at restore.
 //
 // See DESIGN.md, "Checkpoints and exactly-once output", "The state store".

@@ -31,7 +31,13 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // writeFile writes data to path in chunks: to a temporary file, fsync'd,
 // then renamed into place. The caller fsyncs the directory.
-func writeFile(path string, kind byte, data []byte) (err error) {
+func writeFile(path string, kind byte, data []byte) error {
+	return writeFileSync(path, kind, data, true)
+}
+
+// writeFileSync is writeFile, leaving the fsync to the caller when sync is
+// false (see syncFiles).
+func writeFileSync(path string, kind byte, data []byte, sync bool) (err error) {
 	tmp := path + tempSuffix
 	f, err := os.Create(tmp)
 	if err != nil {
@@ -62,8 +68,10 @@ func writeFile(path string, kind byte, data []byte) (err error) {
 	if err := w.Flush(); err != nil { // bufio keeps the first write error
 		return err
 	}
-	if err := f.Sync(); err != nil {
-		return err
+	if sync {
+		if err := f.Sync(); err != nil {
+			return err
+		}
 	}
 	if err := f.Close(); err != nil {
 		return err
