@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -168,4 +170,100 @@ func readFile(t *testing.T, path string) string {
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// TestRunCheckpointedRecordingKilled replays the shipped recording through
+// three stages with state (resampling per mote, alignment of the motes,
+// ten-minute means) into a file and a PostgreSQL table, kills the process
+// with SIGKILL at random moments and starts it again each time: the file
+// holds the bytes and the table the rows of a run never killed.
+func TestRunCheckpointedRecordingKilled(t *testing.T) {
+	ctx := context.Background()
+	const schema = "test_run_checkpointed_kill"
+	conn := postgresSchema(t, schema)
+	bin := buildBinary(t)
+	recording, err := filepath.Abs("../../testdata/library1-r1.lp")
+	require.NoError(t, err)
+	pipelineFile := func(dir, table, checkpoints string) string {
+		file := filepath.Join(dir, "p.yaml")
+		require.NoError(t, os.WriteFile(file, fmt.Appendf(nil, `
+sources:
+  - name: wsn
+    file: {paths: [%q], speed: 4000}
+%s
+bolts:
+  - name: resample
+    input: {from: wsn, grouping: fields, fields: [node]}
+    parallelism: 2
+    window: 5s
+    op: {type: resample, every: 1m, fields: [temperature], by: [node], method: linear, max_gap: 5m}
+  - name: align
+    input: {from: resample, grouping: global}
+    window: 5m
+    op: {type: align, bucket: 1m, sensor: [node], fields: [temperature], measurement: library1}
+  - name: mean
+    input: {from: align, grouping: global}
+    op: {type: window-mean, size: 10m}
+  - name: out
+    input: {from: mean, grouping: global}
+    sink: {file: out.lp}
+  - name: table
+    input: {from: mean, grouping: global}
+    sink:
+      postgres: {url: %q, table: %s.%s}
+`, recording, checkpoints, postgresURL(), schema, table), 0o644))
+		return file
+	}
+	rows := func(table string) string {
+		var s string
+		require.NoError(t, conn.QueryRow(ctx, fmt.Sprintf(
+			`SELECT string_agg((to_jsonb(r) - 'epoch')::text, E'\n' ORDER BY (to_jsonb(r) - 'epoch')::text) FROM %s.%s r`, schema, table)).Scan(&s))
+		return s
+	}
+
+	whole := t.TempDir()
+	cmd := exec.Command(bin, "run", pipelineFile(whole, "whole", ""))
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	want, wantRows := readFile(t, filepath.Join(whole, "out.lp")), rows("whole")
+	require.NotEmpty(t, want)
+
+	killed := t.TempDir()
+	file := pipelineFile(killed, "killed", "checkpoints: {dir: checkpoints, interval: 100ms}")
+	seed := uint64(time.Now().UnixNano())
+	rng := rand.New(rand.NewPCG(seed, 1))
+	kills, restores := 0, 0
+	for {
+		cmd := exec.Command(bin, "run", file)
+		stderr := &mosquittotest.LockedBuffer{}
+		cmd.Stderr = stderr
+		require.NoError(t, cmd.Start())
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		restored := func() {
+			if strings.Contains(stderr.String(), "restored checkpoint") {
+				restores++
+			}
+		}
+		if kills < 3 {
+			select {
+			case err := <-done:
+				require.NoError(t, err, "%s", stderr.String())
+			case <-time.After(time.Duration(300+rng.IntN(2000)) * time.Millisecond):
+				require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+				<-done
+				restored()
+				kills++
+				continue
+			}
+		} else {
+			require.NoError(t, <-done, "%s", stderr.String())
+		}
+		restored()
+		break
+	}
+	t.Logf("killed %d times (seed %d), %d runs restored a checkpoint", kills, seed, restores)
+	require.Positive(t, restores, "a restarted run restored a checkpoint")
+	assert.Equal(t, want, readFile(t, filepath.Join(killed, "out.lp")), "the file")
+	assert.Equal(t, wantRows, rows("killed"), "the table's rows")
 }
