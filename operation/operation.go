@@ -145,6 +145,9 @@ type Flusher interface {
 // Inputs held with [Emitter.Hold] are not part of a snapshot: with
 // checkpoints the engine acknowledges them once the checkpoint holding
 // their effect is complete (DESIGN.md, "Acknowledging at checkpoints").
+// The [Anchor.Checkpointed] anchors an operation keeps for the identity
+// of what it derives are: the engine restores their identities, and a
+// restored operation that keeps them derives what it did before.
 type Snapshotter interface {
 	// Snapshot writes the operation's state to w.
 	Snapshot(w *state.Writer) error

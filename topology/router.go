@@ -93,6 +93,9 @@ type router struct {
 	promise int64
 	// beforeDeliver, if set, runs before batches are handed on.
 	beforeDeliver func()
+	// barriers tells that the run takes checkpoints: a batch of barriers
+	// alone is marked quiet (see batch).
+	barriers bool
 }
 
 // newRouter returns a router with no outputs yet.
@@ -258,7 +261,7 @@ func (r *router) flush(ctx context.Context, onlyFull bool) error {
 			}
 			full := len(t.pending.items) >= r.pool.size
 			t.pending.high, t.pending.promise = now.high, now.promise
-			t.pending.quiet = now == t.told && onlyBarriers(t.pending)
+			t.pending.quiet = r.barriers && now == t.told && onlyBarriers(t.pending)
 			if err := t.inbox.deliver(ctx, t.pending); err != nil {
 				return err
 			}

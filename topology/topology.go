@@ -452,6 +452,7 @@ func (t *Topology) build(drainCtx context.Context) (*run, error) {
 				s.bound = -1
 			}
 			s.router = newRouter(r.pool)
+			s.router.barriers = t.cfg.Checkpoints.Store != nil
 			if t.cfg.Acking.Enabled {
 				s.pending = newTokens(t.cfg.Acking.MaxPending)
 			}
@@ -498,6 +499,7 @@ func (t *Topology) build(drainCtx context.Context) (*run, error) {
 				b.queued = make([]atomic.Int64, inputs)
 			}
 			b.router = newRouter(r.pool)
+			b.router.barriers = t.cfg.Checkpoints.Store != nil
 			if t.cfg.Transport != nil {
 				if out, in, ok := t.cfg.Transport.Edge(spec.name, i); ok {
 					b.outlet, b.inlet = out, in
