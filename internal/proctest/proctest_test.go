@@ -49,7 +49,10 @@ func TestStopAndStartAgain(t *testing.T) {
 	p := proctest.New(t, proctest.Config{Name: "proctest: server", Binary: os.Args[0], Args: []string{listenArg + addr},
 		Ready: proctest.Listening(addr), StartTimeout: 20 * time.Second})
 	p.Start()
-	assert.Contains(t, p.Log(), "listening on "+addr)
+	// The process may accept a client before its output has been copied
+	// from the pipe.
+	assert.Eventually(t, func() bool { return strings.Contains(p.Log(), "listening on "+addr) },
+		10*time.Second, 10*time.Millisecond, "log: %q", p.Log())
 	p.Stop()
 	assert.False(t, proctest.Listening(addr)(), "listening after Stop")
 	p.Start()
