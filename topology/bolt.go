@@ -266,6 +266,7 @@ func (b *boltInstance) receive(ctx context.Context, bt *batch) {
 	b.settle(ctx)
 	if b.drained == b.inputs && b.ended < b.inputs && !b.sentDrain {
 		b.sentDrain = true
+		// Undelivered, the marked batches stay pending, as in handOn.
 		_ = b.router.drain(ctx)
 	}
 	if self.root != 0 {
@@ -302,7 +303,7 @@ func (b *boltInstance) pushOne(ctx context.Context, input int, env *envelope, no
 // instance had work waiting, for the acker's progress timeout.
 func (b *boltInstance) settle(ctx context.Context) {
 	b.flushAcks()
-	_ = b.router.flush(ctx, false)
+	b.router.handOn(ctx, false)
 	b.settleBacklog(false)
 	n := int64(b.buf.Len())
 	b.stats.Buffered.Add(n - b.buffered)
@@ -381,7 +382,7 @@ func (b *boltInstance) release(ctx context.Context, now int64) {
 			// meanwhile. The acks of the inputs processed go first, so
 			// that no child is acked before its tree knows of it.
 			b.flushAcks()
-			_ = b.router.flushFull(ctx)
+			b.router.handOn(ctx, true)
 		}
 		return true
 	})

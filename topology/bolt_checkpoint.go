@@ -157,7 +157,7 @@ func (b *boltInstance) startCheckpoint(ctx context.Context, id uint64) {
 	c.cut, c.deferred = c.deferred, ackOps{}
 	barrier := envelope{p: particle.Particle{Meta: metaparticle.Barrier{Checkpoint: id}, Origin: b.origin, Seq: metaSeqBit | barrierSeqBit | id}}
 	b.router.route("", &barrier, nil)
-	_ = b.router.flush(ctx, false)
+	b.router.handOn(ctx, false)
 }
 
 // maybeCompleteCheckpoint hands the instance's share to the coordinator

@@ -224,6 +224,8 @@ func (r *run) deadLetter(d DeadLetter) {
 // emitted was processed, or until ctx is cancelled and the topology has
 // drained. It returns the sources' and sinks' errors, joined, and
 // ErrDrainTimeout when draining took longer than Config.DrainTimeout.
+// The run owns the sources it started: those that are io.Closers are
+// closed before Run returns, once nothing can complete a tree of theirs.
 func (t *Topology) Run(ctx context.Context) error {
 	if !t.ran.CompareAndSwap(false, true) {
 		return errors.New("topology: Run called twice")
