@@ -79,6 +79,17 @@ type Emitter interface {
 	Fail(a Anchor, err error)
 }
 
+// Wrapper is implemented by operations that wrap another, such as a
+// middleware that recovers from panics or measures. The engine finds an
+// operation's optional interfaces (MetaHandler, WatermarkHandler,
+// OutputHolder, TickHandler, Flusher, Snapshotter, Spanner) once, on the
+// operation it was given: a wrapper implements each one of what it wraps,
+// forwarding to it, and topology refuses to run a bolt whose wrapper hides
+// one.
+type Wrapper interface {
+	Unwrap() Operation
+}
+
 // MetaHandler is implemented by operations that react to meta particles
 // (ticks, speed changes, user-defined ones). Particles emitted are not
 // anchored. The engine forwards every meta particle downstream after the

@@ -242,9 +242,9 @@ func (b *boltInstance) snapshot(ctx context.Context) ([]byte, error) {
 		w.PutVarint(id.key.High)
 		w.PutUvarint(uint64(id.children))
 	}
-	s, ok := b.op.(operation.Snapshotter)
-	w.PutBool(ok)
-	if ok {
+	s := b.caps.snapshot
+	w.PutBool(s != nil)
+	if s != nil {
 		ow := state.NewWriter(nil)
 		if err := b.attempt(ctx, func() error { ow.Reset(); return s.Snapshot(ow) }); err != nil {
 			return nil, fmt.Errorf("operation snapshot: %w", err)
@@ -291,8 +291,8 @@ func (b *boltInstance) restore(snap []byte) error {
 	}
 	if hasOp := r.ReadBool(); hasOp {
 		opState := r.ReadBytes()
-		s, ok := b.op.(operation.Snapshotter)
-		if !ok {
+		s := b.caps.snapshot
+		if s == nil {
 			return fmt.Errorf("%w: the snapshot holds state of an operation that keeps none (%T)", ErrCheckpointMismatch, b.op)
 		}
 		if err := r.Err(); err != nil {
