@@ -55,7 +55,7 @@ func windowOp(aggregate string) opType {
 			if aggregate == "percentile" && len(p.Percentiles) == 0 {
 				cfg.Aggregates = []string{"p50"}
 			}
-			f, err := factoryOf(operation.NewStats, cfg)
+			f, err := operation.FactoryOf(operation.NewStats, cfg)
 			if err != nil {
 				return nil, 0, err
 			}
@@ -73,22 +73,13 @@ func simpleOp[C any](newOp func(C) (operation.Operation, error), span func(*C) t
 		params: func() any { return new(C) },
 		build: func(v any) (operation.Factory, time.Duration, error) {
 			cfg := *v.(*C)
-			f, err := factoryOf(newOp, cfg)
+			f, err := operation.FactoryOf(newOp, cfg)
 			if err != nil || span == nil {
 				return f, 0, err
 			}
 			return f, span(&cfg), nil
 		},
 	}
-}
-
-// factoryOf checks cfg by building one operation, then returns a Factory
-// of operations built from it.
-func factoryOf[C any](newOp func(C) (operation.Operation, error), cfg C) (operation.Factory, error) {
-	if _, err := newOp(cfg); err != nil {
-		return nil, err
-	}
-	return func() operation.Operation { return accepted(newOp(cfg)) }, nil
 }
 
 // accepted returns v, made again from a config its constructor accepted
