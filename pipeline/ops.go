@@ -3,10 +3,8 @@ package pipeline
 import (
 	"fmt"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -93,25 +91,22 @@ func accepted[T any](v T, err error) T {
 }
 
 // opTypes are the operations pipelines can name: the built-ins, and those
-// registered (RegisterOperation). opTypesMu guards it.
-var (
-	opTypesMu sync.RWMutex
-	opTypes   = map[string]opType{
-		"window-mean":       windowOp("mean"),
-		"window-min":        windowOp("min"),
-		"window-max":        windowOp("max"),
-		"window-count":      windowOp("count"),
-		"window-sum":        windowOp("sum"),
-		"window-stddev":     windowOp("stddev"),
-		"window-percentile": windowOp("percentile"),
-		"window-stats":      windowOp(""),
-		"threshold":         simpleOp(operation.NewThreshold, nil),
-		"rate-of-change":    simpleOp(operation.NewRateOfChange, nil),
-		"dedup":             simpleOp(operation.NewDedup, nil),
-		"resample":          simpleOp(operation.NewResample, nil),
-		"align":             simpleOp(operation.NewAlign, func(c *operation.AlignConfig) time.Duration { return c.Bucket }),
-		"filter":            simpleOp(operation.NewFilter, nil),
-	}
+// registered (RegisterOperation).
+var opTypes = newRegistry("operation type",
+	builtin[opType]{"window-mean", windowOp("mean")},
+	builtin[opType]{"window-min", windowOp("min")},
+	builtin[opType]{"window-max", windowOp("max")},
+	builtin[opType]{"window-count", windowOp("count")},
+	builtin[opType]{"window-sum", windowOp("sum")},
+	builtin[opType]{"window-stddev", windowOp("stddev")},
+	builtin[opType]{"window-percentile", windowOp("percentile")},
+	builtin[opType]{"window-stats", windowOp("")},
+	builtin[opType]{"threshold", simpleOp(operation.NewThreshold, nil)},
+	builtin[opType]{"rate-of-change", simpleOp(operation.NewRateOfChange, nil)},
+	builtin[opType]{"dedup", simpleOp(operation.NewDedup, nil)},
+	builtin[opType]{"resample", simpleOp(operation.NewResample, nil)},
+	builtin[opType]{"align", simpleOp(operation.NewAlign, func(c *operation.AlignConfig) time.Duration { return c.Bucket })},
+	builtin[opType]{"filter", simpleOp(operation.NewFilter, nil)},
 )
 
 // RegisterOperation makes the operation type name available to pipeline
@@ -123,39 +118,17 @@ var (
 // panics if name is empty or taken; call it before parsing, as from an
 // init function.
 func RegisterOperation[C any](name string, newOp func(C) (operation.Operation, error)) {
-	opTypesMu.Lock()
-	defer opTypesMu.Unlock()
-	if _, taken := opTypes[name]; taken || name == "" {
-		panic(fmt.Sprintf("pipeline: RegisterOperation: operation type %q empty or taken", name))
-	}
-	opTypes[name] = simpleOp(newOp, func(c *C) time.Duration {
+	opTypes.add("RegisterOperation", name, simpleOp(newOp, func(c *C) time.Duration {
 		if s, ok := accepted(newOp(*c)).(operation.Spanner); ok {
 			return s.Span()
 		}
 		return 0
-	})
-}
-
-// opTypeNamed returns the operation type name.
-func opTypeNamed(name string) (opType, bool) {
-	opTypesMu.RLock()
-	defer opTypesMu.RUnlock()
-	t, ok := opTypes[name]
-	return t, ok
+	}))
 }
 
 // OpTypes returns the names of the operation types, built-in and
 // registered, sorted.
-func OpTypes() []string {
-	opTypesMu.RLock()
-	defer opTypesMu.RUnlock()
-	var names []string
-	for n := range opTypes {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
-}
+func OpTypes() []string { return sorted(opTypes.list()) }
 
 func (d *decoder) op(n *yaml.Node, what string, b *Bolt) {
 	if n.Kind != yaml.MappingNode {
@@ -172,7 +145,7 @@ func (d *decoder) op(n *yaml.Node, what string, b *Bolt) {
 		d.fail(n, "%s: op: no type (known: %s)", what, strings.Join(OpTypes(), ", "))
 		return
 	}
-	t, ok := opTypeNamed(typeNode.Value)
+	t, ok := opTypes.get(typeNode.Value)
 	if !ok {
 		d.fail(typeNode, "%s: unknown op type %q (known: %s)", what, typeNode.Value, strings.Join(OpTypes(), ", "))
 		return
