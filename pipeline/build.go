@@ -121,7 +121,7 @@ func (p *Pipeline) Check(dir string) error {
 		case b.Sink == nil:
 		case b.Sink.MQTT != nil:
 			check(tlsFiles(&b.Sink.MQTT.ConnConfig), fmt.Sprintf("bolt %q", b.Name), b.pos)
-		case b.Sink.File != "-":
+		case b.Sink.Type == "file" && b.Sink.File != "-":
 			out := filepath.Dir(resolve(dir, b.Sink.File))
 			if st, err := os.Stat(out); err != nil || !st.IsDir() {
 				errs = append(errs, &Error{File: p.File, Line: b.pos.line, Column: b.pos.col,

@@ -186,14 +186,14 @@ func (s *Stream) WriteLines(w io.Writer, prec particle.Precision) *Stream {
 // file.OpenSink does with cfg: Build opens the file, the end of the run
 // closes it.
 func (s *Stream) ToFile(path string, cfg file.SinkConfig) *Stream {
-	s.tailBolt("file", nil, 1, topology.Global()).open = func() (*file.Sink, error) { return file.OpenSink(path, cfg) }
+	s.tailBolt("file", nil).open = func() (*file.Sink, error) { return file.OpenSink(path, cfg) }
 	return s
 }
 
 // step adds a bolt reading the tail, keyed if the stream is, and makes it
 // the tail.
 func (s *Stream) step(kind string, f operation.Factory) *Stream {
-	b := s.tailBolt(kind, f, 1, topology.Global())
+	b := s.tailBolt(kind, f)
 	if s.key != nil {
 		b.parallelism, b.grouping = s.parallelism, topology.Fields(s.key...)
 	}
@@ -203,18 +203,19 @@ func (s *Stream) step(kind string, f operation.Factory) *Stream {
 
 // sink adds a bolt of one instance reading the tail, which stays the tail.
 func (s *Stream) sink(kind string, op operation.Operation) *Stream {
-	s.tailBolt(kind, operation.Stateless(op), 1, topology.Global())
+	s.tailBolt(kind, operation.Stateless(op))
 	return s
 }
 
-// tailBolt declares a bolt of kind reading the tail and returns it.
-func (s *Stream) tailBolt(kind string, f operation.Factory, parallelism int, g topology.Grouping) *bolt {
+// tailBolt declares a bolt of kind reading the tail, in one instance, and
+// returns it.
+func (s *Stream) tailBolt(kind string, f operation.Factory) *bolt {
 	s.kinds[kind]++
 	name := kind
 	if n := s.kinds[kind]; n > 1 {
 		name = fmt.Sprintf("%s-%d", kind, n)
 	}
-	s.bolts = append(s.bolts, bolt{name: name, from: s.tail, factory: f, parallelism: parallelism, grouping: g})
+	s.bolts = append(s.bolts, bolt{name: name, from: s.tail, factory: f, parallelism: 1, grouping: topology.Global()})
 	return &s.bolts[len(s.bolts)-1]
 }
 
