@@ -282,7 +282,7 @@ func (d *decoder) source(n *yaml.Node) (Source, bool) {
 		t, _ := sourceTypes.get(s.Type)
 		t.decode(d, m[s.Type], what, &s)
 	default:
-		d.fail(n, "%s: set one of %s", what, oneOf(types, "and"))
+		d.fail(n, "%s: set one type, not %s", what, oneOf(given, "and"))
 	}
 	// A source with problems still declares its name, so that its
 	// consumers get no errors of their own.
@@ -421,7 +421,7 @@ func (d *decoder) sink(n *yaml.Node, what, name string) *Sink {
 		t, _ := sinkTypes.get(s.Type)
 		t.decode(d, m[s.Type], what, name, prec, s)
 	default:
-		d.fail(n, "%s: sink: set one of %s (add a bolt for each other)", what, oneOf(types, "and"))
+		d.fail(n, "%s: sink: set one type, not %s (add a bolt for each other)", what, oneOf(given, "and"))
 	}
 	return s
 }

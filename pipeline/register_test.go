@@ -192,7 +192,7 @@ bolts:
 	testParseErrors(t, file, []parseErrorCase{
 		{"refused source config", "n: 3", "n: 0", []string{`source "in": count: n 0: want 1 or more`}},
 		{"unknown source key", "n: 3", "m: 3", []string{`source "in": count: unknown key "m" (known: measurement, n)`}},
-		{"two source types", "    count:", "    file: {paths: [x.lp]}\n    count:", []string{"set one of file, mqtt, http and count"}},
+		{"two source types", "    count:", "    file: {paths: [x.lp]}\n    count:", []string{`source "in": set one type, not file and count`}},
 		{"unknown sink key", "{name: registered}", "{nam: registered}", []string{`bolt "out": sink: record: unknown key "nam"`}},
 		{"precision of a registered sink", "sink: {record:", "sink: {precision: s, record:", []string{`bolt "out": sink: precision is not a key of sink type record`}},
 		{"fields of a registered grouping", "grouping: first}", "grouping: first, fields: [i]}", []string{`bolt "scaled": fields given for a first grouping`}},

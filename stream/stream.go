@@ -43,7 +43,8 @@ type bolt struct {
 // From starts a chain reading src. A src that is a streamclock.Clock, as
 // a connectors/replay Source is, replays a recording at its own pace: Build
 // makes it the run's stream clock and the run a replay (topology.Config's
-// Clock and Replay).
+// Clock and Replay). Any other source runs live unless the Config given to
+// Build says Replay, as it should for a connectors/file Source.
 func From(src topology.Source) *Stream {
 	s := &Stream{src: src, parallelism: 1, tail: sourceName, kinds: map[string]int{}}
 	if src == nil {
