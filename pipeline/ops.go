@@ -92,7 +92,7 @@ func accepted[T any](v T, err error) T {
 
 // opTypes are the operations pipelines can name: the built-ins, and those
 // registered (RegisterOperation).
-var opTypes = newRegistry("operation type",
+var opTypes = newRegistry("operation type", nil,
 	builtin[opType]{"window-mean", windowOp("mean")},
 	builtin[opType]{"window-min", windowOp("min")},
 	builtin[opType]{"window-max", windowOp("max")},

@@ -216,11 +216,14 @@ bolts:
 	assert.EqualError(t, err, `p.yaml:5:5: bolt "out": no name`)
 }
 
-// The built-in types' names are taken, and a name is registered once.
+// The built-in types' names and the keys beside a type's are taken, and
+// a name is registered once.
 func TestRegisterSourceSinkGroupingTwicePanics(t *testing.T) {
 	assert.Panics(t, func() { pipeline.RegisterSource("mqtt", newCount) })
 	assert.Panics(t, func() { pipeline.RegisterSource("count", newCount) })
 	assert.Panics(t, func() { pipeline.RegisterSink("file", newRecord) })
 	assert.Panics(t, func() { pipeline.RegisterSink("", newRecord) })
+	assert.Panics(t, func() { pipeline.RegisterSource("parallelism", newCount) })
+	assert.Panics(t, func() { pipeline.RegisterSink("precision", newRecord) })
 	assert.Panics(t, func() { pipeline.RegisterGrouping("fields", topology.Shuffle) })
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
@@ -18,10 +19,13 @@ import (
 // can name: the built-ins, then those registered, in that order. It is
 // safe for concurrent use.
 type registry[T any] struct {
-	kind  string // "source type", in messages
-	mu    sync.RWMutex
-	names []string
-	types map[string]T
+	kind string // "source type", in messages
+	// reserved are the keys beside the type's in a component's mapping,
+	// which no type may take.
+	reserved []string
+	mu       sync.RWMutex
+	names    []string
+	types    map[string]T
 }
 
 // builtin is a type a registry starts with.
@@ -30,21 +34,21 @@ type builtin[T any] struct {
 	t    T
 }
 
-func newRegistry[T any](kind string, builtins ...builtin[T]) *registry[T] {
-	r := &registry[T]{kind: kind, types: map[string]T{}}
+func newRegistry[T any](kind string, reserved []string, builtins ...builtin[T]) *registry[T] {
+	r := &registry[T]{kind: kind, reserved: reserved, types: map[string]T{}}
 	for _, b := range builtins {
 		r.add("", b.name, b.t)
 	}
 	return r
 }
 
-// add registers t as name; it panics, naming caller, if name is empty or
-// taken.
+// add registers t as name; it panics, naming caller, if name is empty,
+// taken or reserved.
 func (r *registry[T]) add(caller, name string, t T) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, taken := r.types[name]; taken || name == "" {
-		panic(fmt.Sprintf("pipeline: %s: %s %q empty or taken", caller, r.kind, name))
+	if _, taken := r.types[name]; taken || name == "" || slices.Contains(r.reserved, name) {
+		panic(fmt.Sprintf("pipeline: %s: %s %q empty, taken or reserved", caller, r.kind, name))
 	}
 	r.names = append(r.names, name)
 	r.types[name] = t
@@ -117,18 +121,18 @@ type groupingType struct {
 
 // The types pipelines can name: the built-ins, and those registered.
 var (
-	sourceTypes = newRegistry("source type",
+	sourceTypes = newRegistry("source type", []string{"name", "parallelism"},
 		builtin[sourceType]{"file", fileSourceType},
 		builtin[sourceType]{"mqtt", mqttSourceType},
 		builtin[sourceType]{"http", httpSourceType},
 	)
-	sinkTypes = newRegistry("sink type",
+	sinkTypes = newRegistry("sink type", []string{"precision"},
 		builtin[sinkType]{"file", fileSinkType},
 		builtin[sinkType]{"mqtt", mqttSinkType},
 		builtin[sinkType]{"postgres", postgresSinkType},
 		builtin[sinkType]{"influxdb", influxSinkType},
 	)
-	groupingTypes = newRegistry("grouping",
+	groupingTypes = newRegistry("grouping", nil,
 		builtin[groupingType]{"shuffle", groupingType{make: func([]string) topology.Grouping { return topology.Shuffle() }}},
 		builtin[groupingType]{"fields", groupingType{fields: true, make: func(f []string) topology.Grouping { return topology.Fields(f...) }}},
 		builtin[groupingType]{"global", groupingType{make: func([]string) topology.Grouping { return topology.Global() }}},
@@ -138,13 +142,14 @@ var (
 
 // RegisterSource makes the source type name available to pipeline files,
 // like file, mqtt and http: a source's mapping under the key name is
-// decoded into a C, by its yaml tags, and newSource makes each of the
+// decoded into a C, a struct, by its yaml tags, and newSource makes each of the
 // source's instances from it when the pipeline is built. If *C has a
 // method Validate() error, parsing calls it, so that a bad config is
 // reported at its place in the file. A source that is an io.Closer is
 // closed at the end of the run. A pipeline with a registered source runs
-// live (Pipeline.Live). RegisterSource panics if name is empty or taken;
-// call it before parsing, as from an init function.
+// live (Pipeline.Live). RegisterSource panics if name is empty, taken, or
+// a key of every source (name, parallelism); call it before parsing, as
+// from an init function.
 func RegisterSource[C any](name string, newSource func(C) (topology.Source, error)) {
 	sourceTypes.add("RegisterSource", name, sourceType{
 		decode: func(d *decoder, n *yaml.Node, what string, s *Source) {
@@ -170,11 +175,12 @@ func RegisterSource[C any](name string, newSource func(C) (topology.Source, erro
 
 // RegisterSink makes the sink type name available to pipeline files, like
 // file, mqtt, postgres and influxdb: a sink's mapping under the key name
-// is decoded into a C, by its yaml tags, and newSink makes the sink, which
+// is decoded into a C, a struct, by its yaml tags, and newSink makes the sink, which
 // the bolt's instances share, when the pipeline is built. If *C has a
 // method Validate() error, parsing calls it. A sink that is an io.Closer
 // is closed once, after the last instance. RegisterSink panics if name is
-// empty or taken; call it before parsing, as from an init function.
+// empty, taken, or precision; call it before parsing, as from an init
+// function.
 func RegisterSink[C any](name string, newSink func(C) (operation.Operation, error)) {
 	sinkTypes.add("RegisterSink", name, sinkType{
 		decode: func(d *decoder, n *yaml.Node, what, _ string, prec *particle.Precision, s *Sink) {
