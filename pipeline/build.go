@@ -105,9 +105,9 @@ func (p *Pipeline) Check(dir string) error {
 	}
 	for _, s := range p.Sources {
 		what := fmt.Sprintf("source %q", s.Name)
-		if p.Checkpoints.Dir != "" && (s.HTTP != nil || (s.MQTT != nil && s.MQTT.Mode != mqtt.ModeSpool)) {
+		if p.Checkpoints.Dir != "" && s.MQTT != nil && s.MQTT.Mode != mqtt.ModeSpool {
 			errs = append(errs, &Error{File: p.File, Line: s.pos.line, Column: s.pos.col,
-				Err: fmt.Errorf("%s: checkpoints resume file sources and MQTT sources in mode spool only: this source does not record its position in them", what)})
+				Err: fmt.Errorf("%s: checkpoints resume file, http and MQTT sources in mode spool only: this source does not record its position in them", what)})
 		}
 		switch {
 		case s.File != nil:
@@ -408,10 +408,11 @@ func leasedMQTTSource(s *Source, opts Options, built *Built) (topology.SourceFac
 }
 
 // httpSource returns an http source, its state directory resolved against
-// opts.Dir.
-func httpSource(s *Source, opts Options) (*httpwrite.Source, error) {
+// opts.Dir, that records positions if the run takes checkpoints.
+func httpSource(s *Source, opts Options, checkpoints bool) (*httpwrite.Source, error) {
 	cfg := *s.HTTP
 	cfg.StateDir = resolve(opts.Dir, cfg.StateDir)
+	cfg.Checkpoints = checkpoints
 	cfg.Logger = opts.Logger
 	cfg.Spool.Logger = opts.Logger
 	return httpwrite.NewSource(cfg)

@@ -15,7 +15,7 @@ var httpSourceType = sourceType{
 		s.HTTP = d.httpSource(n, what, s.Parallelism)
 	},
 	build: func(s *Source, env *buildEnv, scfg *topology.SourceConfig) (topology.SourceFactory, error) {
-		src, err := httpSource(s, env.opts)
+		src, err := httpSource(s, env.opts, env.checkpoints)
 		if err != nil {
 			return nil, err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt/mosquittotest"
+	"github.com/sensorstorm/sensorstorm/internal/proctest"
 )
 
 // TestRunCheckpointedWindows counts ten-minute and one-hour windows of a
@@ -266,4 +268,100 @@ bolts:
 	require.Positive(t, restores, "a restarted run restored a checkpoint")
 	assert.Equal(t, want, readFile(t, filepath.Join(killed, "out.lp")), "the file")
 	assert.Equal(t, wantRows, rows("killed"), "the table's rows")
+}
+
+// TestRunCheckpointedHTTPWrites counts ten-minute windows of readings
+// written to the InfluxDB write endpoint, the process killed with SIGKILL
+// in the middle of a window, after checkpoints, and started again: every
+// window comes out once with every reading answered 204 counted once. The
+// bodies leave the spool at checkpoints, and the restored run resumes
+// after the checkpoint's body and particle.
+func TestRunCheckpointedHTTPWrites(t *testing.T) {
+	const (
+		sensors = 6
+		n       = 12_000 // 30 minutes of readings, one every 150 ms
+		perBody = 100
+		size    = 10 * time.Minute
+	)
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out.lp")
+	file := filepath.Join(dir, "p.yaml")
+	addr := fmt.Sprintf("127.0.0.1:%d", proctest.FreePort(t))
+	require.NoError(t, os.WriteFile(file, fmt.Appendf(nil, `
+sources:
+  - name: writes
+    http: {addr: "%s", state_dir: state}
+acking: {max_pending: 500}
+checkpoints: {dir: checkpoints, interval: 200ms}
+bolts:
+  - name: count
+    input: {from: writes, grouping: fields, fields: [sensor]}
+    window: 1s
+    op: {type: window-count, size: %v, by: [sensor]}
+  - name: out
+    input: {from: count, grouping: global}
+    sink: {file: out.lp}
+`, addr, size), 0o644))
+	start := func() (*exec.Cmd, *mosquittotest.LockedBuffer) {
+		cmd := exec.Command(bin, "run", "--log-level", "info", file)
+		stderr := &mosquittotest.LockedBuffer{}
+		cmd.Stderr = stderr
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			if t.Failed() {
+				t.Logf("run's log:\n%s\noutput:\n%s", lastLines(stderr.String(), 30), readFile(t, out))
+			}
+		})
+		waitUntil(t, 20*time.Second, "listening", func() bool { return strings.Contains(stderr.String(), "listening") })
+		return cmd, stderr
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	reading := func(i int) int64 { return t0 + int64(i)*int64(150*time.Millisecond) }
+	write := func(body string) {
+		resp, err := http.Post("http://"+addr+"/api/v2/write?bucket=b&precision=ns", "text/plain", strings.NewReader(body))
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusNoContent, resp.StatusCode)
+	}
+	writeReadings := func(from, to int) {
+		var b strings.Builder
+		for i := from; i < to; i++ {
+			fmt.Fprintf(&b, "reading,sensor=s%d v=%di %d\n", i%sensors, i, reading(i))
+			if (i+1)%perBody == 0 || i == to-1 {
+				write(b.String())
+				b.Reset()
+			}
+		}
+	}
+
+	first, stderr := start()
+	next := n/2 - n/12 // a quarter into the second window
+	writeReadings(0, next)
+	waitUntil(t, 20*time.Second, "a checkpoint", func() bool {
+		m, _ := filepath.Glob(filepath.Join(dir, "checkpoints", "*", "MANIFEST*"))
+		return len(m) > 0
+	})
+	require.NoError(t, first.Process.Signal(syscall.SIGKILL))
+	_ = first.Wait()
+	second, stderr := start()
+	writeReadings(next, n)
+	end := (reading(n-1)/int64(size) + 1) * int64(size)
+	write(fmt.Sprintf("reading,sensor=s0 v=-1i %d\n", end+int64(time.Minute)))
+	windows := int(time.Duration(end-t0) / size)
+	want := windows * sensors
+	waitUntil(t, 90*time.Second, "every window in the output", func() bool { return len(windowCounts(t, out)) >= want })
+	require.NoError(t, second.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, second.Wait(), "exit status after SIGTERM: %s", stderr.String())
+	assert.Contains(t, stderr.String(), "restored checkpoint")
+
+	reference := map[string]int{}
+	for i := range n {
+		reference[fmt.Sprintf("s%d@%d", i%sensors, (reading(i)/int64(size)+1)*int64(size))]++
+	}
+	assert.Equal(t, want, strings.Count(readFile(t, out), "\n"), "one line per window, none twice: %s", readFile(t, out))
+	assert.Equal(t, reference, windowCounts(t, out))
+	assert.NotContains(t, stderr.String(), "dead letter", "nothing dead-lettered")
 }
