@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/sensorstorm/sensorstorm/checkpoint"
@@ -160,10 +161,11 @@ type Built struct {
 	sources []io.Closer
 	replays map[string][]*replay.Source
 	tables  map[string]*postgres.Sink // the PostgreSQL sinks by bolt
-	// backlogs are the instances of the spooled sources by name, the
-	// latest holding of each for a leased source; nil where an instance
-	// has none.
-	backlogs map[string][]backlogged
+	// instances are the instances of the sources by name, the latest
+	// holding of each for a leased source, nil where one is not made yet;
+	// sinks the sinks by bolt.
+	instances map[string][]any
+	sinks     map[string]operation.Operation
 }
 
 // backlogged is a source whose input waits in a spool: *mqtt.Source, and
@@ -174,21 +176,31 @@ type backlogged interface {
 
 var _ backlogged = (*mqtt.Source)(nil)
 
-// addBacklog keeps src as the instance i of the source name if it has a
-// backlog to report.
-func (b *Built) addBacklog(name string, i int, src any) {
-	bl, ok := src.(backlogged)
-	if !ok {
-		return
-	}
+// addInstance keeps src as the instance i of the source name.
+func (b *Built) addInstance(name string, i int, src any) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	srcs := b.backlogs[name]
+	srcs := b.instances[name]
 	for len(srcs) <= i {
 		srcs = append(srcs, nil)
 	}
-	srcs[i] = bl
-	b.backlogs[name] = srcs
+	srcs[i] = src
+	b.instances[name] = srcs
+}
+
+// Instances returns the instances of the source name as far as they are
+// made (nil for one not made yet; the latest holding of each for a source
+// a cluster leases), or the sink of the bolt name, which its instances
+// share; nil for other bolts. Observers look for the methods they read,
+// such as BacklogStats or statuspage.Reporter's. It is safe to call while
+// the pipeline runs.
+func (b *Built) Instances(name string) []any {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if op, ok := b.sinks[name]; ok {
+		return []any{op}
+	}
+	return slices.Clone(b.instances[name])
 }
 
 // BacklogStats returns what waits in the spools of the source name for
@@ -196,13 +208,11 @@ func (b *Built) addBacklog(name string, i int, src any) {
 // the longest catch-up of those shrinking; Full if any is), and false if
 // it has no instance with a backlog yet.
 func (b *Built) BacklogStats(name string) (spool.BacklogStats, bool) {
-	b.mu.Lock()
-	srcs := b.backlogs[name]
-	b.mu.Unlock()
 	var sum spool.BacklogStats
 	found := false
-	for _, src := range srcs {
-		if src == nil {
+	for _, inst := range b.Instances(name) {
+		src, ok := inst.(backlogged)
+		if !ok {
 			continue
 		}
 		st, ok := src.BacklogStats()
@@ -326,7 +336,8 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: %w", err)
 	}
-	built := &Built{topo: topo, replays: map[string][]*replay.Source{}, tables: map[string]*postgres.Sink{}, backlogs: map[string][]backlogged{}}
+	built := &Built{topo: topo, replays: map[string][]*replay.Source{}, tables: map[string]*postgres.Sink{},
+		instances: map[string][]any{}, sinks: map[string]operation.Operation{}}
 	// env.opened is what a failed build closes: MQTT sources (their
 	// spools) and sink files.
 	env := &buildEnv{opts: opts, built: built, checkpoints: p.Checkpoints.Dir != ""}
@@ -368,6 +379,7 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 			if t, ok := op.(*postgres.Sink); ok {
 				built.tables[b.Name] = t
 			}
+			built.sinks[b.Name] = op
 			// The engine closes an operation its instances share once,
 			// after the last of them.
 			f = operation.Stateless(op)
@@ -398,7 +410,7 @@ func leasedMQTTSource(s *Source, opts Options, built *Built) (topology.SourceFac
 			built.mu.Lock()
 			built.sources = append(built.sources, src)
 			built.mu.Unlock()
-			built.addBacklog(s.Name, i, src)
+			built.addInstance(s.Name, i, src)
 			if opts.WrapSource == nil {
 				return src, src.Close
 			}

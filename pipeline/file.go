@@ -110,11 +110,12 @@ func fileSource(s *Source, dir string, built *Built) (topology.SourceFactory, er
 	if _, err := replay.New(cfg); err != nil {
 		return nil, err
 	}
-	return func(int) topology.Source {
+	return func(i int) topology.Source {
 		src := accepted(replay.New(cfg))
 		built.mu.Lock()
-		defer built.mu.Unlock()
 		built.replays[s.Name] = append(built.replays[s.Name], src)
+		built.mu.Unlock()
+		built.addInstance(s.Name, i, src)
 		return src
 	}, nil
 }

@@ -20,7 +20,7 @@ var httpSourceType = sourceType{
 			return nil, err
 		}
 		env.built.sources = append(env.built.sources, src)
-		env.built.addBacklog(s.Name, 0, src)
+		env.built.addInstance(s.Name, 0, src)
 		env.opened = append(env.opened, src)
 		// The engine judges the lines the source answered for by the
 		// same bound, so that it never drops one answered 204.

@@ -59,7 +59,7 @@ var mqttSourceType = sourceType{
 		srcs, err := mqttSources(s, env.opts, env.checkpoints)
 		for i, src := range srcs {
 			env.built.sources = append(env.built.sources, src)
-			env.built.addBacklog(s.Name, i, src)
+			env.built.addInstance(s.Name, i, src)
 			env.opened = append(env.opened, src)
 		}
 		return func(i int) topology.Source { return srcs[i] }, err

@@ -166,6 +166,7 @@ func RegisterSource[C any](name string, newSource func(C) (topology.Source, erro
 					env.opened = append(env.opened, c)
 				}
 				srcs[i] = src
+				env.built.addInstance(s.Name, i, src)
 			}
 			return func(i int) topology.Source { return srcs[i] }, nil
 		},

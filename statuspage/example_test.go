@@ -3,6 +3,7 @@ package statuspage_test
 import (
 	"encoding/json"
 	"fmt"
+	"iter"
 	"net/http"
 	"net/http/httptest"
 
@@ -68,4 +69,41 @@ func ExampleTap() {
 	// 0 [20]
 	// 1000 [21]
 	// 9000 [29]
+}
+
+// pump is a source of the user's own, a pump station polled over a
+// serial line: its methods make it a Reporter without importing
+// statuspage.
+type pump struct{ polls int64 }
+
+func (p *pump) Connections() iter.Seq2[string, string] {
+	return func(yield func(string, string) bool) { yield("/dev/ttyUSB0", "connected") }
+}
+
+func (p *pump) Counters() iter.Seq2[string, int64] {
+	return func(yield func(string, int64) bool) { _ = yield("polls", p.polls) && yield("timeouts", 0) }
+}
+
+// Any source or sink with the methods of Reporter has a panel, found among
+// the instances of its component.
+func ExampleReporter() {
+	topo, _ := topology.New(topology.Config{})
+	topo.AddSource("pumps", nil, topology.SourceConfig{})
+	topo.AddBolt("out", operation.Stateless(operation.Func(nil)), topology.BoltConfig{}).Input("pumps", topology.Global())
+	src := &pump{polls: 42}
+	page, _ := statuspage.New(statuspage.Config{Topology: topo, Instances: func(component string) []any {
+		if component == "pumps" {
+			return []any{src}
+		}
+		return nil
+	}})
+	res := httptest.NewRecorder()
+	page.ServeHTTP(res, httptest.NewRequest("GET", "/snapshot", nil))
+	var snap statuspage.Snapshot
+	_ = json.Unmarshal(res.Body.Bytes(), &snap)
+	for _, c := range snap.Connectors {
+		fmt.Println(c.Component, c.Connections, c.Counters)
+	}
+	// Output:
+	// pumps [{/dev/ttyUSB0 connected}] [{polls 42} {timeouts 0}]
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/sensorstorm/sensorstorm/connectors/replay"
 	"github.com/sensorstorm/sensorstorm/streamclock"
 	"github.com/sensorstorm/sensorstorm/topology"
 )
@@ -38,17 +37,23 @@ type Config struct {
 	Tap *Tap
 	// Metrics, if set, is served at /metrics.
 	Metrics prometheus.Gatherer
-	// Replay, if set, is the replay whose progress the page shows and
-	// /status serves.
-	Replay ReplayStatus
+	// Replay, if set, returns the progress of the replay that is the
+	// run's clock, which the page shows and /status serves. It is called
+	// at every update, while the replay runs.
+	Replay func() ReplayStatus
 	// Control, if set, serves POST /speed, /pause and /resume (the
 	// handler of connectors/replay); the page then shows its buttons.
 	// Without it the server changes nothing. The server passes requests
 	// to it as they come: where a browser can reach the page, guard it
 	// against other origins and foreign Host names (httpguard.Protect).
 	Control http.Handler
-	// MQTT, if set, is the MQTT source whose connection the page shows.
-	MQTT *MQTT
+	// Instances, if set, returns the instances of the component named,
+	// a source or a bolt of Topology, as far as they are made: the page
+	// shows a panel of each that is a Reporter. It is called at every
+	// update, for every component, so that instances made as the run
+	// goes appear when they are (pipeline.Built.Instances is one); nil
+	// entries are instances not made yet.
+	Instances func(component string) []any
 	// Clock is the run's stream clock, against which watermark lag is
 	// measured. Defaults to the topology's (Topology.StreamTime) while it
 	// runs, else the wall clock.
@@ -61,21 +66,6 @@ type Config struct {
 	Interval time.Duration
 	// Logger receives the server's logs. Defaults to discarding them.
 	Logger *slog.Logger
-}
-
-// ReplayStatus is what the page reads of a replay; *replay.Source is
-// one.
-type ReplayStatus interface {
-	Status() replay.Status
-}
-
-var _ ReplayStatus = (*replay.Source)(nil)
-
-// MQTT is an MQTT source and the brokers it connects to.
-type MQTT struct {
-	// Source is an *mqtt.Source.
-	Source  mqttSource
-	Brokers []string
 }
 
 func (c *Config) setDefaults() {
@@ -109,7 +99,7 @@ var assets embed.FS
 //	GET  /events      server-sent events: a Snapshot as JSON every Interval
 //	GET  /snapshot    the latest Snapshot as JSON
 //	GET  /metrics     Prometheus metrics, with Config.Metrics
-//	GET  /status      the replay's status, with Config.Replay
+//	GET  /status      the replay's ReplayStatus, with Config.Replay
 //	POST /speed, /pause, /resume   with Config.Control
 //
 // Updates are made by Run; without it, /events sends nothing.
@@ -144,7 +134,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Replay != nil {
 		s.mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
-			writeJSON(w, cfg.Replay.Status())
+			writeJSON(w, cfg.Replay())
 		})
 	}
 	if cfg.Control != nil {
@@ -234,15 +224,17 @@ func (s *Server) snapshot() Snapshot {
 		snap.Components = append(snap.Components, cs)
 	}
 	if s.cfg.Replay != nil {
-		st := s.cfg.Replay.Status()
+		st := s.cfg.Replay()
 		snap.Replay = replaySnapshot(st, prev.position, d)
 		next.position = st.Position
 	}
 	s.mu.Lock()
 	s.prev = next
 	s.mu.Unlock()
-	if s.cfg.MQTT != nil {
-		snap.MQTT = mqttSnapshot(s.cfg.MQTT, now)
+	if s.cfg.Instances != nil {
+		for _, c := range s.graph.Components {
+			snap.Connectors = append(snap.Connectors, connectorSnapshots(c.Name, s.cfg.Instances(c.Name), now)...)
+		}
 	}
 	return snap
 }

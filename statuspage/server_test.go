@@ -17,7 +17,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/sensorstorm/sensorstorm/connectors/replay"
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/statuspage"
@@ -354,16 +353,16 @@ func reading(sec int64, node string, v float64) *particle.Particle {
 // fakeReplay is a replay whose status the test sets.
 type fakeReplay struct {
 	mu sync.Mutex
-	st replay.Status
+	st statuspage.ReplayStatus
 }
 
-func (f *fakeReplay) Status() replay.Status {
+func (f *fakeReplay) status() statuspage.ReplayStatus {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.st
 }
 
-func (f *fakeReplay) set(change func(*replay.Status)) {
+func (f *fakeReplay) set(change func(*statuspage.ReplayStatus)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	change(&f.st)
@@ -373,23 +372,23 @@ func (f *fakeReplay) set(change func(*replay.Status)) {
 // since the last update; paused, the page keeps the last one shown.
 func TestReplayETA(t *testing.T) {
 	first := time.Date(2006, 11, 13, 17, 0, 0, 0, time.UTC)
-	r := &fakeReplay{st: replay.Status{Speed: 1, First: first, Last: first.Add(6 * time.Hour), Position: first.Add(10 * time.Minute)}}
-	p := newPage(t, statuspage.Config{Replay: r})
+	r := &fakeReplay{st: statuspage.ReplayStatus{Speed: "1x", Pace: 1, First: first, Last: first.Add(6 * time.Hour), Position: first.Add(10 * time.Minute)}}
+	p := newPage(t, statuspage.Config{Replay: r.status})
 	ev := p.connect(t)
 	s := ev.snapshot()
 	require.NotNil(t, s.Replay.ETA)
 	require.InDelta(t, (5*time.Hour + 50*time.Minute).Seconds(), *s.Replay.ETA, 1e-6, "at 1x, the real time left")
 
-	r.set(func(st *replay.Status) { st.Speed = replay.Max })
+	r.set(func(st *statuspage.ReplayStatus) { st.Speed, st.Pace = "max", 0 })
 	p.tick()
 	require.Nil(t, ev.snapshot().Replay.ETA, "unpaced, the position did not move: no pace yet")
-	r.set(func(st *replay.Status) { st.Position = st.Position.Add(10 * time.Minute) })
+	r.set(func(st *statuspage.ReplayStatus) { st.Position = st.Position.Add(10 * time.Minute) })
 	p.tick()
 	s = ev.snapshot()
 	require.NotNil(t, s.Replay.ETA)
 	require.InDelta(t, 34, *s.Replay.ETA, 1e-6, "5 h 40 min left at 10 min a second")
 
-	r.set(func(st *replay.Status) { st.Paused = true })
+	r.set(func(st *statuspage.ReplayStatus) { st.Paused = true })
 	p.tick()
 	require.Nil(t, ev.snapshot().Replay.ETA, "paused")
 }

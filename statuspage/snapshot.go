@@ -2,12 +2,8 @@ package statuspage
 
 import (
 	"math"
-	"strings"
 	"time"
 
-	"github.com/sensorstorm/sensorstorm/connectors/mqtt"
-	"github.com/sensorstorm/sensorstorm/connectors/replay"
-	"github.com/sensorstorm/sensorstorm/spool"
 	"github.com/sensorstorm/sensorstorm/topology"
 )
 
@@ -30,8 +26,13 @@ type Snapshot struct {
 	// Checkpoint is the run's last checkpoint, absent without
 	// checkpoints.
 	Checkpoint *CheckpointSnapshot `json:"checkpoint,omitempty"`
-	Replay     *ReplaySnapshot     `json:"replay,omitempty"`
-	MQTT       *MQTTSnapshot       `json:"mqtt,omitempty"`
+	// Replay is the progress of the replay that is the run's clock,
+	// absent without Config.Replay.
+	Replay *ReplaySnapshot `json:"replay,omitempty"`
+	// Connectors are the panels of the sources and sinks with a state of
+	// their own (Reporters), in the order of Components and of their
+	// instances; absent without any.
+	Connectors []ConnectorSnapshot `json:"connectors,omitempty"`
 	// Tap is the sample of recent values, absent without a Tap.
 	Tap *TapSnapshot `json:"tap,omitempty"`
 	// Finished marks the last snapshot, sent when Run ends: the final
@@ -78,9 +79,46 @@ type ComponentSnapshot struct {
 	DeadLetters uint64 `json:"dead_letters"`
 }
 
+// ReplayStatus is the progress of a replay that is the run's clock: the
+// fields of connectors/replay's Status, whose JSON it is, and the pace
+// the page estimates the time left from.
+type ReplayStatus struct {
+	// Speed is the speed as the replay names it: a factor of the
+	// recording's pace, such as "10x", or "max".
+	Speed string `json:"speed"`
+	// Pace is the factor of the recording's pace, 0 when unpaced (the
+	// replay goes as fast as the pipeline takes its particles). Not
+	// served: Speed says it.
+	Pace float64 `json:"-"`
+	// Paused tells whether the replay is paused; Done whether it ended.
+	Paused bool `json:"paused"`
+	Done   bool `json:"done"`
+	// Position is the event time of the last particle emitted, the zero
+	// time before the first. First and Last are the event times of the
+	// first and last records of the current pass, the zero time when
+	// unknown: Position moves from one to the other.
+	Position time.Time `json:"position"`
+	First    time.Time `json:"first"`
+	Last     time.Time `json:"last"`
+	// Pass counts the passes of a looping replay from 0.
+	Pass int `json:"pass"`
+	// Read counts the records read: Emitted as particles, Invalid
+	// (malformed), Skipped (without values), Outside the time range
+	// replayed, and those read ahead and not yet emitted.
+	Read    uint64 `json:"read"`
+	Emitted uint64 `json:"emitted"`
+	Invalid uint64 `json:"invalid"`
+	Skipped uint64 `json:"skipped"`
+	Outside uint64 `json:"outside"`
+	// BytesRead and BytesTotal measure the progress of the current pass
+	// through the files.
+	BytesRead  int64 `json:"bytes_read"`
+	BytesTotal int64 `json:"bytes_total"`
+}
+
 // ReplaySnapshot is a replay's progress.
 type ReplaySnapshot struct {
-	replay.Status
+	ReplayStatus
 	// Progress is how far Position is from First to Last, from 0 to 1;
 	// absent when the span is unknown.
 	Progress *float64 `json:"progress,omitempty"`
@@ -90,91 +128,21 @@ type ReplaySnapshot struct {
 	ETA *float64 `json:"eta,omitempty"`
 }
 
-// MQTTSnapshot is an MQTT source's connection and counters.
-type MQTTSnapshot struct {
-	Brokers []BrokerSnapshot `json:"brokers"`
-	// Received, Acked, Redelivered, Spooled, Replayed, Invalid and
-	// Buffered are the source's mqtt.Stats.
-	Received    uint64 `json:"received"`
-	Acked       uint64 `json:"acked"`
-	Redelivered uint64 `json:"redelivered"`
-	Spooled     uint64 `json:"spooled"`
-	Replayed    uint64 `json:"replayed"`
-	Invalid     uint64 `json:"invalid"`
-	Buffered    int64  `json:"buffered"`
-	Connects    uint64 `json:"connects"`
-	// Spool is absent in modes without a spool.
-	Spool *spool.Stats `json:"spool,omitempty"`
-	// Backlog is what waits in the spool for the pipeline; absent in
-	// modes without a spool.
-	Backlog *BacklogSnapshot `json:"backlog,omitempty"`
-}
-
-// BacklogSnapshot is what waits in a source's spool for the pipeline, from
-// spool.BacklogStats (which /metrics serves as sensorstorm_backlog_*).
-type BacklogSnapshot struct {
-	// Messages and Bytes wait; OnDisk of them are on disk only.
-	// ReadBack counts the messages read back from disk so far.
-	Messages int64  `json:"messages"`
-	Bytes    int64  `json:"bytes"`
-	OnDisk   int64  `json:"on_disk"`
-	ReadBack uint64 `json:"read_back"`
-	// Age is how long ago the oldest message waiting was received, in
-	// seconds of wall time; 0 when none waits.
-	Age float64 `json:"age"`
-	// AtQuota reports the disk quota reached: the source acknowledges
-	// nothing, and the broker holds or drops what it sends.
-	AtQuota bool `json:"at_quota"`
-	// DrainRate and AddRate are messages a second taken by the pipeline
-	// and added by the broker, over the last few seconds.
-	DrainRate float64 `json:"drain_rate"`
-	AddRate   float64 `json:"add_rate"`
-	// CatchUp estimates the seconds until the pipeline catches up;
-	// absent when nothing waits or the backlog does not shrink.
-	CatchUp *float64 `json:"catch_up,omitempty"`
-}
-
-// backlogSnapshot describes st at the wall time now.
-func backlogSnapshot(st spool.BacklogStats, now time.Time) *BacklogSnapshot {
-	b := &BacklogSnapshot{
-		Messages: st.Records, Bytes: st.Bytes, OnDisk: st.OnDisk, ReadBack: st.ReadBack,
-		AtQuota: st.Full, DrainRate: st.DrainRate, AddRate: st.AddRate,
-	}
-	if st.Oldest != 0 {
-		b.Age = max(0, now.Sub(time.Unix(0, st.Oldest)).Seconds())
-	}
-	if st.CatchUp > 0 {
-		c := st.CatchUp.Seconds()
-		b.CatchUp = &c
-	}
-	return b
-}
-
-// BrokerSnapshot is the state of the connection to one of the brokers.
-type BrokerSnapshot struct {
-	URL string `json:"url"`
-	// State is "connected", "connecting" (never connected yet),
-	// "reconnecting" (the connection was lost) or, for the brokers other
-	// than the one of the latest attempt, "standby": a client holds one
-	// connection at a time and tries the brokers in turn.
-	State string `json:"state"`
-}
-
 // replaySnapshot describes st, whose position was prevPos d ago (the
 // zero time before the first snapshot).
-func replaySnapshot(st replay.Status, prevPos time.Time, d time.Duration) *ReplaySnapshot {
-	r := &ReplaySnapshot{Status: st}
+func replaySnapshot(st ReplayStatus, prevPos time.Time, d time.Duration) *ReplaySnapshot {
+	r := &ReplaySnapshot{ReplayStatus: st}
 	if st.First.IsZero() || !st.Last.After(st.First) || st.Position.IsZero() {
 		return r
 	}
 	span := st.Last.Sub(st.First)
 	progress := math.Max(0, math.Min(1, float64(st.Position.Sub(st.First))/float64(span)))
 	r.Progress = &progress
-	if st.Paused || st.Done || st.Speed <= 0 {
+	if st.Paused || st.Done || st.Pace < 0 {
 		return r
 	}
-	pace := float64(st.Speed) // event seconds per wall second
-	if st.Speed == replay.Max {
+	pace := st.Pace // event seconds per wall second
+	if pace == 0 {  // unpaced
 		if prevPos.IsZero() || d <= 0 || !st.Position.After(prevPos) {
 			return r
 		}
@@ -183,39 +151,6 @@ func replaySnapshot(st replay.Status, prevPos time.Time, d time.Duration) *Repla
 	eta := math.Max(0, st.Last.Sub(st.Position).Seconds()/pace)
 	r.ETA = &eta
 	return r
-}
-
-// mqttSnapshot describes an MQTT source at the wall time now.
-func mqttSnapshot(m *MQTT, now time.Time) *MQTTSnapshot {
-	st := m.Source.Stats()
-	connects, lost := st.Connects.Load(), st.ConnectionsLost.Load()
-	state := "connected"
-	switch {
-	case connects == 0:
-		state = "connecting"
-	case lost >= connects:
-		state = "reconnecting"
-	}
-	s := &MQTTSnapshot{
-		Received: st.Received.Load(), Acked: st.Acked.Load(), Redelivered: st.Redelivered.Load(),
-		Spooled: st.Spooled.Load(), Replayed: st.Replayed.Load(), Invalid: st.Invalid.Load(),
-		Buffered: st.Buffered.Load(), Connects: connects,
-	}
-	current := m.Source.Broker()
-	for _, b := range m.Brokers {
-		st := state
-		if current != "" && !sameBroker(b, current) {
-			st = "standby"
-		}
-		s.Brokers = append(s.Brokers, BrokerSnapshot{URL: b, State: st})
-	}
-	if sp, ok := m.Source.SpoolStats(); ok {
-		s.Spool = &sp
-	}
-	if bl, ok := m.Source.BacklogStats(); ok {
-		s.Backlog = backlogSnapshot(bl, now)
-	}
-	return s
 }
 
 // counts is what the rates of the next snapshot are computed from.
@@ -251,22 +186,4 @@ func componentSnapshot(c topology.GraphComponent, s *topology.ComponentStats, st
 		cs.Watermark, cs.WatermarkLag = &ms, &lag
 	}
 	return cs
-}
-
-// mqttSource is what the page reads of an MQTT source; *mqtt.Source is
-// one.
-type mqttSource interface {
-	Stats() *mqtt.Stats
-	Broker() string
-	SpoolStats() (spool.Stats, bool)
-	BacklogStats() (spool.BacklogStats, bool)
-}
-
-var _ mqttSource = (*mqtt.Source)(nil)
-
-// sameBroker reports whether a broker as configured and a broker URL as
-// the client tried it name the same broker: the client adds the scheme
-// when the configuration leaves it out.
-func sameBroker(configured, tried string) bool {
-	return configured == tried || strings.TrimPrefix(tried, "tcp://") == configured
 }

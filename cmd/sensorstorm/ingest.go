@@ -237,13 +237,17 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 		return exitError, err
 	}
 	var inputs []string
+	// instances are those of the components, for the status page.
+	instances := map[string][]any{}
 	if src != nil {
 		t.AddSource("mqtt", tap.Source(topology.Single(src)), topology.SourceConfig{})
 		inputs = append(inputs, "mqtt")
+		instances["mqtt"] = []any{src}
 	}
 	if hsrc != nil {
 		t.AddSource("http", tap.Source(topology.Single(hsrc)), topology.SourceConfig{})
 		inputs = append(inputs, "http")
+		instances["http"] = []any{hsrc}
 	}
 	buf := syncbuffer.Config{Window: f.window, IdleTimeout: f.idle, Late: f.late}
 	addBolt := func(name string, op operation.Operation) {
@@ -267,6 +271,7 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 			return exitUsage, err
 		}
 		addBolt("publish", sink)
+		instances["publish"] = []any{sink}
 	}
 	if f.record != "" {
 		if err := os.MkdirAll(f.record, 0o755); err != nil {
@@ -290,10 +295,7 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 		backlogs["http"] = b
 	}
 	page := statuspage.Config{Topology: t, Title: strings.Join(append([]string{"ingest"}, f.src.Topics...), " "), Tap: tap, Logger: logger,
-		Metrics: metricsRegistry(t, metrics.NewBacklogs(backlogs, nil))}
-	if src != nil {
-		page.MQTT = &statuspage.MQTT{Source: src, Brokers: f.src.Brokers}
-	}
+		Metrics: metricsRegistry(t, metrics.NewBacklogs(backlogs, nil)), Instances: staticInstances(instances)}
 	stopStatus, err := serveStatus(f.status.addr, page, func(url string) { logger.Info("serving the status page", "url", url) })
 	if err != nil {
 		return exitError, err

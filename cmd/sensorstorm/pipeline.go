@@ -121,7 +121,8 @@ func runPipeline(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		}
 		defer stop()
 	}
-	stopStatus, err := serveStatus(status.addr, statuspage.Config{Topology: topo, Title: "run " + p.File, Tap: tap, Logger: logger, Metrics: reg},
+	stopStatus, err := serveStatus(status.addr, statuspage.Config{Topology: topo, Title: "run " + p.File, Tap: tap, Logger: logger, Metrics: reg,
+		Instances: topo.Instances},
 		func(url string) { logger.Info("serving the status page", "url", url) })
 	if err != nil {
 		dead.Close()

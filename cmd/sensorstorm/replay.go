@@ -213,7 +213,7 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if err != nil {
 		return fail(exitError, err)
 	}
-	page := statuspage.Config{Topology: t, Title: "replay " + strings.Join(o.files, " "), Tap: tap, Replay: src, Logger: logger}
+	page := statuspage.Config{Topology: t, Title: "replay " + strings.Join(o.files, " "), Tap: tap, Replay: pageReplay(src), Logger: logger}
 	if o.status.control {
 		page.Control = control
 	}

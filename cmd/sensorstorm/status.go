@@ -14,10 +14,22 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/sensorstorm/sensorstorm/connectors/httpwrite"
+	"github.com/sensorstorm/sensorstorm/connectors/mqtt"
+	"github.com/sensorstorm/sensorstorm/connectors/postgres"
+	replaysrc "github.com/sensorstorm/sensorstorm/connectors/replay"
 	"github.com/sensorstorm/sensorstorm/httpguard"
 	"github.com/sensorstorm/sensorstorm/metrics"
 	"github.com/sensorstorm/sensorstorm/statuspage"
 	"github.com/sensorstorm/sensorstorm/topology"
+)
+
+// The connectors with a panel on the status page.
+var (
+	_ statuspage.Reporter = (*mqtt.Source)(nil)
+	_ statuspage.Reporter = (*mqtt.Sink)(nil)
+	_ statuspage.Reporter = (*httpwrite.Source)(nil)
+	_ statuspage.Reporter = (*postgres.Sink)(nil)
 )
 
 // statusFlags are the flags of the status page.
@@ -90,6 +102,29 @@ func serveStatus(addr string, cfg statuspage.Config, announce func(url string)) 
 		wg.Wait()
 		stopHTTP()
 	}, nil
+}
+
+// pageReplay returns the progress of src as the status page reads it.
+func pageReplay(src *replaysrc.Source) func() statuspage.ReplayStatus {
+	return func() statuspage.ReplayStatus {
+		st := src.Status()
+		r := statuspage.ReplayStatus{
+			Speed: st.Speed.String(), Paused: st.Paused, Done: st.Done, Position: st.Position, First: st.First, Last: st.Last,
+			Pass: st.Pass, Read: st.Read, Emitted: st.Emitted, Invalid: st.Invalid, Skipped: st.Skipped, Outside: st.Outside,
+			BytesRead: st.BytesRead, BytesTotal: st.BytesTotal,
+		}
+		if st.Speed != replaysrc.Max {
+			r.Pace = float64(st.Speed)
+		}
+		return r
+	}
+}
+
+// staticInstances returns the Config.Instances of a status page for a
+// topology whose components are made before it runs: m's instances by
+// component.
+func staticInstances(m map[string][]any) func(string) []any {
+	return func(name string) []any { return m[name] }
 }
 
 // metricsRegistry returns a registry of topo's metrics, the process's,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"iter"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,7 +20,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sensorstorm/sensorstorm/connectors/mqtt"
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/spool"
 	"github.com/sensorstorm/sensorstorm/statuspage"
@@ -258,55 +258,69 @@ func saveScreenshot(t *testing.T, png []byte) {
 	}
 }
 
-// pagedBacklog is an MQTT source, as the status page reads one, connected
-// and with a backlog at its disk quota.
-type pagedBacklog struct{ stats mqtt.Stats }
+// gateway is a source the status page has never heard of, a
+// statuspage.Reporter: a sensor gateway on a serial line, with a backlog
+// at its disk quota.
+type gateway struct{}
 
-func (s *pagedBacklog) Stats() *mqtt.Stats { return &s.stats }
-func (s *pagedBacklog) Broker() string     { return "tcp://broker:1883" }
-func (s *pagedBacklog) SpoolStats() (spool.Stats, bool) {
-	return spool.Stats{Pending: 120000, Segments: 3}, true
+func (gateway) Connections() iter.Seq2[string, string] {
+	return func(yield func(string, string) bool) {
+		_ = yield("/dev/ttyUSB0", "connected") && yield("/dev/ttyUSB1", "standby")
+	}
 }
-func (s *pagedBacklog) BacklogStats() (spool.BacklogStats, bool) {
+
+func (gateway) Counters() iter.Seq2[string, int64] {
+	return func(yield func(string, int64) bool) { _ = yield("polls", 1234) && yield("timeouts", 2) }
+}
+
+func (gateway) BacklogStats() (spool.BacklogStats, bool) {
 	return spool.BacklogStats{
 		Records: 120000, Bytes: 6 << 20, OnDisk: 115904, Oldest: time.Now().Add(-90 * time.Second).UnixNano(),
 		Full: true, DrainRate: 2500, AddRate: 1000, CatchUp: 80 * time.Second,
 	}, true
 }
 
-// TestStatusPageShowsTheBacklogInChromium checks that the page shows an
-// MQTT source's backlog, and loudly that it is at the disk quota. It saves
-// a screenshot in the test's artifact directory.
-func TestStatusPageShowsTheBacklogInChromium(t *testing.T) {
+// TestStatusPageShowsAnyConnectorInChromium checks that the page shows a
+// panel of a source it has never heard of, with its connections, its
+// counters and its backlog, and loudly that it is at the disk quota. It
+// saves a screenshot in the test's artifact directory.
+func TestStatusPageShowsAnyConnectorInChromium(t *testing.T) {
 	chromium := chromiumPath(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	topo, err := topology.New(topology.Config{})
 	require.NoError(t, err)
-	topo.AddSource("mqtt", nil, topology.SourceConfig{})
-	topo.AddBolt("out", operation.Stateless(operation.Func(nil)), topology.BoltConfig{}).Input("mqtt", topology.Global())
-	src := &pagedBacklog{}
-	src.stats.Connects.Add(1)
+	topo.AddSource("gateway", nil, topology.SourceConfig{})
+	topo.AddBolt("out", operation.Stateless(operation.Func(nil)), topology.BoltConfig{}).Input("gateway", topology.Global())
 	urls := make(chan string, 1)
-	stop, err := serveStatus("127.0.0.1:0", statuspage.Config{Topology: topo, Title: "backlog", MQTT: &statuspage.MQTT{Source: src, Brokers: []string{"tcp://broker:1883"}}},
+	stop, err := serveStatus("127.0.0.1:0", statuspage.Config{Topology: topo, Title: "gateway", Instances: staticInstances(map[string][]any{"gateway": {gateway{}}})},
 		func(url string) { urls <- url })
 	require.NoError(t, err)
 	defer stop()
 	browser := startChromium(t, ctx, chromium)
 	do, poll := browserSteps(t, browser)
 
-	do("open the page", chromedp.Navigate(<-urls), chromedp.WaitVisible(`#backlog-row`))
-	poll("the backlog", `document.getElementById("backlog").textContent === "120000 (6.0 MiB)"`)
-	require.Equal(t, "115904", evaluate[string](t, browser, `document.getElementById("backlog-disk").textContent`))
-	require.Equal(t, "1.5 min", evaluate[string](t, browser, `document.getElementById("backlog-age").textContent`))
-	require.Equal(t, "2.5k/s (in 1.0k/s)", evaluate[string](t, browser, `document.getElementById("backlog-drain").textContent`))
-	require.Equal(t, "1.3 min", evaluate[string](t, browser, `document.getElementById("backlog-catchup").textContent`))
-	do("the quota, loudly", chromedp.WaitVisible(`#quota`))
-	require.Contains(t, evaluate[string](t, browser, `document.getElementById("quota").textContent`), "disk quota")
+	const panel = `document.querySelector('[data-connector="gateway"]')`
+	do("open the page", chromedp.Navigate(<-urls), chromedp.WaitVisible(`[data-connector="gateway"] .backlog`))
+	require.Equal(t, "gateway source", evaluate[string](t, browser, panel+`.querySelector("h2").textContent`))
+	require.Equal(t, []string{"/dev/ttyUSB0: connected", "/dev/ttyUSB1: standby"},
+		evaluate[[]string](t, browser, `[...`+panel+`.querySelectorAll(".connection")].map(c => c.textContent)`))
+	require.Equal(t, map[string]string{"polls": "1234", "timeouts": "2"},
+		evaluate[map[string]string](t, browser, `Object.fromEntries([...`+panel+`.querySelectorAll("[data-counter]")].map(b => [b.dataset.counter, b.textContent]))`))
+	field := func(name string) string {
+		return evaluate[string](t, browser, panel+`.querySelector('[data-backlog="`+name+`"]').textContent`)
+	}
+	poll("the backlog", panel+`.querySelector('[data-backlog="messages"]').textContent === "120000 (6.0 MiB)"`)
+	require.Equal(t, "115904", field("on_disk"))
+	require.Equal(t, "1.5 min", field("age"))
+	require.Equal(t, "2.5k/s (in 1.0k/s)", field("drain"))
+	require.Equal(t, "1.3 min", field("catch_up"))
+	do("the quota, loudly", chromedp.WaitVisible(`[data-connector="gateway"] .quota`))
+	require.Contains(t, evaluate[string](t, browser, panel+`.querySelector(".quota").textContent`), "disk quota")
 
 	shot, err := chromedp.Run(browser, chromedp.FullScreenshot(100))
 	require.NoError(t, err)
-	path := filepath.Join(t.ArtifactDir(), "status-page-backlog.png")
+	path := filepath.Join(t.ArtifactDir(), "status-page-connector.png")
 	require.NoError(t, os.WriteFile(path, shot, 0o644))
 	t.Logf("screenshot: %s", path)
 }

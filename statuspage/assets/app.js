@@ -145,36 +145,64 @@ function updateReplay(snap) {
   $("buttons").hidden = !snap.control || r.done;
 }
 
-function updateMQTT(snap) {
-  const m = snap.mqtt;
-  $("mqtt").hidden = !m;
-  if (!m) return;
-  $("brokers").innerHTML = "";
-  for (const b of m.brokers) {
-    const s = document.createElement("span");
-    s.className = "broker " + b.state;
-    s.textContent = `${b.url}: ${b.state}`;
-    $("brokers").appendChild(s);
-  }
-  $("received").textContent = m.received;
-  $("acked").textContent = m.acked;
-  $("redelivered").textContent = m.redelivered;
-  $("waiting").textContent = m.buffered;
-  $("spool").textContent = m.spool ? `${m.spool.Pending} in ${m.spool.Segments} segments` : "no spool";
-  updateBacklog(m.backlog);
+// tag makes an HTML element of class cls, if given, in parent.
+function tag(name, parent, cls) {
+  const e = document.createElement(name);
+  if (cls) e.className = cls;
+  parent.appendChild(e);
+  return e;
 }
 
-// updateBacklog shows what waits in the spool for the pipeline, and the
-// disk quota reached, which means the broker holds or drops messages.
-function updateBacklog(b) {
-  $("backlog-row").hidden = !b;
-  $("quota").hidden = !b || !b.at_quota;
-  if (!b) return;
-  $("backlog").textContent = `${b.messages} (${bytes(b.bytes)})`;
-  $("backlog-disk").textContent = b.on_disk;
-  $("backlog-age").textContent = b.messages ? duration(b.age) : "-";
-  $("backlog-drain").textContent = `${human(b.drain_rate)}/s (in ${human(b.add_rate)}/s)`;
-  $("backlog-catchup").textContent = !b.messages ? "-" : b.catch_up != null ? duration(b.catch_up) : "not shrinking";
+// updateConnectors draws a panel of each source or sink with a state of
+// its own: its connections, its counters and what waits in its spool.
+function updateConnectors(snap) {
+  const box = $("connectors"), cs = snap.connectors || [];
+  box.textContent = "";
+  const kinds = {}, instances = {};
+  for (const c of snap.components) kinds[c.name] = c.kind;
+  for (const c of cs) instances[c.component] = (instances[c.component] || 0) + 1;
+  for (const c of cs) {
+    const panel = tag("section", box, "connector");
+    panel.dataset.connector = c.component;
+    panel.dataset.instance = c.instance;
+    const h = tag("h2", panel);
+    h.textContent = c.component + (instances[c.component] > 1 ? ` #${c.instance}` : "") + " ";
+    tag("small", h).textContent = kinds[c.component] || "";
+    if (c.connections.length > 0) {
+      const row = tag("div", panel, "row");
+      for (const k of c.connections) {
+        const s = tag("span", row, "connection " + k.state);
+        s.dataset.address = k.address;
+        s.textContent = `${k.address}: ${k.state}`;
+      }
+    }
+    const row = tag("div", panel, "row");
+    for (const k of c.counters) figure(row, "counter", k.name, k.name, k.value);
+    if (c.backlog) drawBacklog(panel, c.backlog);
+  }
+}
+
+// figure shows "label value" in row, the value marked with data-key=name.
+function figure(row, key, name, label, value) {
+  const s = tag("span", row);
+  s.textContent = label + " ";
+  const b = tag("b", s);
+  b.dataset[key] = name;
+  b.textContent = value;
+}
+
+// drawBacklog shows what waits in a connector's spool for the pipeline,
+// and loudly the disk quota reached, when it takes nothing more in.
+function drawBacklog(panel, b) {
+  const row = tag("div", panel, "row backlog");
+  figure(row, "backlog", "messages", "backlog", `${b.messages} (${bytes(b.bytes)})`);
+  figure(row, "backlog", "on_disk", "on disk", b.on_disk);
+  figure(row, "backlog", "age", "oldest", b.messages ? duration(b.age) : "-");
+  figure(row, "backlog", "drain", "drain", `${human(b.drain_rate)}/s (in ${human(b.add_rate)}/s)`);
+  figure(row, "backlog", "catch_up", "caught up in", !b.messages ? "-" : b.catch_up != null ? duration(b.catch_up) : "not shrinking");
+  if (b.at_quota) {
+    tag("div", panel, "quota").textContent = "At the disk quota: taking nothing more in; senders hold, retry or drop what they send";
+  }
 }
 
 function updateSensors(snap) {
@@ -288,7 +316,7 @@ function render(snap) {
   $("pending").textContent = pending;
   updateGraph(snap);
   updateReplay(snap);
-  updateMQTT(snap);
+  updateConnectors(snap);
   updateSensors(snap);
   if (snap.finished) finish(snap);
 }
