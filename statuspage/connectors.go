@@ -19,9 +19,9 @@ import (
 //
 // The methods return standard types only, so that a connector implements
 // Reporter without importing this package: a source or sink the page
-// has never heard of appears on it. The page calls them once an update,
-// from its own goroutine, while the connector runs: they must be safe for
-// that, and must not block.
+// has never heard of appears on it. The page calls them at every update
+// and for /snapshot, from goroutines of its own, while the connector
+// runs: they must be safe for that, and must not block.
 type Reporter interface {
 	// Connections yields each place the connector connects to or listens
 	// on, such as a broker's URL or an address, with the state of the
