@@ -60,7 +60,8 @@ type ConnectionSnapshot struct {
 	Address string `json:"address"`
 	// State is a word, such as "connected", "connecting" (not yet),
 	// "reconnecting" (the connection was lost), "standby" (an MQTT
-	// client connects to one of its brokers at a time), "listening".
+	// client connects to one of its brokers at a time), "idle" (an MQTT
+	// sink before its first particle), "listening".
 	State string `json:"state"`
 }
 

@@ -155,7 +155,7 @@ func TestIngestStatusPageShowsEveryConnector(t *testing.T) {
 		return len(snap.Connectors) == 3 && snap.Connectors[0].Connections[0].State == "connected" &&
 			snap.Connectors[1].Connections[0].State == "listening"
 	})
-	require.Equal(t, "connecting", snap.Connectors[2].Connections[0].State, "the sink connects with its first particle")
+	require.Equal(t, "idle", snap.Connectors[2].Connections[0].State, "the sink connects with its first particle")
 	// The second point, a second later, releases the first from the
 	// synchronization buffer.
 	now := time.Now()

@@ -31,14 +31,21 @@ func (s *Source) Counters() iter.Seq2[string, int64] {
 }
 
 // Connections yields each of the sink's brokers with the state of its
-// connection, as Source.Connections does. It is safe to call while the
-// sink runs.
+// connection, as Source.Connections does, except that before the first
+// attempt every broker is "idle": the sink connects when it has a
+// particle to publish. It is safe to call while the sink runs.
 func (s *Sink) Connections() iter.Seq2[string, string] {
-	current := ""
-	if u := s.broker.Load(); u != nil {
-		current = *u
+	u := s.broker.Load()
+	if u == nil {
+		return func(yield func(string, string) bool) {
+			for _, b := range s.cfg.Brokers {
+				if !yield(b, "idle") {
+					return
+				}
+			}
+		}
 	}
-	return brokerStates(s.cfg.Brokers, &s.stats.Connects, &s.stats.ConnectionsLost, current)
+	return brokerStates(s.cfg.Brokers, &s.stats.Connects, &s.stats.ConnectionsLost, *u)
 }
 
 // Counters yields the sink's counters, from SinkStats, by the names a

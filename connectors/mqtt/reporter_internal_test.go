@@ -8,7 +8,8 @@ import (
 )
 
 // A client holds one connection at a time: the broker it tried last has
-// the connection's state, the others stand by.
+// the connection's state, the others stand by. (The source's states are
+// the same, but that it connects at once: TestIngestStatusPage.)
 func TestBrokerStates(t *testing.T) {
 	brokers := []string{"tcp://a:1883", "b:1883"}
 	for _, tc := range []struct {
@@ -17,7 +18,7 @@ func TestBrokerStates(t *testing.T) {
 		current        string
 		want           map[string]string
 	}{
-		{"before the first attempt", 0, 0, "", map[string]string{"tcp://a:1883": "connecting", "b:1883": "connecting"}},
+		{"before the first attempt, which a sink makes for its first particle", 0, 0, "", map[string]string{"tcp://a:1883": "idle", "b:1883": "idle"}},
 		{"trying the first", 0, 0, "tcp://a:1883", map[string]string{"tcp://a:1883": "connecting", "b:1883": "standby"}},
 		{"connected to the second, its scheme added", 1, 0, "tcp://b:1883", map[string]string{"tcp://a:1883": "standby", "b:1883": "connected"}},
 		{"lost", 1, 1, "tcp://b:1883", map[string]string{"tcp://a:1883": "standby", "b:1883": "reconnecting"}},
