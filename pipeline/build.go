@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/sensorstorm/sensorstorm/connectors/file"
@@ -68,7 +69,8 @@ type Options struct {
 	Cluster string
 	// Worker, with Cluster, names this worker: an MQTT sink's client id
 	// ends with it, since the workers running the sink's instances
-	// connect at the same time.
+	// connect at the same time, and a file sink writes the worker's own
+	// file, out.w1.lp for out.lp, appending to it.
 	Worker string
 }
 
@@ -497,7 +499,9 @@ func mqttSources(s *Source, opts Options, checkpoints bool) ([]*mqtt.Source, err
 // a sink on the file, created, and truncated at its first write unless a
 // restore from a checkpoint came first, which closes it; or an MQTT
 // publisher or a PostgreSQL or InfluxDB writer, which connect when Run
-// starts.
+// starts. On a cluster, a file sink writes the file of this worker
+// (workerPath) and appends to it: a worker started again under the same
+// name goes on with its file, and no worker truncates another's.
 func openSink(s *Sink, name string, opts Options) (operation.Operation, io.Closer, error) {
 	if s.InfluxDB != nil {
 		cfg := *s.InfluxDB
@@ -523,11 +527,24 @@ func openSink(s *Sink, name string, opts Options) (operation.Operation, io.Close
 	if path == "-" {
 		return file.NewSink(opts.Stdout, s.Precision), nil, nil
 	}
-	sink, err := file.OpenSink(path, file.SinkConfig{Precision: s.Precision})
+	cfg := file.SinkConfig{Precision: s.Precision}
+	if opts.Cluster != "" && opts.Worker != "" {
+		path, cfg.Append = workerPath(path, opts.Worker), true
+	}
+	sink, err := file.OpenSink(path, cfg)
 	if err != nil {
 		return nil, nil, err
 	}
 	return sink, sink, nil
+}
+
+// workerPath returns the path of worker's file for a file sink's path on
+// a cluster: the worker's name inserted before the extension, out.lp
+// becoming out.w1.lp (out becoming out.w1), so that no two workers write
+// one file.
+func workerPath(path, worker string) string {
+	ext := filepath.Ext(path)
+	return strings.TrimSuffix(path, ext) + "." + worker + ext
 }
 
 // mqttSinkConfig returns the configuration of the MQTT sink of bolt name,
