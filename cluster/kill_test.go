@@ -328,8 +328,10 @@ bolts:
 // SIGKILL of the worker holding the source's lease in the first seconds
 // of a replay (as it takes the lease, or once it recorded a checkpoint),
 // started again under the same name or a new one: the files the workers'
-// sinks wrote hold the single-process output, no line missing, none
-// twice, and no NUL byte. (When every worker's sink wrote one path, the
+// sinks wrote hold the single-process output, no line missing, and no NUL
+// byte; a line beyond it can only be a copy that a sink on the killed
+// worker wrote and had not acknowledged (none came in the runs so far).
+// (When every worker's sink wrote one path, the
 // copy of the sink that took over, or merely closed, truncated what the
 // other had written: 6 to 15 of the 21 lines went missing.)
 func TestKilledLeaseHolderRestarted(t *testing.T) {
@@ -393,7 +395,7 @@ func TestKilledLeaseHolderRestarted(t *testing.T) {
 				t.Logf("%s: %d lines", filepath.Base(f), len(lines(out)))
 				got = append(got, lines(out)...)
 			}
-			requireSameLines(t, want, got)
+			requireNoneLost(t, want, got)
 		})
 	}
 }

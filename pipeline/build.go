@@ -530,6 +530,9 @@ func openSink(s *Sink, name string, opts Options) (operation.Operation, io.Close
 	cfg := file.SinkConfig{Precision: s.Precision}
 	if opts.Cluster != "" && opts.Worker != "" {
 		path, cfg.Append = workerPath(path, opts.Worker), true
+		if opts.Logger != nil {
+			opts.Logger.Info("file sink on a cluster: this worker appends to a file of its own", "component", name, "path", path)
+		}
 	}
 	sink, err := file.OpenSink(path, cfg)
 	if err != nil {
