@@ -311,14 +311,15 @@ func roomsPipeline(t *testing.T, dir, speed string) string {
 }
 
 // SIGKILL of the worker holding the source's lease in the first seconds
-// of a replay (as it takes the lease, or once it recorded a checkpoint),
-// started again under the same name or a new one: the files the workers'
-// sinks wrote hold the single-process output, no line missing, and no NUL
-// byte; a line beyond it can only be a copy that a sink on the killed
-// worker wrote and had not acknowledged (none came in 16 runs).
-// (When every worker's sink wrote one path, the
-// copy of the sink that took over, or merely closed, truncated what the
-// other had written: 6 to 15 of the 21 lines went missing.)
+// of a replay (as it takes the lease, once it recorded a checkpoint, or
+// once the first windows are out), started again under the same name or
+// a new one: the files the workers' sinks wrote hold the single-process
+// output, no line missing, and no NUL byte; a line beyond it can only be
+// a copy that a sink on the killed worker wrote and had not acknowledged
+// (one of eight runs killed once lines were out wrote three again; none
+// killed earlier did). When every worker's sink wrote one path, the copy
+// of the sink that took over, or merely closed, truncated what the other
+// had written: 6 to 15 of the 21 lines went missing.
 func TestKilledLeaseHolderRestarted(t *testing.T) {
 	one := t.TempDir()
 	p, err := pipeline.Load(roomsPipeline(t, one, "max"))
@@ -329,17 +330,37 @@ func TestKilledLeaseHolderRestarted(t *testing.T) {
 	want := lines(readFile(t, filepath.Join(one, "out.lp")))
 	require.Len(t, want, 21)
 
+	leased := func(nc *nats.Conn, name, _ string) bool {
+		_, ok := entry(nc, name, "leases", "source.wsn.0")
+		return ok
+	}
+	checkpointed := func(nc *nats.Conn, name, _ string) bool {
+		_, ok := entry(nc, name, "done", "checkpoint.source.wsn.0")
+		return ok
+	}
+	// The first five-minute windows are out: the sink moves mid-output
+	// when its worker is killed.
+	written := func(_ *nats.Conn, _, dir string) bool {
+		files, _ := filepath.Glob(filepath.Join(dir, "out.*.lp"))
+		for _, f := range files {
+			if b, err := os.ReadFile(f); err == nil && bytes.Count(b, []byte("\n")) >= 6 {
+				return true
+			}
+		}
+		return false
+	}
 	c := natstestCluster(t)
 	for _, tc := range []struct {
 		when, restart string
-		// bucket and key say when to kill the holder: once the entry
-		// is there.
-		bucket, key string
+		// killNow tells when to kill the holder of the lease.
+		killNow func(nc *nats.Conn, name, dir string) bool
 	}{
-		{"as it takes the lease", "same name", "leases", "source.wsn.0"},
-		{"as it takes the lease", "new name", "leases", "source.wsn.0"},
-		{"after its first checkpoint", "same name", "done", "checkpoint.source.wsn.0"},
-		{"after its first checkpoint", "new name", "done", "checkpoint.source.wsn.0"},
+		{"as it takes the lease", "same name", leased},
+		{"as it takes the lease", "new name", leased},
+		{"after its first checkpoint", "same name", checkpointed},
+		{"after its first checkpoint", "new name", checkpointed},
+		{"once lines are out", "same name", written},
+		{"once lines are out", "new name", written},
 	} {
 		t.Run(tc.when+"/"+tc.restart, func(t *testing.T) {
 			dir := t.TempDir()
@@ -349,12 +370,13 @@ func TestKilledLeaseHolderRestarted(t *testing.T) {
 			require.NoError(t, err)
 			defer nc.Close()
 			procs := []*process{startProcess(t, c.URL(), file, name, "w1")}
-			require.Eventually(t, func() bool { return hasEntry(nc, name, "workers", "w1") }, 60*time.Second, 20*time.Millisecond)
+			require.Eventually(t, func() bool { _, ok := entry(nc, name, "workers", "w1"); return ok }, 60*time.Second, 20*time.Millisecond)
 			procs = append(procs, startProcess(t, c.URL(), file, name, "w2"))
-			require.Eventually(t, func() bool { return hasEntry(nc, name, tc.bucket, tc.key) }, 60*time.Second, 5*time.Millisecond)
-			holder := leaseHolder(procs, "source.wsn.0")
-			require.NotEmpty(t, holder, "the lease holder is known")
+			require.Eventually(t, func() bool { return tc.killNow(nc, name, dir) }, 60*time.Second, 5*time.Millisecond)
+			// The lease's value is its holder's name.
+			holder, _ := entry(nc, name, "leases", "source.wsn.0")
 			i := slices.IndexFunc(procs, func(p *process) bool { return p.name == holder })
+			require.NotEqual(t, -1, i, "the lease holder %q is a worker", holder)
 			require.NoError(t, procs[i].cmd.Process.Signal(syscall.SIGKILL))
 			<-procs[i].done
 			again := holder
@@ -385,22 +407,25 @@ func TestKilledLeaseHolderRestarted(t *testing.T) {
 	}
 }
 
-// hasEntry tells whether the bucket of pipeline name whose name ends in
-// suffix (leases, workers, done) has an entry under key: cheaper than
-// the status on a loaded machine.
-func hasEntry(nc *nats.Conn, name, suffix, key string) bool {
+// entry returns the value under key in the bucket of pipeline name whose
+// name ends in suffix (leases, workers, done), and whether it is there:
+// cheaper than the status on a loaded machine.
+func entry(nc *nats.Conn, name, suffix, key string) (string, bool) {
 	js, err := jetstream.New(nc)
 	if err != nil {
-		return false
+		return "", false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	kv, err := js.KeyValue(ctx, "sensorstorm_"+jetstreamedge.Token(name)+"_"+suffix)
 	if err != nil {
-		return false
+		return "", false
 	}
-	_, err = kv.Get(ctx, key)
-	return err == nil
+	e, err := kv.Get(ctx, key)
+	if err != nil {
+		return "", false
+	}
+	return string(e.Value()), true
 }
 
 func readFile(t *testing.T, path string) string {
