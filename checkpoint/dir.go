@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/sensorstorm/sensorstorm/state"
 )
 
 // File names in a Dir: a folder per checkpoint, its id in 20 digits so that
@@ -23,9 +21,6 @@ const (
 	snapPrefix   = "snap-"
 	snapSuffix   = ".snap"
 )
-
-// manifestVersion is the version of the manifest's form.
-const manifestVersion = 1
 
 // Dir is the local [Store]: a directory holding a folder per checkpoint,
 // and in it one file per instance and the manifest. An instance's file
@@ -119,18 +114,11 @@ func (d *Dir) Commit(ctx context.Context, m Manifest) error {
 			return fmt.Errorf("checkpoint: commit %d: snapshot of %q: %w", m.ID, in, err)
 		}
 	}
-	var w state.Writer
-	w.PutUvarint(manifestVersion)
-	w.PutUvarint(m.ID)
-	w.PutLen(len(m.Instances))
-	for _, in := range m.Instances {
-		w.PutString(in)
-	}
-	w.PutBytes(m.Data)
+	data, _ := m.MarshalBinary() // it cannot fail
 	folder := d.folder(m.ID)
 	err := syncDir(folder) // the snapshots' renames, before the manifest
 	if err == nil {
-		err = writeFile(filepath.Join(folder, manifestName), kindManif, w.Bytes())
+		err = writeFile(filepath.Join(folder, manifestName), kindManif, data)
 	}
 	if err == nil {
 		err = syncDir(folder)
@@ -200,26 +188,10 @@ func (d *Dir) Manifest(ctx context.Context, id uint64) (Manifest, error) {
 	if err != nil {
 		return Manifest{}, err
 	}
-	r := state.NewReader(b)
-	if v := r.ReadUvarint(); r.Err() == nil && v != manifestVersion {
-		r.Fail(fmt.Errorf("%w: manifest version %d", ErrFormat, v))
-	}
-	m := Manifest{ID: r.ReadUvarint()}
-	if r.Err() == nil && m.ID != id {
-		r.Fail(fmt.Errorf("%w: manifest of checkpoint %d", ErrFormat, m.ID))
-	}
-	if n := r.ReadLen(); n > 0 {
-		m.Instances = make([]string, n)
-		for i := range m.Instances {
-			m.Instances[i] = r.ReadString()
-		}
-	}
-	m.Data = r.ReadBytes()
-	if r.Err() == nil && r.Len() > 0 {
-		r.Fail(fmt.Errorf("%w: bytes past the manifest", ErrFormat))
-	}
-	if err := r.Err(); err != nil {
-		return Manifest{}, &CorruptError{File: path, Offset: fileOffset(r.Offset()), Err: err}
+	m, bad := decodeManifest(b, id)
+	if bad != nil {
+		bad.File, bad.Offset = path, fileOffset(int(bad.Offset))
+		return Manifest{}, bad
 	}
 	return m, nil
 }

@@ -3,7 +3,6 @@ package checkpoint_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"io/fs"
 	"math/rand/v2"
@@ -14,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sensorstorm/sensorstorm/checkpoint"
+	"github.com/sensorstorm/sensorstorm/checkpoint/checkpointtest"
 )
 
 var instances = []string{"window/0", "window/1", "Source A"}
@@ -78,21 +78,6 @@ func open(t testing.TB) (*checkpoint.Dir, string) {
 	d, err := checkpoint.OpenDir(root)
 	require.NoError(t, err)
 	return d, root
-}
-
-func TestDirRoundTrip(t *testing.T) {
-	d, _ := open(t)
-	ctx := context.Background()
-	_, err := checkpoint.Latest(ctx, d)
-	require.ErrorIs(t, err, checkpoint.ErrNotFound)
-	write(t, d, 1, true)
-	write(t, d, 2, true)
-	m, err := checkpoint.Latest(ctx, d)
-	require.NoError(t, err)
-	require.Equal(t, checkpoint.Manifest{ID: 2, Instances: instances, Data: []byte{2}}, m)
-	id, refused := restore(t, d)
-	require.Equal(t, uint64(2), id)
-	require.Empty(t, refused)
 }
 
 // newest returns the path of a file of checkpoint 2 in root.
@@ -345,24 +330,9 @@ func TestDirPruneKeepsTheNewest(t *testing.T) {
 	require.Empty(t, refused)
 }
 
-func TestDirNamesAndContext(t *testing.T) {
-	d, _ := open(t)
-	ctx := context.Background()
-	require.ErrorIs(t, d.Put(ctx, 1, "", nil), checkpoint.ErrInvalidName)
-	// Names differing in case stay apart on case-insensitive systems.
-	require.NoError(t, d.Put(ctx, 1, "a", []byte("lower")))
-	require.NoError(t, d.Put(ctx, 1, "A", []byte("upper")))
-	b, err := d.Get(ctx, 1, "a")
-	require.NoError(t, err)
-	require.Equal(t, "lower", string(b))
-	require.NoError(t, d.Put(ctx, 1, "empty", nil))
-	b, err = d.Get(ctx, 1, "empty")
-	require.NoError(t, err)
-	require.Empty(t, b)
-
-	canceled, cancel := context.WithCancel(ctx)
-	cancel()
-	require.ErrorIs(t, d.Put(canceled, 1, "a", nil), context.Canceled)
-	_, err = d.Get(canceled, 1, "a")
-	require.True(t, errors.Is(err, context.Canceled))
+func TestDirKeepsTheStoreContract(t *testing.T) {
+	checkpointtest.TestStore(t, func(t *testing.T) checkpoint.Store {
+		d, _ := open(t)
+		return d
+	})
 }

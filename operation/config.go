@@ -61,8 +61,12 @@ func (c *StatsConfig) setDefaults() {
 	}
 }
 
-// Validate reports the problems of c, after defaults.
+// Validate reports the problems of c with its defaults applied, as the
+// constructor applies them; c itself is left as it is.
 func (c *StatsConfig) Validate() error {
+	d := *c
+	d.setDefaults()
+	c = &d
 	var errs []error
 	set := 0
 	for _, on := range []bool{c.Size != 0, c.Gap != 0, c.Count != 0} {
@@ -162,8 +166,12 @@ type ThresholdConfig struct {
 
 func (c *ThresholdConfig) setDefaults() { setAlertDefaults(&c.Name, &c.Measurement, "threshold") }
 
-// Validate reports the problems of c, after defaults.
+// Validate reports the problems of c with its defaults applied, as the
+// constructor applies them; c itself is left as it is.
 func (c *ThresholdConfig) Validate() error {
+	d := *c
+	d.setDefaults()
+	c = &d
 	var errs []error
 	if c.Field == "" {
 		errs = append(errs, errors.New("field is required"))
@@ -207,8 +215,12 @@ type RateConfig struct {
 
 func (c *RateConfig) setDefaults() { setAlertDefaults(&c.Name, &c.Measurement, "rate") }
 
-// Validate reports the problems of c, after defaults.
+// Validate reports the problems of c with its defaults applied, as the
+// constructor applies them; c itself is left as it is.
 func (c *RateConfig) Validate() error {
+	d := *c
+	d.setDefaults()
+	c = &d
 	var errs []error
 	if c.Field == "" {
 		errs = append(errs, errors.New("field is required"))
@@ -236,8 +248,12 @@ func (c *DedupConfig) setDefaults() {
 	}
 }
 
-// Validate reports the problems of c, after defaults.
+// Validate reports the problems of c with its defaults applied, as the
+// constructor applies them; c itself is left as it is.
 func (c *DedupConfig) Validate() error {
+	d := *c
+	d.setDefaults()
+	c = &d
 	if c.Within < 0 {
 		return wrapInvalid([]error{fmt.Errorf("within %v is negative", c.Within)})
 	}
@@ -277,8 +293,12 @@ func (c *ResampleConfig) setDefaults() {
 	}
 }
 
-// Validate reports the problems of c, after defaults.
+// Validate reports the problems of c with its defaults applied, as the
+// constructor applies them; c itself is left as it is.
 func (c *ResampleConfig) Validate() error {
+	d := *c
+	d.setDefaults()
+	c = &d
 	var errs []error
 	if c.Every <= 0 {
 		errs = append(errs, fmt.Errorf("every %v must be positive", c.Every))
@@ -316,8 +336,12 @@ func (c *AlignConfig) setDefaults() {
 	}
 }
 
-// Validate reports the problems of c, after defaults.
+// Validate reports the problems of c with its defaults applied, as the
+// constructor applies them; c itself is left as it is.
 func (c *AlignConfig) Validate() error {
+	d := *c
+	d.setDefaults()
+	c = &d
 	var errs []error
 	if c.Bucket <= 0 {
 		errs = append(errs, fmt.Errorf("bucket %v must be positive", c.Bucket))

@@ -2,6 +2,7 @@ package operation
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/sensorstorm/sensorstorm/particle"
@@ -34,6 +35,25 @@ type Factory func() Operation
 // operations that keep no state.
 func Stateless(op Operation) Factory {
 	return func() Operation { return op }
+}
+
+// FactoryOf returns a Factory of operations made by newOp from cfg, for
+// the constructors of the built-ins (NewStats, NewAlign, ...): it makes
+// one operation first and returns its error, so that the Factory, which
+// cannot return one, makes the rest from a config already accepted. newOp
+// must refuse a config at once or never: the Factory panics if it refuses
+// one it accepted.
+func FactoryOf[C any](newOp func(C) (Operation, error), cfg C) (Factory, error) {
+	if _, err := newOp(cfg); err != nil {
+		return nil, err
+	}
+	return func() Operation {
+		op, err := newOp(cfg)
+		if err != nil {
+			panic(fmt.Sprintf("operation: a config accepted before was refused: %v", err))
+		}
+		return op
+	}, nil
 }
 
 // Anchor is a handle on a held input, given by [Emitter.Hold].
@@ -77,6 +97,17 @@ type Emitter interface {
 	// no-op. An err wrapping ErrRejected dead-letters and acknowledges the
 	// input instead, as from Process.
 	Fail(a Anchor, err error)
+}
+
+// Wrapper is implemented by operations that wrap another, such as a
+// middleware that recovers from panics or measures. The engine finds an
+// operation's optional interfaces (MetaHandler, WatermarkHandler,
+// OutputHolder, TickHandler, Flusher, Snapshotter, Spanner) once, on the
+// operation it was given: a wrapper implements each one of what it wraps,
+// forwarding to it, and topology refuses to run a bolt whose wrapper hides
+// one.
+type Wrapper interface {
+	Unwrap() Operation
 }
 
 // MetaHandler is implemented by operations that react to meta particles

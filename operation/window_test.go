@@ -120,7 +120,24 @@ func TestStatsConfigErrors(t *testing.T) {
 	} {
 		_, err := operation.NewStats(cfg)
 		assert.ErrorIs(t, err, operation.ErrInvalidConfig, "%+v", cfg)
+		assert.ErrorIs(t, cfg.Validate(), operation.ErrInvalidConfig, "%+v", cfg)
 	}
+}
+
+// Validate judges a configuration as its constructor does, defaults
+// included, and leaves it as it was.
+func TestValidateAppliesDefaultsToACopy(t *testing.T) {
+	stats := operation.StatsConfig{Size: time.Minute}
+	require.NoError(t, stats.Validate())
+	assert.Zero(t, stats.Slide)
+	_, err := operation.NewStats(stats)
+	require.NoError(t, err)
+
+	resample := operation.ResampleConfig{Every: time.Second}
+	require.NoError(t, resample.Validate())
+	assert.Empty(t, resample.Method)
+	_, err = operation.NewResample(resample)
+	require.NoError(t, err)
 }
 
 // A late particle passed through to a window that already closed is

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/sensorstorm/sensorstorm/checkpoint"
 	"io"
 	"log/slog"
 	"os"
@@ -12,9 +11,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/sensorstorm/sensorstorm/connectors/file"
+	"github.com/sensorstorm/sensorstorm/checkpoint"
 	"github.com/sensorstorm/sensorstorm/connectors/httpwrite"
-	"github.com/sensorstorm/sensorstorm/connectors/influxdb"
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt"
 	"github.com/sensorstorm/sensorstorm/connectors/postgres"
 	"github.com/sensorstorm/sensorstorm/connectors/replay"
@@ -109,9 +107,9 @@ func (p *Pipeline) Check(dir string) error {
 	}
 	for _, s := range p.Sources {
 		what := fmt.Sprintf("source %q", s.Name)
-		if p.Checkpoints.Dir != "" && (s.HTTP != nil || (s.MQTT != nil && s.MQTT.Mode != mqtt.ModeSpool)) {
+		if p.Checkpoints.Dir != "" && s.MQTT != nil && s.MQTT.Mode != mqtt.ModeSpool {
 			errs = append(errs, &Error{File: p.File, Line: s.pos.line, Column: s.pos.col,
-				Err: fmt.Errorf("%s: checkpoints resume file sources and MQTT sources in mode spool only: this source does not record its position in them", what)})
+				Err: fmt.Errorf("%s: checkpoints resume file, http and MQTT sources in mode spool only: this source does not record its position in them", what)})
 		}
 		switch {
 		case s.File != nil:
@@ -125,7 +123,7 @@ func (p *Pipeline) Check(dir string) error {
 		case b.Sink == nil:
 		case b.Sink.MQTT != nil:
 			check(tlsFiles(&b.Sink.MQTT.ConnConfig), fmt.Sprintf("bolt %q", b.Name), b.pos)
-		case b.Sink.File != "-":
+		case b.Sink.Type == "file" && b.Sink.File != "-":
 			out := filepath.Dir(resolve(dir, b.Sink.File))
 			if st, err := os.Stat(out); err != nil || !st.IsDir() {
 				errs = append(errs, &Error{File: p.File, Line: b.pos.line, Column: b.pos.col,
@@ -331,72 +329,43 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 		return nil, fmt.Errorf("pipeline: %w", err)
 	}
 	built := &Built{topo: topo, replays: map[string][]*replay.Source{}, tables: map[string]*postgres.Sink{}, backlogs: map[string][]backlogged{}}
-	// opened is what a failed build closes: MQTT sources (their spools)
-	// and sink files.
-	var opened []io.Closer
+	// env.opened is what a failed build closes: MQTT sources (their
+	// spools) and sink files.
+	env := &buildEnv{opts: opts, built: built, checkpoints: p.Checkpoints.Dir != ""}
 	fail := func(err error) (*Built, error) {
-		for _, c := range opened {
+		for _, c := range env.opened {
 			c.Close()
 		}
 		return nil, err
 	}
 	for i := range p.Sources {
 		s := &p.Sources[i]
-		var factory topology.SourceFactory
-		leased := s.MQTT != nil && opts.LeaseFeed != nil
-		switch {
-		case s.File != nil:
-			factory, err = fileSource(s, opts.Dir, built)
-		case leased:
-			factory, err = leasedMQTTSource(s, opts, built)
-		case s.MQTT != nil && opts.Transport != nil:
-			err = errors.New("an MQTT source of a cluster needs a lease (Options.LeaseFeed)")
-		case s.MQTT != nil:
-			var srcs []*mqtt.Source
-			srcs, err = mqttSources(s, opts, p.Checkpoints.Dir != "")
-			for i, src := range srcs {
-				built.sources = append(built.sources, src)
-				built.addBacklog(s.Name, i, src)
-				opened = append(opened, src)
-			}
-			factory = func(i int) topology.Source { return srcs[i] }
-		case s.HTTP != nil:
-			var src *httpwrite.Source
-			src, err = httpSource(s, opts)
-			if err == nil {
-				built.sources = append(built.sources, src)
-				built.addBacklog(s.Name, 0, src)
-				opened = append(opened, src)
-				factory = topology.Single(src)
-			}
-		}
+		t, _ := sourceTypes.get(s.Type)
+		scfg := topology.SourceConfig{Parallelism: s.Parallelism}
+		factory, err := t.build(s, env, &scfg)
 		if err != nil {
 			return fail(&Error{File: p.File, Line: s.pos.line, Column: s.pos.col, Err: fmt.Errorf("source %q: %w", s.Name, err)})
 		}
+		leased := t.feed && opts.LeaseFeed != nil
 		if opts.WrapSource != nil && !leased {
 			factory = opts.WrapSource(factory)
 		}
-		if lease := opts.Lease; lease != nil && s.MQTT == nil {
+		if lease := opts.Lease; lease != nil && !t.feed {
 			inner, name := factory, s.Name
 			factory = func(i int) topology.Source { return lease(name, i, inner(i)) }
-		}
-		scfg := topology.SourceConfig{Parallelism: s.Parallelism}
-		if s.HTTP != nil {
-			// The engine judges the lines the source answered for by the
-			// same bound, so that it never drops one answered 204.
-			scfg.FutureBound = s.HTTP.FutureBound
 		}
 		topo.AddSource(s.Name, factory, scfg)
 	}
 	for _, b := range p.Bolts {
 		f := b.factory
 		if b.Sink != nil {
-			op, c, err := openSink(b.Sink, b.Name, opts)
+			t, _ := sinkTypes.get(b.Sink.Type)
+			op, c, err := t.open(b.Sink, b.Name, opts)
 			if err != nil {
 				return fail(&Error{File: p.File, Line: b.pos.line, Column: b.pos.col, Err: fmt.Errorf("bolt %q: %w", b.Name, err)})
 			}
 			if c != nil {
-				opened = append(opened, c)
+				env.opened = append(env.opened, c)
 			}
 			if t, ok := op.(*postgres.Sink); ok {
 				built.tables[b.Name] = t
@@ -407,39 +376,11 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 		}
 		bolt := topo.AddBolt(b.Name, f, topology.BoltConfig{Parallelism: b.Parallelism, Buffer: b.Buffer})
 		for _, in := range b.Inputs {
-			bolt.InputStream(in.From, in.Stream, grouping(in))
+			g, _ := groupingTypes.get(in.Grouping)
+			bolt.InputStream(in.From, in.Stream, g.make(in.Fields))
 		}
 	}
 	return built, nil
-}
-
-// fileSource returns the factory of a source replaying recordings, which
-// keeps the sources it makes in built.
-func fileSource(s *Source, dir string, built *Built) (topology.SourceFactory, error) {
-	cfg := replay.Config{Speed: s.File.Speed, Concat: len(s.File.Paths) == 1}
-	for _, path := range s.File.Paths {
-		path = resolve(dir, path)
-		format := s.File.Format
-		if s.File.MaxLineLength != 0 {
-			f := file.Detect(path)
-			if format != nil {
-				f = *format
-			}
-			f.MaxLineLength = s.File.MaxLineLength
-			format = &f
-		}
-		cfg.Inputs = append(cfg.Inputs, replay.Input{Path: path, Format: format})
-	}
-	if _, err := replay.New(cfg); err != nil {
-		return nil, err
-	}
-	return func(int) topology.Source {
-		src := accepted(replay.New(cfg))
-		built.mu.Lock()
-		defer built.mu.Unlock()
-		built.replays[s.Name] = append(built.replays[s.Name], src)
-		return src
-	}, nil
 }
 
 // leasedMQTTSource returns the factory of an MQTT source whose instances
@@ -469,10 +410,11 @@ func leasedMQTTSource(s *Source, opts Options, built *Built) (topology.SourceFac
 }
 
 // httpSource returns an http source, its state directory resolved against
-// opts.Dir.
-func httpSource(s *Source, opts Options) (*httpwrite.Source, error) {
+// opts.Dir, that records positions if the run takes checkpoints.
+func httpSource(s *Source, opts Options, checkpoints bool) (*httpwrite.Source, error) {
 	cfg := *s.HTTP
 	cfg.StateDir = resolve(opts.Dir, cfg.StateDir)
+	cfg.Checkpoints = checkpoints
 	cfg.Logger = opts.Logger
 	cfg.Spool.Logger = opts.Logger
 	return httpwrite.NewSource(cfg)
@@ -494,53 +436,6 @@ func mqttSources(s *Source, opts Options, checkpoints bool) ([]*mqtt.Source, err
 	return srcs, nil
 }
 
-// openSink returns a sink's operation and, for a file, what to close if
-// the build fails: for "-" a sink on standard output (never closed), else
-// a sink on the file, created, and truncated at its first write unless a
-// restore from a checkpoint came first, which closes it; or an MQTT
-// publisher or a PostgreSQL or InfluxDB writer, which connect when Run
-// starts. On a cluster, a file sink writes the file of this worker
-// (workerPath) and appends to it: a worker started again under the same
-// name goes on with its file, and no worker truncates another's.
-func openSink(s *Sink, name string, opts Options) (operation.Operation, io.Closer, error) {
-	if s.InfluxDB != nil {
-		cfg := *s.InfluxDB
-		if cfg.Logger == nil {
-			cfg.Logger = opts.Logger
-		}
-		sink, err := influxdb.NewSink(cfg)
-		return sink, nil, err
-	}
-	if s.Postgres != nil {
-		cfg := *s.Postgres
-		if cfg.Logger == nil {
-			cfg.Logger = opts.Logger
-		}
-		sink, err := postgres.NewSink(cfg)
-		return sink, nil, err
-	}
-	if s.MQTT != nil {
-		sink, err := mqtt.NewSink(mqttSinkConfig(s.MQTT, name, opts))
-		return sink, nil, err
-	}
-	path := resolve(opts.Dir, s.File)
-	if path == "-" {
-		return file.NewSink(opts.Stdout, s.Precision), nil, nil
-	}
-	cfg := file.SinkConfig{Precision: s.Precision}
-	if opts.Cluster != "" && opts.Worker != "" {
-		path, cfg.Append = workerPath(path, opts.Worker), true
-		if opts.Logger != nil {
-			opts.Logger.Info("file sink on a cluster: this worker appends to a file of its own", "component", name, "path", path)
-		}
-	}
-	sink, err := file.OpenSink(path, cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	return sink, sink, nil
-}
-
 // workerPath returns the path of worker's file for a file sink's path on
 // a cluster: the worker's name inserted before the extension, out.lp
 // becoming out.w1.lp (out becoming out.w1), so that no two workers write
@@ -560,16 +455,4 @@ func mqttSinkConfig(c *mqtt.SinkConfig, name string, opts Options) mqtt.SinkConf
 	}
 	resolveConn(&cfg.ConnConfig, opts.Dir, opts.Logger, name)
 	return cfg
-}
-
-func grouping(in Input) topology.Grouping {
-	switch in.Grouping {
-	case "fields":
-		return topology.Fields(in.Fields...)
-	case "global":
-		return topology.Global()
-	case "all":
-		return topology.All()
-	}
-	return topology.Shuffle()
 }

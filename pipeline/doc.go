@@ -141,6 +141,14 @@
 // idle. With acking on, the hard timeout outlasts the longest window,
 // since a window holds its inputs' trees open until it fires.
 //
+// # Your own types
+//
+// Operation, source and sink types and groupings are looked up in one
+// registry per kind, which the built-ins above are the first entries of:
+// RegisterOperation, RegisterSource, RegisterSink and RegisterGrouping add
+// a program's own, named in files like the built-ins (docs/pipelines.md,
+// "Your own operations, sources and sinks").
+//
 // The command runs pipeline files: sensorstorm run and sensorstorm
 // validate.
 package pipeline

@@ -6,7 +6,29 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sensorstorm/sensorstorm/connectors/httpwrite"
+	"github.com/sensorstorm/sensorstorm/topology"
 )
+
+// httpSourceType receives InfluxDB writes over HTTP (httpwrite.Config).
+var httpSourceType = sourceType{
+	decode: func(d *decoder, n *yaml.Node, what string, s *Source) {
+		s.HTTP = d.httpSource(n, what, s.Parallelism)
+	},
+	build: func(s *Source, env *buildEnv, scfg *topology.SourceConfig) (topology.SourceFactory, error) {
+		src, err := httpSource(s, env.opts, env.checkpoints)
+		if err != nil {
+			return nil, err
+		}
+		env.built.sources = append(env.built.sources, src)
+		env.built.addBacklog(s.Name, 0, src)
+		env.opened = append(env.opened, src)
+		// The engine judges the lines the source answered for by the
+		// same bound, so that it never drops one answered 204.
+		scfg.FutureBound = s.HTTP.FutureBound
+		return topology.Single(src), nil
+	},
+	live: true,
+}
 
 // httpSource decodes the http mapping of a source: the keys of
 // connectors/httpwrite's Config.

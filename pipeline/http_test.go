@@ -83,7 +83,7 @@ func TestParseHTTPErrors(t *testing.T) {
 		{"unknown backlog key", "min_free_bytes:", "min_free:", []string{`unknown key "min_free"`}},
 		{"parallelism", "    http:", "    parallelism: 2\n    http:", []string{"an http source listens on one address"}},
 		{"acking off", "sources:\n", "acking: {enabled: false}\nsources:\n", []string{`source "influx": an http source learns from acking`}},
-		{"two types", "    http:", "    file: {paths: [x.lp]}\n    http:", []string{"set one of file, mqtt and http"}},
+		{"two types", "    http:", "    file: {paths: [x.lp]}\n    http:", []string{`source "influx": set one type, not file and http`}},
 		{"state dir taken", "bolts:\n", "  - name: again\n    http: {addr: \"localhost:1\", state_dir: state}\nbolts:\n", []string{`state_dir "state" is source "influx"'s too`}},
 		{"mixed with a file source", "bolts:\n", "  - name: wsn\n    file: {paths: [x.lp]}\nbolts:\n", []string{`source "influx": an http source runs on the live clock and file source "wsn" replays on its own`}},
 	})

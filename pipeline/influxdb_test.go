@@ -42,7 +42,7 @@ func TestParseInfluxDBSinkErrors(t *testing.T) {
 	testParseErrors(t, good, []parseErrorCase{
 		{"no url", `sink: {file: "-"}`, `sink: {influxdb: {batch_size: 10}}`, []string{"p.yaml:13:", "url is empty"}},
 		{"no db", `sink: {file: "-"}`, `sink: {influxdb: {url: "http://localhost:8086/write"}}`, []string{"needs db"}},
-		{"two sinks", `sink: {file: "-"}`, `sink: {file: "-", influxdb: {url: "http://h/write?db=x"}}`, []string{"set one of file, mqtt, postgres and influxdb"}},
+		{"two sinks", `sink: {file: "-"}`, `sink: {file: "-", influxdb: {url: "http://h/write?db=x"}}`, []string{"sink: set one type, not file and influxdb (add a bolt for each other)"}},
 		{"unknown key", `sink: {file: "-"}`, `sink: {influxdb: {url: "http://h/write?db=x", bucket: b}}`, []string{"bucket"}},
 	})
 }

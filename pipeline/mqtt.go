@@ -3,6 +3,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/url"
 	"os"
@@ -15,7 +16,9 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt"
+	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
+	"github.com/sensorstorm/sensorstorm/topology"
 )
 
 // DefaultMQTTMaxPending is acking's max_pending in pipelines with MQTT
@@ -38,6 +41,42 @@ type mqttSourceParams struct {
 type mqttSinkParams struct {
 	Broker          string `yaml:"broker"`
 	mqtt.SinkConfig `yaml:",inline"`
+}
+
+// mqttSourceType subscribes to MQTT feeds (mqtt.Config).
+var mqttSourceType = sourceType{
+	decode: func(d *decoder, n *yaml.Node, what string, s *Source) {
+		s.MQTT = d.mqttSource(n, what, s.Name)
+		s.ownClientID = valueOf(n, "client_id") != n
+	},
+	build: func(s *Source, env *buildEnv, _ *topology.SourceConfig) (topology.SourceFactory, error) {
+		switch {
+		case env.opts.LeaseFeed != nil:
+			return leasedMQTTSource(s, env.opts, env.built)
+		case env.opts.Transport != nil:
+			return nil, errors.New("an MQTT source of a cluster needs a lease (Options.LeaseFeed)")
+		}
+		srcs, err := mqttSources(s, env.opts, env.checkpoints)
+		for i, src := range srcs {
+			env.built.sources = append(env.built.sources, src)
+			env.built.addBacklog(s.Name, i, src)
+			env.opened = append(env.opened, src)
+		}
+		return func(i int) topology.Source { return srcs[i] }, err
+	},
+	live: true,
+	feed: true,
+}
+
+// mqttSinkType publishes to an MQTT broker (mqtt.SinkConfig).
+var mqttSinkType = sinkType{
+	decode: func(d *decoder, n *yaml.Node, what, name string, prec *particle.Precision, s *Sink) {
+		s.MQTT = d.mqttSink(n, what, name, prec)
+	},
+	open: func(s *Sink, name string, opts Options) (operation.Operation, io.Closer, error) {
+		sink, err := mqtt.NewSink(mqttSinkConfig(s.MQTT, name, opts))
+		return sink, nil, err
+	},
 }
 
 func (d *decoder) mqttSource(n *yaml.Node, what, name string) *mqtt.Config {
@@ -200,7 +239,7 @@ func (d *decoder) checkMQTT(p *Pipeline) {
 // live clock until stopped.
 func (p *Pipeline) Live() bool {
 	for _, s := range p.Sources {
-		if s.MQTT != nil || s.HTTP != nil {
+		if t, _ := sourceTypes.get(s.Type); t.live {
 			return true
 		}
 	}

@@ -70,7 +70,7 @@ func TestParseMQTTErrors(t *testing.T) {
 		{"no broker", "mqtt: {broker: tcp://127.0.0.1:1883, topic", "mqtt: {topic", []string{`p.yaml:19:13: bolt "publish": sink: mqtt: no broker`}},
 		{"no sink topic", `, topic: "results/{sensor}"`, "", []string{`p.yaml:19:13: bolt "publish": sink: mqtt: no topic`}},
 		{"sink topic wildcard", `topic: "results/{sensor}"`, `topic: "results/#"`, []string{`p.yaml:19:13: bolt "publish": mqtt: invalid sink config: sink topic template "results/#"`}},
-		{"file and mqtt sink", "      precision: s\n", "      file: out.lp\n", []string{`p.yaml:19:7: bolt "publish": sink: set one of file, mqtt, postgres and influxdb`}},
+		{"file and mqtt sink", "      precision: s\n", "      file: out.lp\n", []string{`p.yaml:19:7: bolt "publish": sink: set one type, not file and mqtt`}},
 		{"parallelism without shared subscriptions", "    mqtt:\n", "    parallelism: 2\n    mqtt:\n", []string{`p.yaml:2:5: source "sensors": parallelism 2 needs shared subscriptions, such as $share/sensors/sensors/#`}},
 		{"acking off", "sources:\n", "acking: {enabled: false}\nsources:\n", []string{`p.yaml:3:5: source "sensors": mqtt mode spool learns from acking`}},
 		{"client id taken", "topic: \"results/{sensor}\",", "client_id: mean-in, topic: \"results/{sensor}\",", []string{`p.yaml:16:5: bolt "publish": client id "mean-in" is source "sensors"'s too`}},

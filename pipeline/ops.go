@@ -3,10 +3,8 @@ package pipeline
 import (
 	"fmt"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -55,7 +53,7 @@ func windowOp(aggregate string) opType {
 			if aggregate == "percentile" && len(p.Percentiles) == 0 {
 				cfg.Aggregates = []string{"p50"}
 			}
-			f, err := factoryOf(operation.NewStats, cfg)
+			f, err := operation.FactoryOf(operation.NewStats, cfg)
 			if err != nil {
 				return nil, 0, err
 			}
@@ -73,22 +71,13 @@ func simpleOp[C any](newOp func(C) (operation.Operation, error), span func(*C) t
 		params: func() any { return new(C) },
 		build: func(v any) (operation.Factory, time.Duration, error) {
 			cfg := *v.(*C)
-			f, err := factoryOf(newOp, cfg)
+			f, err := operation.FactoryOf(newOp, cfg)
 			if err != nil || span == nil {
 				return f, 0, err
 			}
 			return f, span(&cfg), nil
 		},
 	}
-}
-
-// factoryOf checks cfg by building one operation, then returns a Factory
-// of operations built from it.
-func factoryOf[C any](newOp func(C) (operation.Operation, error), cfg C) (operation.Factory, error) {
-	if _, err := newOp(cfg); err != nil {
-		return nil, err
-	}
-	return func() operation.Operation { return accepted(newOp(cfg)) }, nil
 }
 
 // accepted returns v, made again from a config its constructor accepted
@@ -102,25 +91,22 @@ func accepted[T any](v T, err error) T {
 }
 
 // opTypes are the operations pipelines can name: the built-ins, and those
-// registered (RegisterOperation). opTypesMu guards it.
-var (
-	opTypesMu sync.RWMutex
-	opTypes   = map[string]opType{
-		"window-mean":       windowOp("mean"),
-		"window-min":        windowOp("min"),
-		"window-max":        windowOp("max"),
-		"window-count":      windowOp("count"),
-		"window-sum":        windowOp("sum"),
-		"window-stddev":     windowOp("stddev"),
-		"window-percentile": windowOp("percentile"),
-		"window-stats":      windowOp(""),
-		"threshold":         simpleOp(operation.NewThreshold, nil),
-		"rate-of-change":    simpleOp(operation.NewRateOfChange, nil),
-		"dedup":             simpleOp(operation.NewDedup, nil),
-		"resample":          simpleOp(operation.NewResample, nil),
-		"align":             simpleOp(operation.NewAlign, func(c *operation.AlignConfig) time.Duration { return c.Bucket }),
-		"filter":            simpleOp(operation.NewFilter, nil),
-	}
+// registered (RegisterOperation).
+var opTypes = newRegistry("operation type", nil,
+	builtin[opType]{"window-mean", windowOp("mean")},
+	builtin[opType]{"window-min", windowOp("min")},
+	builtin[opType]{"window-max", windowOp("max")},
+	builtin[opType]{"window-count", windowOp("count")},
+	builtin[opType]{"window-sum", windowOp("sum")},
+	builtin[opType]{"window-stddev", windowOp("stddev")},
+	builtin[opType]{"window-percentile", windowOp("percentile")},
+	builtin[opType]{"window-stats", windowOp("")},
+	builtin[opType]{"threshold", simpleOp(operation.NewThreshold, nil)},
+	builtin[opType]{"rate-of-change", simpleOp(operation.NewRateOfChange, nil)},
+	builtin[opType]{"dedup", simpleOp(operation.NewDedup, nil)},
+	builtin[opType]{"resample", simpleOp(operation.NewResample, nil)},
+	builtin[opType]{"align", simpleOp(operation.NewAlign, func(c *operation.AlignConfig) time.Duration { return c.Bucket })},
+	builtin[opType]{"filter", simpleOp(operation.NewFilter, nil)},
 )
 
 // RegisterOperation makes the operation type name available to pipeline
@@ -132,39 +118,17 @@ var (
 // panics if name is empty or taken; call it before parsing, as from an
 // init function.
 func RegisterOperation[C any](name string, newOp func(C) (operation.Operation, error)) {
-	opTypesMu.Lock()
-	defer opTypesMu.Unlock()
-	if _, taken := opTypes[name]; taken || name == "" {
-		panic(fmt.Sprintf("pipeline: RegisterOperation: operation type %q empty or taken", name))
-	}
-	opTypes[name] = simpleOp(newOp, func(c *C) time.Duration {
+	opTypes.add("RegisterOperation", name, simpleOp(newOp, func(c *C) time.Duration {
 		if s, ok := accepted(newOp(*c)).(operation.Spanner); ok {
 			return s.Span()
 		}
 		return 0
-	})
-}
-
-// opTypeNamed returns the operation type name.
-func opTypeNamed(name string) (opType, bool) {
-	opTypesMu.RLock()
-	defer opTypesMu.RUnlock()
-	t, ok := opTypes[name]
-	return t, ok
+	}))
 }
 
 // OpTypes returns the names of the operation types, built-in and
 // registered, sorted.
-func OpTypes() []string {
-	opTypesMu.RLock()
-	defer opTypesMu.RUnlock()
-	var names []string
-	for n := range opTypes {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
-}
+func OpTypes() []string { return sorted(opTypes.list()) }
 
 func (d *decoder) op(n *yaml.Node, what string, b *Bolt) {
 	if n.Kind != yaml.MappingNode {
@@ -181,7 +145,7 @@ func (d *decoder) op(n *yaml.Node, what string, b *Bolt) {
 		d.fail(n, "%s: op: no type (known: %s)", what, strings.Join(OpTypes(), ", "))
 		return
 	}
-	t, ok := opTypeNamed(typeNode.Value)
+	t, ok := opTypes.get(typeNode.Value)
 	if !ok {
 		d.fail(typeNode, "%s: unknown op type %q (known: %s)", what, typeNode.Value, strings.Join(OpTypes(), ", "))
 		return

@@ -11,8 +11,6 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/sensorstorm/sensorstorm/connectors/file"
-	"github.com/sensorstorm/sensorstorm/connectors/replay"
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/syncbuffer"
 )
@@ -263,30 +261,28 @@ func (d *decoder) checkpoints(n *yaml.Node, p *Pipeline) {
 }
 
 func (d *decoder) source(n *yaml.Node) (Source, bool) {
-	m := d.mapping(n, nameOf(n, "source"), "name", "parallelism", "file", "mqtt", "http")
+	types := SourceTypes()
+	m := d.mapping(n, nameOf(n, "source"), append([]string{"name", "parallelism"}, types...)...)
 	if m == nil {
 		return Source{}, false
 	}
 	name, what, parallelism := d.component(n, m, "source")
 	s := Source{Name: name, Parallelism: parallelism, pos: at(n)}
-	types := 0
-	for _, k := range []string{"file", "mqtt", "http"} {
+	var given []string
+	for _, k := range types {
 		if m[k] != nil {
-			types++
+			given = append(given, k)
 		}
 	}
-	switch {
-	case types > 1:
-		d.fail(n, "%s: set one of file, mqtt and http", what)
-	case m["mqtt"] != nil:
-		s.MQTT = d.mqttSource(m["mqtt"], what, s.Name)
-		s.ownClientID = valueOf(m["mqtt"], "client_id") != m["mqtt"]
-	case m["http"] != nil:
-		s.HTTP = d.httpSource(m["http"], what, parallelism)
-	case m["file"] != nil:
-		s.File = d.fileSource(m["file"], what)
+	switch len(given) {
+	case 0:
+		d.fail(n, "%s: no type: set %s", what, oneOf(types, "or"))
+	case 1:
+		s.Type = given[0]
+		t, _ := sourceTypes.get(s.Type)
+		t.decode(d, m[s.Type], what, &s)
 	default:
-		d.fail(n, "%s: no type: set file, mqtt or http", what)
+		d.fail(n, "%s: set one type, not %s", what, oneOf(given, "and"))
 	}
 	// A source with problems still declares its name, so that its
 	// consumers get no errors of their own.
@@ -306,51 +302,6 @@ func (d *decoder) component(n *yaml.Node, m map[string]*yaml.Node, kind string) 
 		parallelism = d.posInt(v, what+": parallelism", MaxParallelism)
 	}
 	return name, what, parallelism
-}
-
-func (d *decoder) fileSource(n *yaml.Node, what string) *FileSource {
-	m := d.mapping(n, what+": file", "paths", "format", "precision", "max_line_length", "speed")
-	if m == nil {
-		return nil
-	}
-	f := &FileSource{Speed: replay.Max, pos: map[string]pos{}}
-	if v := m["paths"]; v == nil {
-		d.fail(n, "%s: file: no paths", what)
-	} else {
-		f.Paths = d.strs(v, what+": file: paths")
-		f.pos["paths"] = at(v)
-	}
-	if v := m["format"]; v != nil {
-		if name, ok := d.str(v, what+": file: format"); ok {
-			format, err := file.Preset(name)
-			if err != nil {
-				d.fail(v, "%s: %v", what, err)
-			}
-			f.Format = &format
-		}
-	}
-	if v := m["precision"]; v != nil {
-		prec, err := particle.ParsePrecision(v.Value)
-		if err != nil {
-			d.fail(v, "%s: file: precision: %v", what, err)
-		}
-		if f.Format == nil {
-			f.Format = &file.Format{}
-		}
-		f.Format.Precision = prec
-	}
-	if v := m["max_line_length"]; v != nil {
-		f.MaxLineLength = d.posInt(v, what+": file: max_line_length", particle.MaxMaxLineLength)
-	}
-	if v := m["speed"]; v != nil {
-		sp, err := replay.ParseSpeed(v.Value)
-		if err != nil {
-			d.fail(v, "%s: file: speed: %v", what, err)
-		} else {
-			f.Speed = sp
-		}
-	}
-	return f
 }
 
 func (d *decoder) bolt(n *yaml.Node) (Bolt, bool) {
@@ -403,8 +354,6 @@ func (d *decoder) bolt(n *yaml.Node) (Bolt, bool) {
 	return b, true
 }
 
-var groupings = []string{"shuffle", "fields", "global", "all"}
-
 func (d *decoder) input(n *yaml.Node, what string) Input {
 	in := Input{Grouping: "shuffle", pos: at(n)}
 	if n.Kind == yaml.ScalarNode {
@@ -426,24 +375,26 @@ func (d *decoder) input(n *yaml.Node, what string) Input {
 	}
 	if v := m["grouping"]; v != nil {
 		in.Grouping = v.Value
-		if !slices.Contains(groupings, in.Grouping) {
-			d.fail(v, "%s: unknown grouping %q (known: %s)", what, v.Value, strings.Join(sorted(groupings), ", "))
+		if _, ok := groupingTypes.get(in.Grouping); !ok {
+			d.fail(v, "%s: unknown grouping %q (known: %s)", what, v.Value, strings.Join(sorted(groupingTypes.list()), ", "))
 		}
 	}
 	if v := m["fields"]; v != nil {
 		in.Fields = d.strs(v, what+": input: fields")
 	}
+	g, _ := groupingTypes.get(in.Grouping)
 	switch {
-	case in.Grouping == "fields" && len(in.Fields) == 0:
-		d.fail(n, "%s: fields grouping without fields", what)
-	case in.Grouping != "fields" && len(in.Fields) > 0:
+	case g.fields && len(in.Fields) == 0:
+		d.fail(n, "%s: %s grouping without fields", what, in.Grouping)
+	case !g.fields && len(in.Fields) > 0:
 		d.fail(m["fields"], "%s: fields given for a %s grouping", what, in.Grouping)
 	}
 	return in
 }
 
 func (d *decoder) sink(n *yaml.Node, what, name string) *Sink {
-	m := d.mapping(n, what+": sink", "file", "precision", "mqtt", "postgres", "influxdb")
+	types := SinkTypes()
+	m := d.mapping(n, what+": sink", append([]string{"precision"}, types...)...)
 	if m == nil {
 		return nil
 	}
@@ -456,25 +407,21 @@ func (d *decoder) sink(n *yaml.Node, what, name string) *Sink {
 		}
 		s.Precision, prec = p, &p
 	}
-	set := 0
-	for _, k := range []string{"file", "mqtt", "postgres", "influxdb"} {
+	var given []string
+	for _, k := range types {
 		if m[k] != nil {
-			set++
+			given = append(given, k)
 		}
 	}
-	switch {
-	case set > 1:
-		d.fail(n, "%s: sink: set one of file, mqtt, postgres and influxdb (add a bolt for each other)", what)
-	case m["mqtt"] != nil:
-		s.MQTT = d.mqttSink(m["mqtt"], what, name, prec)
-	case m["postgres"] != nil:
-		s.Postgres = d.postgresSink(m["postgres"], what)
-	case m["influxdb"] != nil:
-		s.InfluxDB = d.influxSink(m["influxdb"], what, prec)
-	case m["file"] != nil:
-		s.File, _ = d.str(m["file"], what+": sink: file")
+	switch len(given) {
+	case 0:
+		d.fail(n, "%s: sink: set %s", what, oneOf(append([]string{"file (a path, or - for standard output)"}, types[1:]...), "or"))
+	case 1:
+		s.Type = given[0]
+		t, _ := sinkTypes.get(s.Type)
+		t.decode(d, m[s.Type], what, name, prec, s)
 	default:
-		d.fail(n, "%s: sink: set file (a path, or - for standard output), mqtt, postgres or influxdb", what)
+		d.fail(n, "%s: sink: set one type, not %s (add a bolt for each other)", what, oneOf(given, "and"))
 	}
 	return s
 }

@@ -54,7 +54,7 @@ func TestParsePostgresSinkErrors(t *testing.T) {
 	testParseErrors(t, good, []parseErrorCase{
 		{"no table", `sink: {file: "-"}`, `sink: {postgres: {url: "postgres://localhost/db"}}`, []string{"p.yaml:13:", "no table"}},
 		{"no url", `sink: {file: "-"}`, `sink: {postgres: {table: readings}}`, []string{"url is empty"}},
-		{"two sinks", `sink: {file: "-"}`, `sink: {file: "-", postgres: {url: x, table: t}}`, []string{"set one of file, mqtt, postgres and influxdb"}},
+		{"two sinks", `sink: {file: "-"}`, `sink: {file: "-", postgres: {url: x, table: t}}`, []string{"sink: set one type, not file and postgres (add a bolt for each other)"}},
 		{"unknown key", `sink: {file: "-"}`, `sink: {postgres: {url: x, table: t, tabel: u}}`, []string{"tabel"}},
 	})
 }

@@ -41,10 +41,16 @@ type Checkpoints struct {
 	Interval time.Duration
 }
 
-// Source is a source of a pipeline: File, MQTT or HTTP is set.
+// Source is a source of a pipeline: File, MQTT or HTTP is set for the
+// built-in types.
 type Source struct {
 	Name        string
 	Parallelism int
+	// Type is the source's type: file, mqtt, http, or one registered
+	// (RegisterSource).
+	Type string
+	// config is the decoded configuration of a registered type.
+	config any
 	// File is set for recordings replayed from files.
 	File *FileSource
 	// MQTT is set for MQTT feeds: the connector's configuration, with
@@ -97,15 +103,21 @@ type Input struct {
 	// Stream is the upstream stream, such as topology.LateStream; empty
 	// for the default stream.
 	Stream string
-	// Grouping is shuffle, fields, global or all; Fields the names of a
-	// fields grouping.
+	// Grouping is shuffle, fields, global, all, or one registered
+	// (RegisterGrouping); Fields the names of a fields grouping.
 	Grouping string
 	Fields   []string
 	pos      pos
 }
 
-// Sink writes particles out: File, MQTT, Postgres or InfluxDB is set.
+// Sink writes particles out: File, MQTT, Postgres or InfluxDB is set for
+// the built-in types.
 type Sink struct {
+	// Type is the sink's type: file, mqtt, postgres, influxdb, or one
+	// registered (RegisterSink).
+	Type string
+	// config is the decoded configuration of a registered type.
+	config any
 	// File is the path written as line protocol, "-" for standard output.
 	File string
 	// Precision is the timestamps' unit.

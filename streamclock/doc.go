@@ -2,7 +2,7 @@
 // clock beneath it.
 //
 // Each run has one stream clock ([Clock]), injected into every component
-// that needs the time; nothing else reads the system time. Live it is the
+// of the engine whose results depend on time. Live it is the
 // wall clock ([Live]). In a replay it is the replay's position: it runs at
 // the replay speed, stands still while the replay is paused and, unpaced,
 // follows what the replay has emitted. Idle timeouts, processing-time
@@ -10,7 +10,11 @@
 // buffer all read it, so a replay at 1000x behaves like the live run, only
 // faster, and a pause stops them all at once.
 //
-// Wall time itself comes from a [Wall], which tests replace with a [Fake].
+// Wall time itself comes from a [Wall], which tests replace with a [Fake]:
+// the engine's timeouts (draining, acking, idle inputs) read it. What
+// talks to a server (MQTT reconnects, JetStream publishes, cluster leases,
+// checkpoint garbage collection) keeps to the system time, as the server
+// does.
 //
 // # What it is not
 //

@@ -422,7 +422,7 @@ func (s *sourceInstance) tick() {
 	s.mu.Lock()
 	// A batch not delivered, as the source stops, stays pending: finish
 	// flushes it.
-	_ = s.router.flush(s.ctx, false)
+	s.router.handOn(s.ctx, false)
 	s.mu.Unlock()
 }
 

@@ -80,6 +80,7 @@ type boltInstance struct {
 	index  int
 	origin uint32
 	op     operation.Operation
+	caps   capabilities
 	// factory makes the operation again when the instance restarts.
 	factory operation.Factory
 	buf     *syncbuffer.Buffer[envelope]
@@ -192,7 +193,7 @@ func (b *boltInstance) run(ctx context.Context) error {
 	b.stats.BufferedBytes.Add(-b.bytes)
 	b.buffered, b.bytes = 0, 0
 	b.watermark(ctx, math.MaxInt64)
-	if f, ok := b.op.(operation.Flusher); ok {
+	if f := b.caps.flush; f != nil {
 		b.attempt(ctx, func() error { return f.Flush(ctx, b) })
 	}
 	if b.gaveUp != nil {
@@ -266,6 +267,7 @@ func (b *boltInstance) receive(ctx context.Context, bt *batch) {
 	b.settle(ctx)
 	if b.drained == b.inputs && b.ended < b.inputs && !b.sentDrain {
 		b.sentDrain = true
+		// Undelivered, the marked batches stay pending, as in handOn.
 		_ = b.router.drain(ctx)
 	}
 	if self.root != 0 {
@@ -302,7 +304,7 @@ func (b *boltInstance) pushOne(ctx context.Context, input int, env *envelope, no
 // instance had work waiting, for the acker's progress timeout.
 func (b *boltInstance) settle(ctx context.Context) {
 	b.flushAcks()
-	_ = b.router.flush(ctx, false)
+	b.router.handOn(ctx, false)
 	b.settleBacklog(false)
 	n := int64(b.buf.Len())
 	b.stats.Buffered.Add(n - b.buffered)
@@ -329,7 +331,7 @@ func (b *boltInstance) housekeep(ctx context.Context) {
 	now := b.now()
 	b.release(ctx, now)
 	b.tick(ctx, now)
-	if h, ok := b.op.(operation.TickHandler); ok {
+	if h := b.caps.tick; h != nil {
 		if err := b.attempt(ctx, func() error { return h.OnTick(ctx, now, b) }); err != nil && b.gaveUp == nil {
 			b.stats.Errors.Add(1)
 			b.topo.cfg.Logger.Warn("tick handler failed", "component", b.name, "instance", b.index, "err", err)
@@ -381,7 +383,7 @@ func (b *boltInstance) release(ctx context.Context, now int64) {
 			// meanwhile. The acks of the inputs processed go first, so
 			// that no child is acked before its tree knows of it.
 			b.flushAcks()
-			_ = b.router.flushFull(ctx)
+			b.router.handOn(ctx, true)
 		}
 		return true
 	})
@@ -402,11 +404,11 @@ func (b *boltInstance) watermark(ctx context.Context, wm int64) {
 	}
 	b.lastWM = wm
 	b.stats.Watermark.Store(wm)
-	if h, ok := b.op.(operation.WatermarkHandler); ok {
+	if h := b.caps.watermark; h != nil {
 		b.attempt(ctx, func() error { return h.OnWatermark(ctx, wm, b) })
 	}
 	promise := wm
-	if h, ok := b.op.(operation.OutputHolder); ok && wm != math.MaxInt64 {
+	if h := b.caps.hold; h != nil && wm != math.MaxInt64 {
 		promise = min(promise, h.OutputHold(wm)-1)
 	}
 	b.router.promise = max(b.router.promise, promise)
@@ -501,7 +503,7 @@ func (b *boltInstance) failInput(ctx context.Context, env *envelope, err error) 
 // particle that came through a Feed is tracked, as an edge of its remote
 // batch's tree: it is done once handled, and its copies once they are.
 func (b *boltInstance) handleMeta(ctx context.Context, env *envelope, forward bool) {
-	if h, ok := b.op.(operation.MetaHandler); ok {
+	if h := b.caps.meta; h != nil {
 		if err := b.call(func() error { return h.HandleMeta(ctx, env.p, b) }); err != nil {
 			b.stats.Errors.Add(1)
 			b.topo.cfg.Logger.Warn("meta handler failed", "component", b.name, "instance", b.index, "meta", env.p.Meta.MetaType(), "err", err)

@@ -157,7 +157,7 @@ func (b *boltInstance) startCheckpoint(ctx context.Context, id uint64) {
 	c.cut, c.deferred = c.deferred, ackOps{}
 	barrier := envelope{p: particle.Particle{Meta: metaparticle.Barrier{Checkpoint: id}, Origin: b.origin, Seq: metaSeqBit | barrierSeqBit | id}}
 	b.router.route("", &barrier, nil)
-	_ = b.router.flush(ctx, false)
+	b.router.handOn(ctx, false)
 }
 
 // maybeCompleteCheckpoint hands the instance's share to the coordinator
@@ -242,9 +242,9 @@ func (b *boltInstance) snapshot(ctx context.Context) ([]byte, error) {
 		w.PutVarint(id.key.High)
 		w.PutUvarint(uint64(id.children))
 	}
-	s, ok := b.op.(operation.Snapshotter)
-	w.PutBool(ok)
-	if ok {
+	s := b.caps.snapshot
+	w.PutBool(s != nil)
+	if s != nil {
 		ow := state.NewWriter(nil)
 		if err := b.attempt(ctx, func() error { ow.Reset(); return s.Snapshot(ow) }); err != nil {
 			return nil, fmt.Errorf("operation snapshot: %w", err)
@@ -291,8 +291,8 @@ func (b *boltInstance) restore(snap []byte) error {
 	}
 	if hasOp := r.ReadBool(); hasOp {
 		opState := r.ReadBytes()
-		s, ok := b.op.(operation.Snapshotter)
-		if !ok {
+		s := b.caps.snapshot
+		if s == nil {
 			return fmt.Errorf("%w: the snapshot holds state of an operation that keeps none (%T)", ErrCheckpointMismatch, b.op)
 		}
 		if err := r.Err(); err != nil {

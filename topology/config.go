@@ -179,8 +179,13 @@ func (c *Config) setDefaults() {
 	}
 }
 
-// Validate reports every invalid field of c as given: New applies the defaults first.
+// Validate reports every invalid field of c with its defaults applied, as
+// New applies them, joined; c itself is left as it is. The zero Config is
+// valid.
 func (c *Config) Validate() error {
+	d := *c
+	d.setDefaults()
+	c = &d
 	var errs []error
 	if c.BatchSize < 1 {
 		errs = append(errs, fmt.Errorf("batch size %d < 1", c.BatchSize))

@@ -3,7 +3,9 @@ package topology_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sensorstorm/sensorstorm/operation"
@@ -68,4 +70,20 @@ func ExampleTopology_Graph() {
 	// source sensors x1
 	// sink mean x4
 	// sensors -> mean by fields(node)
+}
+
+// The zero Config is valid, and Validate reports every invalid field of
+// a Config at once, as New would.
+func TestConfigValidate(t *testing.T) {
+	var zero topology.Config
+	require.NoError(t, zero.Validate())
+	assert.Zero(t, zero.BatchSize, "Validate left the Config as it was")
+
+	bad := topology.Config{BatchSize: -1, InboxSize: -1, TickInterval: -time.Second}
+	err := bad.Validate()
+	for _, want := range []string{"batch size -1", "inbox size -1", "negative tick interval"} {
+		assert.ErrorContains(t, err, want)
+	}
+	_, newErr := topology.New(bad)
+	assert.Equal(t, err.Error(), newErr.Error())
 }

@@ -340,7 +340,8 @@ func (b *boltInstance) restart() {
 		panic("topology: rebuilding a sync buffer: " + err.Error())
 	}
 	buf.MeasureWith(envelopeSize)
-	b.buf, b.op = buf, b.factory()
+	b.buf = buf
+	b.op, b.caps = b.newOperation()
 	b.feed.setReleased(buf.Released())
 	b.ended, b.eosAcks, b.drainedInputs, b.drained = 0, ackOps{}, make([]bool, b.inputs), 0
 	b.endedInputs, b.lastWM, b.nextTick = make([]bool, b.inputs), math.MinInt64, math.MinInt64

@@ -239,6 +239,19 @@ func (r *router) flushFull(ctx context.Context) error {
 	return r.flush(ctx, true)
 }
 
+// handOn is the flush of an instance's routine work, which has no error
+// to return: a batch it cannot deliver (the run is stopping, or a remote
+// edge refused it) stays pending, a later flush delivers it with what
+// came since, and the end of the stream, which returns its error, is the
+// last try.
+func (r *router) handOn(ctx context.Context, onlyFull bool) {
+	if onlyFull {
+		_ = r.flushFull(ctx)
+		return
+	}
+	_ = r.flush(ctx, false)
+}
+
 // flush delivers every pending batch, or only the full ones. Every batch
 // carries the instance's progress; a flush of all also announces progress
 // to the targets that have not heard of it, in a batch without items. On

@@ -235,7 +235,7 @@ func (s *sourceInstance) emit(p particle.Particle, msgID uint64, track bool) (er
 	}
 	// p is accepted: a batch that cannot be handed on now because ctx is
 	// over is delivered when the source finishes.
-	_ = s.router.flushFull(s.ctx)
+	s.router.handOn(s.ctx, true)
 	return nil
 }
 
@@ -351,7 +351,7 @@ func (s *sourceInstance) EmitMeta(t int64, m particle.Meta) error {
 	p := particle.Particle{Time: t, Meta: m, Origin: s.origin, Seq: metaSeqBit | s.metaSeq}
 	s.env = envelope{p: p}
 	s.router.route("", &s.env, nil)
-	_ = s.router.flushFull(s.ctx)
+	s.router.handOn(s.ctx, true)
 	return nil
 }
 
@@ -403,7 +403,7 @@ func (s *sourceInstance) replay(r retry) {
 	s.emitTracked(p, r.msgID, r.attempt)
 	// The source's own context may be over: a replay must still reach the
 	// bolts, which drain until the end.
-	_ = s.router.flushFull(s.topo.drainCtx)
+	s.router.handOn(s.topo.drainCtx, true)
 }
 
 // finish delivers what is left and announces the end of this instance's

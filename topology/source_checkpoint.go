@@ -44,7 +44,7 @@ func (s *sourceInstance) barrierLocked() {
 	s.router.route("", &s.env, nil)
 	// Delivered even while the source stops: a final checkpoint is taken
 	// then.
-	_ = s.router.flush(s.topo.drainCtx, false)
+	s.router.handOn(s.topo.drainCtx, false)
 	pos, err := s.position()
 	s.topo.ckpt.send(ckptReport{id: id, instance: s.instanceName(), source: pos, err: err})
 }

@@ -224,6 +224,8 @@ func (r *run) deadLetter(d DeadLetter) {
 // emitted was processed, or until ctx is cancelled and the topology has
 // drained. It returns the sources' and sinks' errors, joined, and
 // ErrDrainTimeout when draining took longer than Config.DrainTimeout.
+// The run owns the sources it started: those that are io.Closers are
+// closed before Run returns, once nothing can complete a tree of theirs.
 func (t *Topology) Run(ctx context.Context) error {
 	if !t.ran.CompareAndSwap(false, true) {
 		return errors.New("topology: Run called twice")
@@ -320,10 +322,12 @@ func (t *Topology) Run(ctx context.Context) error {
 			stopped = true
 			break
 		}
-		timer := time.NewTimer(t.cfg.DrainTimeout)
+		// On the wall clock, as every timeout of the run: a test's fake
+		// clock decides when draining has taken too long.
+		expired, stop := t.cfg.Wall.NewTicker(t.cfg.DrainTimeout)
 		select {
 		case <-finished:
-		case <-timer.C:
+		case <-expired:
 			err := ErrDrainTimeout
 			if failing := r.failingDestinations(); len(failing) > 0 {
 				err = fmt.Errorf("%w after %v, waiting for a failing destination: %w", ErrDrainTimeout, t.cfg.DrainTimeout, errors.Join(failing...))
@@ -332,7 +336,7 @@ func (t *Topology) Run(ctx context.Context) error {
 			abort()
 			<-finished
 		}
-		timer.Stop()
+		stop()
 	}
 	stopAux()
 	aux.Wait()
@@ -485,11 +489,17 @@ func (t *Topology) build(drainCtx context.Context) (*run, error) {
 			}
 			buf.MeasureWith(envelopeSize)
 			b := &boltInstance{
-				name: spec.name, index: i, origin: origin, op: spec.factory(), factory: spec.factory, buf: buf,
+				name: spec.name, index: i, origin: origin, factory: spec.factory, buf: buf,
 				late: buf.Config().Late, inbox: make(chan *batch, t.cfg.InboxSize), inputs: inputs,
 				topo: r, stats: t.stats[spec.name], edges: acker.NewEdgeIDs(), seq: uint64(t.cfg.Incarnation) << 32,
 				heldInputs: map[operation.Anchor]*held{}, drainedInputs: make([]bool, inputs),
 				endedInputs: make([]bool, inputs), lastWM: math.MinInt64, nextTick: math.MinInt64,
+			}
+			b.op, b.caps = b.newOperation()
+			if i == 0 {
+				if err := checkWrapped(b.op); err != nil {
+					return nil, fmt.Errorf("topology: bolt %s: %w", spec.name, err)
+				}
 			}
 			if t.cfg.Checkpoints.Store != nil {
 				b.ckpt = &boltCheckpoint{arrived: make([]bool, inputs), waiting: -1, channel: state.NewWriter(nil),
@@ -601,7 +611,7 @@ func (t *Topology) timeouts(bolts []*boltInstance) AckingConfig {
 		}
 		buffered = max(buffered, wait)
 		var span time.Duration
-		if s, ok := b.op.(operation.Spanner); ok && b.ckpt == nil {
+		if s := b.caps.span; s != nil && b.ckpt == nil {
 			span = s.Span()
 		}
 		if b.ckpt != nil {

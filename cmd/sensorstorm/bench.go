@@ -245,7 +245,7 @@ func benchIngest(ctx context.Context, logger *slog.Logger, url, topic string, n,
 	st := src.Stats()
 	stop := func() error {
 		cancel()
-		return errors.Join(<-errc, src.Close())
+		return <-errc
 	}
 	if err := waitCount(ctx, func() int { return int(min(st.Connects.Load(), 1)) }, 1); err != nil {
 		return 0, errors.Join(err, stop())

@@ -306,7 +306,6 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 	var sum summary
 	var emitted uint64
 	if src != nil {
-		closeErrs = append(closeErrs, src.Close())
 		st := src.Stats()
 		attrs := []slog.Attr{slog.Uint64("messages", st.Received.Load()), slog.Uint64("written", written()),
 			slog.Uint64("replayed", st.Replayed.Load()), slog.Uint64("redelivered", st.Redelivered.Load()), slog.Uint64("copies", st.Copies.Load()),
@@ -317,7 +316,6 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 		writeBacklogKept(report, "ingest: mqtt", src, f.src.StateDir)
 	}
 	if hsrc != nil {
-		closeErrs = append(closeErrs, hsrc.Close())
 		st := hsrc.Stats()
 		attrs := []slog.Attr{slog.Uint64("requests", st.Requests.Load()), slog.Uint64("accepted", st.Accepted.Load()),
 			slog.Uint64("bytes", st.Bytes.Load()), slog.Uint64("points", st.Emitted.Load()), slog.Uint64("invalid", st.Invalid.Load()),

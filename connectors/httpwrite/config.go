@@ -94,6 +94,12 @@ type Config struct {
 	// InfluxDB gives it the server's; FutureBound counts from it.
 	// Defaults to the system clock.
 	Wall streamclock.Wall `yaml:"-"`
+	// Checkpoints says that the run takes checkpoints: a body leaves the
+	// spool once a checkpoint holding it completes, not when its
+	// particles are acknowledged, and a restored run resumes from the
+	// checkpoint's position (see Source.Position). Set by the pipeline
+	// that takes them.
+	Checkpoints bool `yaml:"-"`
 }
 
 func (c *Config) setDefaults() {

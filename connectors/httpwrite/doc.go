@@ -34,7 +34,10 @@
 // next start, and one killed before it never answered, so the client
 // sends the body again. Nothing is lost; a body may be processed twice.
 // A body leaves the spool once every particle of it was processed (run
-// the topology with acking on).
+// the topology with acking on) or, in a run that takes checkpoints
+// (Config.Checkpoints), once a checkpoint covers it: the source is then a
+// topology.Positioner, a restored run resumes at the checkpoint's body
+// and particle, and no body is processed twice.
 //
 // The spool is the backlog. A body durable is answered at once, however
 // far behind the pipeline is; the pipeline takes the bodies at its own

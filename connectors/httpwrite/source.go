@@ -85,6 +85,9 @@ type Source struct {
 	order   []*write
 
 	inflight topology.InFlight[*write] // the bodies with particles in the pipeline
+	// positions maps particles to bodies for checkpoints
+	// (Config.Checkpoints).
+	positions spool.Positions
 
 	started time.Time // when Run started listening, for /ready
 	names   names     // the databases and buckets the probes list
@@ -172,6 +175,9 @@ func (s *Source) Run(ctx context.Context, out topology.SourceEmitter) error {
 		return fmt.Errorf("httpwrite: %w", err)
 	}
 	s.spool, s.out, s.firstSeq = sp, out, sp.Durable()
+	if err := s.skipCovered(); err != nil {
+		return err
+	}
 	bcfg := s.cfg.Backlog
 	bcfg.MemoryBytes = s.cfg.MaxInFlightBytes
 	bcfg.Name, bcfg.Logger, bcfg.Now = "httpwrite", s.cfg.Logger, s.cfg.Wall.Now
@@ -415,18 +421,27 @@ func (s *Source) each(source string, prec particle.Precision, recv int64, body [
 func (s *Source) emit(w *write) (bool, error) {
 	w.remaining.Store(1)
 	w.number = s.inflight.Add(w)
+	if s.cfg.Checkpoints {
+		s.positions.Hand(w.seq)
+	}
+	// k numbers the body's good particles, those a restore leaves out
+	// too, so that Redeliver finds the k-th again.
 	var k uint32
 	taken := true
 	err := s.each(w.source, w.prec, w.recv, w.body, nil, func(p particle.Particle, bad *particle.DecodeError, _ []byte) bool {
 		if bad != nil {
 			return true // dead-lettered at the write
 		}
+		place := k
+		k++
+		if s.cfg.Checkpoints && s.positions.Next(w.seq, uint64(place)) {
+			return true
+		}
 		w.remaining.Add(1)
-		if err := s.out.EmitTracked(p, topology.MessageID(w.number, k)); err != nil {
+		if err := s.out.EmitTracked(p, topology.MessageID(w.number, place)); err != nil {
 			taken = false
 			return false
 		}
-		k++
 		s.stats.Emitted.Add(1)
 		return true
 	})
@@ -489,12 +504,16 @@ func (s *Source) Redeliver(msgID uint64) (particle.Particle, error) {
 }
 
 // finish marks a body complete in the spool once all its particles are
-// done; the mark is written with the next Sync (or Close).
+// done, unless checkpoints decide when it leaves the spool (Committed);
+// the mark is written with the next Sync (or Close).
 func (s *Source) finish(w *write) {
 	if w.remaining.Add(-1) != 0 {
 		return
 	}
 	s.inflight.Remove(w.number)
+	if s.cfg.Checkpoints {
+		return
+	}
 	s.stats.Completed.Add(1)
 	s.spool.Complete(w.seq)
 }

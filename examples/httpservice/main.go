@@ -20,9 +20,8 @@ import (
 	"time"
 
 	"github.com/sensorstorm/sensorstorm/connectors/file"
-	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
-	"github.com/sensorstorm/sensorstorm/syncbuffer"
+	"github.com/sensorstorm/sensorstorm/stream"
 	"github.com/sensorstorm/sensorstorm/topology"
 )
 
@@ -58,27 +57,16 @@ func main() {
 // build returns the topology: the recording, a ten-minute mean of the
 // temperature and humidity per node, and latest as the sink.
 func build(path string, latest *Latest) (*topology.Topology, error) {
-	topo, err := topology.New(topology.Config{Replay: true})
-	if err != nil {
-		return nil, err
-	}
-	stats := operation.StatsConfig{Size: 10 * time.Minute, By: []string{"node"}, Fields: []string{"temperature", "humidity"}, Aggregates: []string{"mean", "count"}}
-	if _, err := operation.NewStats(stats); err != nil {
-		return nil, err
-	}
-	topo.AddSource("wsn", topology.Single(&file.Source{Paths: []string{path}}), topology.SourceConfig{})
-	topo.AddBolt("mean", func() operation.Operation {
-		op, err := operation.NewStats(stats)
-		if err != nil {
-			panic(err) // stats was accepted above
-		}
-		return op
-	}, topology.BoltConfig{Parallelism: 2, Buffer: syncbuffer.Config{Window: 5 * time.Second}}).Input("wsn", topology.Fields("node"))
-	topo.AddBolt("latest", operation.Stateless(latest), topology.BoltConfig{}).Input("mean", topology.Shuffle())
-	return topo, nil
+	return stream.From(&file.Source{Paths: []string{path}}).
+		OutOfOrder(5*time.Second).
+		KeyBy("node").
+		Parallelism(2).
+		Window(stream.Tumbling(10*time.Minute), stream.Mean("temperature", "humidity"), stream.Count("temperature", "humidity")).
+		ForEach(latest.Add).
+		Build(topology.Config{Replay: true}) // a recording: the output is a function of it
 }
 
-// Latest is a sink operation that keeps the latest particle per node, and
+// Latest is a sink that keeps the latest particle per node, and
 // an http.Handler serving them as JSON. It is safe for concurrent use.
 type Latest struct {
 	mu     sync.RWMutex
@@ -95,8 +83,8 @@ type Aggregate struct {
 // NewLatest returns an empty Latest.
 func NewLatest() *Latest { return &Latest{byNode: map[string]Aggregate{}} }
 
-// Process implements operation.Operation.
-func (l *Latest) Process(_ context.Context, in particle.Particle, _ operation.Emitter) error {
+// Add keeps in if it is its node's latest.
+func (l *Latest) Add(in particle.Particle) {
 	node, _ := in.Tag("node")
 	a := Aggregate{Node: node, Time: in.EventTime(), Fields: map[string]float64{}}
 	for _, f := range in.Fields {
@@ -109,7 +97,6 @@ func (l *Latest) Process(_ context.Context, in particle.Particle, _ operation.Em
 	if old, ok := l.byNode[node]; !ok || !a.Time.Before(old.Time) {
 		l.byNode[node] = a
 	}
-	return nil
 }
 
 // ServeHTTP serves the latest aggregates, sorted by node.

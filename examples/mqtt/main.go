@@ -27,11 +27,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/sensorstorm/sensorstorm/connectors/file"
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt"
-	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
-	"github.com/sensorstorm/sensorstorm/syncbuffer"
+	"github.com/sensorstorm/sensorstorm/stream"
 	"github.com/sensorstorm/sensorstorm/topology"
 )
 
@@ -73,7 +71,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	err = topo.Run(ctx)
-	logger.Info("stopped", "received", src.Stats().Received.Load(), "published", topo.Stats("publish").Processed.Load())
+	logger.Info("stopped", "received", src.Stats().Received.Load(), "published", topo.Stats("sink").Processed.Load())
 	if err != nil && !errors.Is(err, context.Canceled) {
 		logger.Error("run", "err", err)
 		return 1
@@ -82,7 +80,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // build returns the topology: the MQTT source, the mean per sensor, and
-// two sinks, one publishing to MQTT and one printing. The topology's Run
+// two sinks, one publishing to MQTT ("sink") and one printing. The topology's Run
 // closes the source once it drained: its connection outlives the source's
 // Run so that the trees completing meanwhile are acknowledged.
 func build(o options, stdout io.Writer, logger *slog.Logger) (*topology.Topology, *mqtt.Source, error) {
@@ -96,26 +94,17 @@ func build(o options, stdout io.Writer, logger *slog.Logger) (*topology.Topology
 	if err != nil {
 		return nil, nil, err
 	}
-	stats := operation.StatsConfig{Size: o.window, By: []string{"sensor"}}
-	if _, err := operation.NewStats(stats); err != nil {
-		return nil, nil, err
-	}
 	// The source acknowledges a message to the broker from the spool,
 	// and completes it there once its tree completed: acking is on.
-	topo, err := topology.New(topology.Config{Logger: logger, Acking: topology.AckingConfig{Enabled: true}})
+	topo, err := stream.From(src).
+		OutOfOrder(time.Second).
+		KeyBy("sensor").
+		Window(stream.Tumbling(o.window), stream.Mean()).
+		To(sink).
+		WriteLines(stdout, particle.Millisecond).
+		Build(topology.Config{Logger: logger, Acking: topology.AckingConfig{Enabled: true}})
 	if err != nil {
 		return nil, nil, err
 	}
-	topo.AddSource("sensors", topology.Single(src), topology.SourceConfig{})
-	topo.AddBolt("mean", func() operation.Operation {
-		op, err := operation.NewStats(stats)
-		if err != nil {
-			panic(err) // stats was accepted above
-		}
-		return op
-	}, topology.BoltConfig{Buffer: syncbuffer.Config{Window: time.Second}}).Input("sensors", topology.Fields("sensor"))
-	topo.AddBolt("publish", operation.Stateless(sink), topology.BoltConfig{}).Input("mean", topology.Global())
-	printer := file.NewSink(stdout, particle.Millisecond)
-	topo.AddBolt("print", operation.Stateless(printer), topology.BoltConfig{}).Input("mean", topology.Global())
 	return topo, src, nil
 }

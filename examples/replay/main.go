@@ -17,9 +17,8 @@ import (
 	"time"
 
 	"github.com/sensorstorm/sensorstorm/connectors/replay"
-	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
-	"github.com/sensorstorm/sensorstorm/syncbuffer"
+	"github.com/sensorstorm/sensorstorm/stream"
 	"github.com/sensorstorm/sensorstorm/topology"
 )
 
@@ -50,40 +49,29 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	topo, err := topology.New(topology.Config{Replay: true})
+	// The out-of-order window is the bounded disorder the buffer absorbs; a
+	// late reading is dropped rather than put in a window already computed.
+	// The replay is the run's clock, so a paced run keeps its timers in step.
+	topo, err := stream.From(src).
+		OutOfOrder(*window).
+		Window(stream.Tumbling(*every), stream.Count("temperature"), stream.Mean("temperature"), stream.Min("temperature"), stream.Max("temperature")).
+		ForEach(func(p particle.Particle) {
+			num := func(k string) float64 { v, _ := p.Field(k); f, _ := v.Number(); return f }
+			fmt.Fprintf(stdout, "%-19s  %8.0f  %6.2f  %6.2f  %6.2f\n", p.EventTime().UTC().Format("2006-01-02 15:04:05"),
+				num("temperature_count"), num("temperature_mean"), num("temperature_min"), num("temperature_max"))
+		}).
+		Build(topology.Config{})
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	topo.AddSource("recording", topology.Single(src), topology.SourceConfig{})
-	statsCfg := operation.StatsConfig{Size: *every, Fields: []string{"temperature"}, Aggregates: []string{"count", "mean", "min", "max"}}
-	if _, err := operation.NewStats(statsCfg); err != nil {
-		fmt.Fprintln(stderr, err)
-		return 1
-	}
-	stats := func() operation.Operation {
-		op, err := operation.NewStats(statsCfg)
-		if err != nil {
-			panic(err) // statsCfg was accepted above
-		}
-		return op
-	}
-	// The window is the bounded disorder the buffer absorbs; a late reading
-	// is dropped rather than put in a window already computed.
-	topo.AddBolt("stats", stats, topology.BoltConfig{Buffer: syncbuffer.Config{Window: *window, Late: syncbuffer.LateDrop}}).Input("recording", topology.Global())
 	fmt.Fprintf(stdout, "temperature of the whole network over %v windows, in event-time order\n", *every)
 	fmt.Fprintf(stdout, "%-19s  %8s  %6s  %6s  %6s\n", "window end (UTC)", "readings", "mean", "min", "max")
-	topo.AddBolt("table", operation.Stateless(operation.Func(func(_ context.Context, p particle.Particle, _ operation.Emitter) error {
-		num := func(k string) float64 { v, _ := p.Field(k); f, _ := v.Number(); return f }
-		fmt.Fprintf(stdout, "%-19s  %8.0f  %6.2f  %6.2f  %6.2f\n", p.EventTime().UTC().Format("2006-01-02 15:04:05"),
-			num("temperature_count"), num("temperature_mean"), num("temperature_min"), num("temperature_max"))
-		return nil
-	})), topology.BoltConfig{}).Input("stats", topology.Global())
 	if err := topo.Run(ctx); err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	read, late := topo.Stats("recording").Out.Load(), topo.Stats("stats").Late.Load()
+	read, late := topo.Stats("source").Out.Load(), topo.Stats("window").Late.Load()
 	fmt.Fprintf(stdout, "%d readings: %d in windows, %d more than %v late, dropped\n", read, read-late, late, *window)
 	return 0
 }

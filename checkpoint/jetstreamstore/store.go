@@ -1,0 +1,231 @@
+// Package jetstreamstore keeps checkpoints in NATS JetStream, for a
+// pipeline whose units run on several workers: a unit that moves to
+// another worker reads there what its previous worker stored.
+//
+// A [Store] keeps the snapshots in an object store bucket, one object per
+// checkpoint and instance, which the server cuts into chunks and whose
+// SHA-256 digest the client checks when it reads one back; and the
+// manifests in a key-value bucket, one key per checkpoint, written only
+// once every snapshot it lists is stored: a checkpoint whose manifest
+// exists is complete. Both buckets are replicated as configured, so a
+// checkpoint outlives the server that took it.
+//
+// # What it is not
+//
+// Not incremental, unlike checkpoint.Dir: every snapshot is stored whole.
+// Not a fence: two processes that both believe they own a unit both
+// write; the lease that decides who owns it is the caller's (package
+// cluster).
+package jetstreamstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sensorstorm/sensorstorm/checkpoint"
+)
+
+// Config configures a Store.
+type Config struct {
+	// Bucket names the object store bucket of the snapshots; the
+	// manifests' key-value bucket is Bucket with "-manifests" appended.
+	// Letters, digits, '-' and '_' only. Required.
+	Bucket string
+	// Replicas is how many servers keep each bucket. Defaults to 1.
+	Replicas int
+	// Storage is where the servers keep them. Defaults to
+	// jetstream.FileStorage.
+	Storage jetstream.StorageType
+}
+
+// Store is a checkpoint.Store in JetStream. It is safe for concurrent use.
+type Store struct {
+	objects   jetstream.ObjectStore
+	manifests jetstream.KeyValue
+	bucket    string
+}
+
+var _ checkpoint.Store = (*Store)(nil)
+
+// New opens the buckets cfg names, creating those that do not exist. An
+// existing bucket is taken as it is: a pipeline's workers open the same
+// ones.
+func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Store, error) {
+	if cfg.Bucket == "" {
+		return nil, errors.New("jetstreamstore: no bucket")
+	}
+	replicas := max(cfg.Replicas, 1)
+	objects, err := js.ObjectStore(ctx, cfg.Bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		objects, err = js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{
+			Bucket: cfg.Bucket, Description: "sensorstorm checkpoints: snapshots", Replicas: replicas, Storage: cfg.Storage,
+		})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("jetstreamstore: bucket %s: %w", cfg.Bucket, err)
+	}
+	kvName := cfg.Bucket + "-manifests"
+	manifests, err := js.KeyValue(ctx, kvName)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		manifests, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket: kvName, Description: "sensorstorm checkpoints: manifests", Replicas: replicas, Storage: cfg.Storage,
+		})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("jetstreamstore: bucket %s: %w", kvName, err)
+	}
+	return &Store{objects: objects, manifests: manifests, bucket: cfg.Bucket}, nil
+}
+
+// idKey is a checkpoint id as a key that sorts as the id does.
+func idKey(id uint64) string { return fmt.Sprintf("%020d", id) }
+
+// objectName is the name of instance's snapshot of checkpoint id.
+func objectName(id uint64, instance string) string { return idKey(id) + "/" + instance }
+
+// objectID returns the checkpoint id of a snapshot's object name.
+func objectID(name string) (uint64, bool) {
+	key, _, ok := strings.Cut(name, "/")
+	if !ok {
+		return 0, false
+	}
+	id, err := strconv.ParseUint(key, 10, 64)
+	return id, err == nil
+}
+
+// Put implements checkpoint.Store.
+func (s *Store) Put(ctx context.Context, id uint64, instance string, snapshot []byte) error {
+	if instance == "" {
+		return fmt.Errorf("jetstreamstore: put %d: %w", id, checkpoint.ErrInvalidName)
+	}
+	if _, err := s.objects.PutBytes(ctx, objectName(id, instance), snapshot); err != nil {
+		return fmt.Errorf("jetstreamstore: put %d %q: %w", id, instance, err)
+	}
+	return nil
+}
+
+// Commit implements checkpoint.Store.
+func (s *Store) Commit(ctx context.Context, m checkpoint.Manifest) error {
+	for _, in := range m.Instances {
+		if _, err := s.objects.GetInfo(ctx, objectName(m.ID, in)); err != nil {
+			return fmt.Errorf("jetstreamstore: commit %d: snapshot of %q: %w", m.ID, in, notExist(err))
+		}
+	}
+	data, err := m.MarshalBinary()
+	if err == nil {
+		_, err = s.manifests.Put(ctx, idKey(m.ID), data)
+	}
+	if err != nil {
+		return fmt.Errorf("jetstreamstore: commit %d: %w", m.ID, err)
+	}
+	return nil
+}
+
+// Checkpoints implements checkpoint.Store.
+func (s *Store) Checkpoints(ctx context.Context) ([]uint64, error) {
+	keys, err := s.manifests.ListKeys(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("jetstreamstore: list %s-manifests: %w", s.bucket, err)
+	}
+	defer keys.Stop()
+	var ids []uint64
+	for key := range keys.Keys() {
+		if id, err := strconv.ParseUint(key, 10, 64); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	// A listing may report a key twice while it is written.
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	slices.Reverse(ids)
+	return ids, nil
+}
+
+// Manifest implements checkpoint.Store.
+func (s *Store) Manifest(ctx context.Context, id uint64) (checkpoint.Manifest, error) {
+	e, err := s.manifests.Get(ctx, idKey(id))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return checkpoint.Manifest{}, fmt.Errorf("checkpoint %d: %w", id, checkpoint.ErrNotFound)
+	}
+	if err != nil {
+		return checkpoint.Manifest{}, fmt.Errorf("jetstreamstore: manifest %d: %w", id, err)
+	}
+	file := s.bucket + "-manifests/" + idKey(id)
+	var m checkpoint.Manifest
+	if err := m.UnmarshalBinary(e.Value()); err != nil {
+		var corrupt *checkpoint.CorruptError
+		if errors.As(err, &corrupt) {
+			corrupt.File = file
+		}
+		return checkpoint.Manifest{}, err
+	}
+	if m.ID != id {
+		return checkpoint.Manifest{}, &checkpoint.CorruptError{File: file,
+			Err: fmt.Errorf("%w: manifest of checkpoint %d", checkpoint.ErrFormat, m.ID)}
+	}
+	return m, nil
+}
+
+// Get implements checkpoint.Store. A snapshot whose digest does not match
+// is refused with a *checkpoint.CorruptError whose Err is
+// checkpoint.ErrChecksum.
+func (s *Store) Get(ctx context.Context, id uint64, instance string) ([]byte, error) {
+	name := objectName(id, instance)
+	b, err := s.objects.GetBytes(ctx, name)
+	switch {
+	case err == nil:
+		return b, nil
+	case errors.Is(err, jetstream.ErrObjectNotFound):
+		return nil, &checkpoint.CorruptError{File: s.bucket + "/" + name, Err: fs.ErrNotExist}
+	case errors.Is(err, jetstream.ErrDigestMismatch):
+		return nil, &checkpoint.CorruptError{File: s.bucket + "/" + name, Err: checkpoint.ErrChecksum}
+	}
+	return nil, fmt.Errorf("jetstreamstore: get %d %q: %w", id, instance, err)
+}
+
+// Prune implements checkpoint.Store.
+func (s *Store) Prune(ctx context.Context, keep int) error {
+	ids, err := s.Checkpoints(ctx)
+	if err != nil || len(ids) <= max(keep, 1) {
+		return err
+	}
+	oldest := ids[max(keep, 1)-1]
+	for _, id := range ids[max(keep, 1):] {
+		if err := s.manifests.Purge(ctx, idKey(id)); err != nil {
+			return fmt.Errorf("jetstreamstore: prune manifest %d: %w", id, err)
+		}
+	}
+	objects, err := s.objects.List(ctx)
+	if errors.Is(err, jetstream.ErrNoObjectsFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("jetstreamstore: prune: list %s: %w", s.bucket, err)
+	}
+	for _, o := range objects {
+		if id, ok := objectID(o.Name); ok && id < oldest {
+			if err := s.objects.Delete(ctx, o.Name); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+				return fmt.Errorf("jetstreamstore: prune %s: %w", o.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// notExist makes a missing object's error one that wraps fs.ErrNotExist.
+func notExist(err error) error {
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return fmt.Errorf("%w (%w)", fs.ErrNotExist, err)
+	}
+	return err
+}

@@ -1,0 +1,86 @@
+package jetstreamstore_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/sensorstorm/sensorstorm/checkpoint"
+	"github.com/sensorstorm/sensorstorm/checkpoint/checkpointtest"
+	"github.com/sensorstorm/sensorstorm/checkpoint/jetstreamstore"
+	"github.com/sensorstorm/sensorstorm/natstest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func connect(t *testing.T, url string) jetstream.JetStream {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	return js
+}
+
+func TestStoreKeepsTheStoreContract(t *testing.T) {
+	js := connect(t, natstest.StartCluster(t, 1).URL())
+	n := 0
+	checkpointtest.TestStore(t, func(t *testing.T) checkpoint.Store {
+		n++
+		s, err := jetstreamstore.New(context.Background(), js, jetstreamstore.Config{Bucket: "ckpt-" + string(rune('a'+n))})
+		require.NoError(t, err)
+		return s
+	})
+}
+
+// A checkpoint stored with three replicas is read back whole, through
+// another connection, once the server the writer was connected to is
+// gone.
+func TestStoreOutlivesAServer(t *testing.T) {
+	c := natstest.StartCluster(t, 3)
+	ctx := context.Background()
+	cfg := jetstreamstore.Config{Bucket: "pipeline-window", Replicas: 3}
+	s, err := jetstreamstore.New(ctx, connect(t, c.URL()), cfg)
+	require.NoError(t, err)
+	big := make([]byte, 5<<20)
+	for i := range big {
+		big[i] = byte(i * 7)
+	}
+	require.NoError(t, s.Put(ctx, 1, "window/0", big))
+	require.NoError(t, s.Commit(ctx, checkpoint.Manifest{ID: 1, Instances: []string{"window/0"}, Data: []byte("positions")}))
+
+	c.Stop(0)
+	c.WaitReady()
+	again, err := jetstreamstore.New(ctx, connect(t, c.URL()), cfg)
+	require.NoError(t, err)
+	m, err := checkpoint.Latest(ctx, again)
+	require.NoError(t, err)
+	require.Equal(t, checkpoint.Manifest{ID: 1, Instances: []string{"window/0"}, Data: []byte("positions")}, m)
+	b, err := again.Get(ctx, 1, "window/0")
+	require.NoError(t, err)
+	require.Equal(t, big, b)
+}
+
+// A manifest that is not one is refused, naming its key.
+func TestStoreRefusesADamagedManifest(t *testing.T) {
+	js := connect(t, natstest.StartCluster(t, 1).URL())
+	ctx := context.Background()
+	s, err := jetstreamstore.New(ctx, js, jetstreamstore.Config{Bucket: "damaged"})
+	require.NoError(t, err)
+	kv, err := js.KeyValue(ctx, "damaged-manifests")
+	require.NoError(t, err)
+	_, err = kv.Put(ctx, "00000000000000000007", []byte{9, 9, 9})
+	require.NoError(t, err)
+
+	_, err = checkpoint.Latest(ctx, s)
+	var corrupt *checkpoint.CorruptError
+	require.True(t, errors.As(err, &corrupt), "%v", err)
+	require.Equal(t, "damaged-manifests/00000000000000000007", corrupt.File)
+	require.ErrorIs(t, err, checkpoint.ErrFormat)
+}

@@ -1,0 +1,69 @@
+package httpwrite
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/sensorstorm/sensorstorm/spool"
+	"github.com/sensorstorm/sensorstorm/topology"
+)
+
+var _ topology.Positioner = (*Source)(nil)
+
+// errNoCheckpoints refuses positions to a source not configured for them:
+// its bodies would leave the spool before a checkpoint covers them.
+var errNoCheckpoints = errors.New("httpwrite: the run takes checkpoints but the source was not configured for them (Config.Checkpoints)")
+
+// Position implements topology.Positioner: the body the emitted-th
+// particle of this run came from, and how many of its particles were
+// emitted before.
+func (s *Source) Position(emitted uint64) ([]byte, error) {
+	if !s.cfg.Checkpoints {
+		return nil, errNoCheckpoints
+	}
+	return s.positions.At(emitted).MarshalBinary()
+}
+
+// Committed implements topology.Positioner: the bodies before the
+// position leave the spool.
+func (s *Source) Committed(b []byte) {
+	var pos spool.Position
+	if pos.UnmarshalBinary(b) != nil {
+		return
+	}
+	for _, seq := range s.positions.Covered(pos) {
+		s.spool.Complete(seq)
+		s.stats.Completed.Add(1)
+	}
+}
+
+// Resume implements topology.Positioner: Run starts from the body at the
+// position, leaving out the particles of it emitted before.
+func (s *Source) Resume(b []byte) error {
+	if !s.cfg.Checkpoints {
+		return errNoCheckpoints
+	}
+	var pos spool.Position
+	if err := pos.UnmarshalBinary(b); err != nil {
+		return fmt.Errorf("httpwrite: %w", err)
+	}
+	s.positions.Resume(pos)
+	return nil
+}
+
+// skipCovered completes the spool's bodies before the position resumed
+// from: the checkpoint holds their effect.
+func (s *Source) skipCovered() error {
+	pos := s.positions.Resumed()
+	if pos.Seq == 0 {
+		return nil
+	}
+	n, err := s.spool.CompleteBefore(pos.Seq)
+	if err != nil {
+		return fmt.Errorf("httpwrite: resume from body %d: %w", pos.Seq, err)
+	}
+	if n > 0 {
+		s.cfg.Logger.Info("httpwrite: resuming from a checkpoint's position", "body", pos.Seq, "particles_emitted", pos.K, "covered", n)
+	}
+	return nil
+}
