@@ -316,7 +316,7 @@ func roomsPipeline(t *testing.T, dir, speed string) string {
 // a new one: the files the workers' sinks wrote hold the single-process
 // output, no line missing, and no NUL byte; a line beyond it can only be
 // a copy that a sink on the killed worker wrote and had not acknowledged
-// (one of eight runs killed once lines were out wrote three again; none
+// (one of ten runs killed once lines were out wrote three again; none
 // killed earlier did). When every worker's sink wrote one path, the copy
 // of the sink that took over, or merely closed, truncated what the other
 // had written: 6 to 15 of the 21 lines went missing.
