@@ -30,7 +30,9 @@ const benchRepeats = 40
 // of the sink; ns/op counts the runs alone, not the start of the workers.
 // Each run's output must be the single-process run's. It also reports the
 // CPU time of the process per particle (the workers and the three NATS
-// servers) and the cores it kept busy: on a machine the workers share, a
+// servers), the bytes the workers published to JetStream per particle
+// (payloads confirmed, before replication) and the cores it kept busy:
+// on a machine the workers share, a
 // second worker adds no cores, only what its units' waits leave idle.
 // Each op is one whole run: run it with -benchtime=1x. -count repeats
 // each sub-benchmark in a row; for runs of workers=1 and workers=2 that
@@ -45,7 +47,10 @@ func BenchmarkWorkers(b *testing.B) {
 	c := natstest.StartCluster(b, 3)
 	for _, n := range []int{1, 2} {
 		b.Run(fmt.Sprintf("workers=%d", n), func(b *testing.B) {
-			var elapsed, cpu time.Duration
+			var (
+				elapsed, cpu time.Duration
+				jsBytes      uint64
+			)
 			for i := range b.N {
 				b.StopTimer()
 				name := fmt.Sprintf("bench-%d-%d-%d", n, i, time.Now().UnixNano())
@@ -84,6 +89,7 @@ func BenchmarkWorkers(b *testing.B) {
 						b.Fatalf("worker %s: %v", w.name, w.err)
 					}
 					out.WriteString(w.out.String())
+					jsBytes += w.w.Transport().Stats().PublishedBytes.Load()
 				}
 				if got := sortedLines(out.String()); !slices.Equal(got, want) {
 					b.Fatalf("%d lines of output, not the %d of the single-process run", len(got), len(want))
@@ -92,6 +98,7 @@ func BenchmarkWorkers(b *testing.B) {
 			b.ReportMetric(float64(particles*b.N)/elapsed.Seconds(), "particles/s")
 			b.ReportMetric(float64(cpu.Nanoseconds())/float64(particles*b.N), "cpu-ns/particle")
 			b.ReportMetric(cpu.Seconds()/elapsed.Seconds(), "cores")
+			b.ReportMetric(float64(jsBytes)/float64(particles*b.N), "js-B/particle")
 		})
 	}
 }

@@ -133,7 +133,9 @@
 // identities they had, so that its receivers drop them (package
 // jetstreamedge, the frontier); a sink writing outside JetStream on a
 // worker that died, or that handed it over, writes again what it had not
-// acknowledged (a message it had written part of). A worker that leaves
+// acknowledged (a message it had written part of); a file sink writes
+// one file per worker (pipeline.Options.Worker), so that a sink moving
+// never truncates what another worker wrote. A worker that leaves
 // hands over neither a file source's replay nor, when it is the last, what
 // it runs; it takes nothing back, and what it did not hand over within
 // Leave's context moves once it expired, as after a kill. Workers that

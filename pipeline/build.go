@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/sensorstorm/sensorstorm/checkpoint"
@@ -67,7 +68,8 @@ type Options struct {
 	Cluster string
 	// Worker, with Cluster, names this worker: an MQTT sink's client id
 	// ends with it, since the workers running the sink's instances
-	// connect at the same time.
+	// connect at the same time, and a file sink writes the worker's own
+	// file, out.w1.lp for out.lp, appending to it.
 	Worker string
 }
 
@@ -444,6 +446,15 @@ func mqttSources(s *Source, opts Options, checkpoints bool) ([]*mqtt.Source, err
 		srcs = append(srcs, src)
 	}
 	return srcs, nil
+}
+
+// workerPath returns the path of worker's file for a file sink's path on
+// a cluster: the worker's name inserted before the extension, out.lp
+// becoming out.w1.lp (out becoming out.w1), so that no two workers write
+// one file.
+func workerPath(path, worker string) string {
+	ext := filepath.Ext(path)
+	return strings.TrimSuffix(path, ext) + "." + worker + ext
 }
 
 // mqttSinkConfig returns the configuration of the MQTT sink of bolt name,

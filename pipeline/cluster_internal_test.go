@@ -1,6 +1,11 @@
 package pipeline
 
 import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -59,4 +64,49 @@ func TestClusterSinkClientIDs(t *testing.T) {
 	sink := p.Bolts[0].Sink.MQTT
 	assert.Equal(t, "out", mqttSinkConfig(sink, "out", Options{}).ClientID, "one process")
 	assert.Equal(t, "out-w1", mqttSinkConfig(sink, "out", Options{Cluster: "mean", Worker: "w1"}).ClientID, "worker w1")
+}
+
+// On a cluster, a file sink writes the file of its worker, the worker's
+// name before the extension, and appends to it: a worker started again
+// under its name goes on with its file, and nothing truncates the file
+// of another process.
+func TestClusterFileSinkPerWorker(t *testing.T) {
+	dir := t.TempDir()
+	recording, err := filepath.Abs("../testdata/library1-r1.lp")
+	require.NoError(t, err)
+	p, err := Parse(fmt.Appendf(nil, `sources:
+  - name: wsn
+    file: {paths: [%q], speed: max}
+bolts:
+  - name: out
+    input: {from: wsn}
+    sink: {file: out.lp}
+`, recording), filepath.Join(dir, "p.yaml"))
+	require.NoError(t, err)
+	another := filepath.Join(dir, "out.lp")
+	require.NoError(t, os.WriteFile(another, []byte("another process's line\n"), 0o644))
+	run := func(worker string) {
+		t.Helper()
+		built, err := p.Build(Options{Cluster: "mean", Worker: worker})
+		require.NoError(t, err)
+		require.NoError(t, built.Run(context.Background()))
+	}
+	run("w1")
+	once, err := os.ReadFile(filepath.Join(dir, "out.w1.lp"))
+	require.NoError(t, err)
+	assert.Equal(t, 7563, bytes.Count(once, []byte("\n")))
+	run("w1")
+	run("w2")
+	twice, err := os.ReadFile(filepath.Join(dir, "out.w1.lp"))
+	require.NoError(t, err)
+	assert.Equal(t, string(once)+string(once), string(twice), "started again, w1 appends")
+	w2, err := os.ReadFile(filepath.Join(dir, "out.w2.lp"))
+	require.NoError(t, err)
+	assert.Equal(t, string(once), string(w2))
+	kept, err := os.ReadFile(another)
+	require.NoError(t, err)
+	assert.Equal(t, "another process's line\n", string(kept), "the path as written is nobody's on a cluster")
+
+	assert.Equal(t, "out.w1", workerPath("out", "w1"))
+	assert.Equal(t, filepath.Join("a.b", "out.w1.lp"), workerPath(filepath.Join("a.b", "out.lp"), "w1"))
 }

@@ -89,8 +89,10 @@
 // id and state directory suffixed with their index. On a cluster
 // ([Options.Cluster]) a client id the file does not give is
 // sensorstorm-CLUSTER-NAME, the same on every worker, mode spool is
-// refused ([Pipeline.CheckCluster]), and an MQTT sink's client id ends
-// with the worker's name ([Options.Worker]). A password left out
+// refused ([Pipeline.CheckCluster]), an MQTT sink's client id ends
+// with the worker's name ([Options.Worker]), and a file sink writes and
+// appends to the worker's own file, its name before the extension
+// (out.w1.lp for out.lp). A password left out
 // is read from [PasswordEnv]. [Built.Run] closes the MQTT sources once the
 // topology has drained.
 //

@@ -32,13 +32,22 @@ var fileSinkType = sinkType{
 // openFileSink returns the sink of s and what to close if the build fails:
 // for "-" a sink on standard output (never closed), else a sink on the
 // file, created, and truncated at its first write unless a restore from a
-// checkpoint came first.
-func openFileSink(s *Sink, _ string, opts Options) (operation.Operation, io.Closer, error) {
+// checkpoint came first. On a cluster, it writes the file of this worker
+// (workerPath) and appends to it: a worker started again under the same
+// name goes on with its file, and no worker truncates another's.
+func openFileSink(s *Sink, name string, opts Options) (operation.Operation, io.Closer, error) {
 	path := resolve(opts.Dir, s.File)
 	if path == "-" {
 		return file.NewSink(opts.Stdout, s.Precision), nil, nil
 	}
-	sink, err := file.OpenSink(path, file.SinkConfig{Precision: s.Precision})
+	cfg := file.SinkConfig{Precision: s.Precision}
+	if opts.Cluster != "" && opts.Worker != "" {
+		path, cfg.Append = workerPath(path, opts.Worker), true
+		if opts.Logger != nil {
+			opts.Logger.Info("file sink on a cluster: this worker appends to a file of its own", "component", name, "path", path)
+		}
+	}
+	sink, err := file.OpenSink(path, cfg)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sensorstorm/sensorstorm/cluster"
+	"github.com/sensorstorm/sensorstorm/internal/proctest"
 	"github.com/sensorstorm/sensorstorm/jetstreamedge"
 	"github.com/sensorstorm/sensorstorm/natstest"
 	"github.com/sensorstorm/sensorstorm/topology"
@@ -119,4 +124,84 @@ func TestMetricsRegistryHasTheTransport(t *testing.T) {
 	}
 	assert.Contains(t, names, "sensorstorm_jetstream_published_messages_total")
 	assert.Contains(t, names, "go_goroutines")
+}
+
+// Issue 27's scenario through run --cluster with its defaults
+// (cluster/testdata/library1-rooms.yaml: per-mote one-minute means,
+// parallelism 4, per-room five-minute statistics, parallelism 2, into a
+// file sink, at 400 times real time) on two worker processes in one
+// directory; the worker
+// holding the source's lease is killed with SIGKILL as it takes it and
+// started again under a new name. Each worker appends to its own file,
+// and together the files hold the lines of one process, none twice, no
+// NUL byte.
+func TestRunOnAClusterKilledLeaseHolder(t *testing.T) {
+	bin := buildBinary(t)
+	spec, err := os.ReadFile("../../cluster/testdata/library1-rooms.yaml")
+	require.NoError(t, err)
+	recording, err := filepath.Abs("../../cluster/testdata/library1-rooms.lp")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "rooms.yaml")
+	require.NoError(t, os.WriteFile(file, bytes.Replace(spec, []byte("[library1-rooms.lp]"), fmt.Appendf(nil, "[%q]", recording), 1), 0o644))
+	var stdout, stderr strings.Builder
+	require.Equal(t, exitOK, run(context.Background(), []string{"run", file}, &stdout, &stderr), stderr.String())
+	want := strings.SplitAfter(readFile(t, filepath.Join(dir, "out.lp")), "\n")
+	want = slices.DeleteFunc(want, func(s string) bool { return s == "" })
+	require.Len(t, want, 21)
+	require.NoError(t, os.Remove(filepath.Join(dir, "out.lp")))
+
+	c := natstest.StartCluster(t, 1)
+	type worker struct {
+		cmd    *exec.Cmd
+		stderr *proctest.LockedBuffer
+		done   chan error
+	}
+	start := func(name string) *worker {
+		w := &worker{cmd: exec.Command(bin, "run", "--cluster", c.URL(), "--worker", name, file), stderr: &proctest.LockedBuffer{}, done: make(chan error, 1)}
+		w.cmd.Stderr = w.stderr
+		require.NoError(t, w.cmd.Start())
+		go func() { w.done <- w.cmd.Wait() }()
+		t.Cleanup(func() {
+			_ = w.cmd.Process.Kill()
+			if t.Failed() {
+				t.Logf("worker %s:\n%s", name, lastLines(w.stderr.String(), 30))
+			}
+		})
+		return w
+	}
+	workers := map[string]*worker{"w1": start("w1"), "w2": start("w2")}
+	holder := ""
+	waitUntil(t, 60*time.Second, "a worker to take the source's lease", func() bool {
+		for name, w := range workers {
+			if strings.Contains(w.stderr.String(), `msg="lease taken"`) {
+				holder = name
+			}
+		}
+		return holder != ""
+	})
+	require.NoError(t, workers[holder].cmd.Process.Signal(syscall.SIGKILL))
+	<-workers[holder].done
+	delete(workers, holder)
+	workers["w3"] = start("w3")
+	for name, w := range workers {
+		select {
+		case err := <-w.done:
+			require.NoError(t, err, "worker %s: %s", name, lastLines(w.stderr.String(), 30))
+		case <-time.After(3 * time.Minute):
+			t.Fatalf("worker %s did not finish", name)
+		}
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "out.*.lp"))
+	require.NoError(t, err)
+	require.Len(t, files, 3, "a file per worker: %v", files)
+	var got []string
+	for _, f := range files {
+		out := readFile(t, f)
+		require.NotContains(t, out, "\x00", "NUL bytes in %s", f)
+		got = append(got, slices.DeleteFunc(strings.SplitAfter(out, "\n"), func(s string) bool { return s == "" })...)
+	}
+	slices.Sort(want)
+	slices.Sort(got)
+	require.Equal(t, want, got)
 }
