@@ -27,7 +27,7 @@
 // bucket decides: the holder renews it, recording with it a checkpoint,
 // the prefix of the source's particles that JetStream confirmed; when it
 // dies the lease expires, and another worker takes it and replays the
-// source past the checkpoint (topology.Skipper keeps the particles'
+// source past the checkpoint (topology.SourceEmitter.Skip keeps the particles'
 // identities, so that the downstream instances drop the copies of those
 // emitted after the checkpoint). A source that was
 // replayed to its end, with everything it emitted confirmed by JetStream,

@@ -113,10 +113,6 @@ const (
 // the instance.
 func (f *leasedFeed) Run(ctx context.Context, out topology.SourceEmitter) error {
 	log := f.w.cfg.Logger.With("worker", f.w.cfg.Worker, "lease", f.key)
-	skipper, ok := out.(topology.Skipper)
-	if !ok {
-		return fmt.Errorf("cluster: lease %s: the emitter cannot renumber the particles", f.key)
-	}
 	// Workers started together see each other before any takes a lease,
 	// so that they share the instances without handing them over.
 	if !sleep(ctx, f.w.cfg.LeaseTTL) {
@@ -128,7 +124,7 @@ func (f *leasedFeed) Run(ctx context.Context, out topology.SourceEmitter) error 
 			return nil
 		}
 		log.Info("lease taken")
-		end, err := f.runHolding(ctx, out, skipper, rev)
+		end, err := f.runHolding(ctx, out, rev)
 		switch end {
 		case stopped:
 			return err
@@ -161,7 +157,7 @@ var errHandOver = errors.New("cluster: instance assigned to another worker")
 // instance over by stopping its source, waiting (up to a lease TTL) until
 // the particles it emitted finished, which acknowledges their messages to
 // the broker, disconnecting, and freeing the lease.
-func (f *leasedFeed) runHolding(ctx context.Context, out topology.SourceEmitter, skipper topology.Skipper, rev uint64) (holdingEnd, error) {
+func (f *leasedFeed) runHolding(ctx context.Context, out topology.SourceEmitter, rev uint64) (holdingEnd, error) {
 	// acquire recorded the lease held.
 	defer f.w.hold(f.key, false)
 	heldCtx, lose := context.WithCancelCause(ctx)
@@ -176,7 +172,7 @@ func (f *leasedFeed) runHolding(ctx context.Context, out topology.SourceEmitter,
 	inner, disconnect := f.open()
 	h := &holding{}
 	h.ackr, _ = inner.(topology.Acknowledger)
-	err := f.runSource(srcCtx, out, skipper, inner, h)
+	err := f.runSource(srcCtx, out, inner, h)
 	end := stopped
 	if errors.Is(context.Cause(srcCtx), errHandOver) && heldCtx.Err() == nil {
 		end = handedOver
@@ -259,7 +255,7 @@ func (w *Worker) awaitHandOver(ctx context.Context, key string) bool {
 }
 
 // runSource runs inner, holding h's source.
-func (f *leasedFeed) runSource(ctx context.Context, out topology.SourceEmitter, skipper topology.Skipper, inner topology.Source, h *holding) error {
+func (f *leasedFeed) runSource(ctx context.Context, out topology.SourceEmitter, inner topology.Source, h *holding) error {
 	epoch, err := f.w.nextEpoch(ctx, f.key)
 	if err != nil {
 		return fmt.Errorf("cluster: lease %s: counting the holdings: %w", f.key, err)
@@ -267,7 +263,7 @@ func (f *leasedFeed) runSource(ctx context.Context, out topology.SourceEmitter, 
 	// The particles of this holding take numbers no other holding, on any
 	// worker, gave: receivers would drop them as copies.
 	if from, n := epoch<<epochShift, f.numbered.Load(); n < from {
-		skipper.Skip(from - n)
+		out.Skip(from - n)
 		f.numbered.Store(from)
 	}
 	return inner.Run(ctx, &feedEmitter{SourceEmitter: out, f: f, h: h})

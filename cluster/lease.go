@@ -36,7 +36,7 @@ type leasedSource struct {
 	skip     uint64     // the particles to skip: the checkpoint taken over
 	prefix   uint64     // every particle up to it was confirmed
 	acked    map[uint64]struct{}
-	skipper  topology.Skipper
+	out      topology.SourceEmitter
 	recorded uint64 // the checkpoint last written
 	// pending holds the particles not yet confirmed, for Redeliver, with
 	// the inner source's message id when it tracked them.
@@ -238,7 +238,7 @@ func (l *leasedSource) resume(ctx context.Context, out topology.SourceEmitter) e
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.next, l.skip, l.prefix, l.acked, l.pending = 0, 0, 0, map[uint64]struct{}{}, map[uint64]pendingParticle{}
-	l.skipper, _ = out.(topology.Skipper)
+	l.out = out
 	e, err := l.w.read(ctx, l.w.done, checkpointKey(l.key))
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
@@ -247,7 +247,7 @@ func (l *leasedSource) resume(ctx context.Context, out topology.SourceEmitter) e
 		return err
 	}
 	n, err := strconv.ParseUint(string(e.Value()), 10, 64)
-	if err != nil || l.skipper == nil {
+	if err != nil {
 		return nil
 	}
 	l.skip, l.prefix, l.recorded = n, n, n
@@ -366,7 +366,7 @@ func (e *trackingEmitter) emit(p particle.Particle, pp pendingParticle) error {
 	l := e.l
 	n, skip := l.number()
 	if skip {
-		l.skipper.Skip(1)
+		l.out.Skip(1)
 		if pp.tracked {
 			l.innerAckr.Ack(pp.inner)
 		}

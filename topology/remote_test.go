@@ -213,7 +213,7 @@ func TestWindowResultIdentityFromNewestInput(t *testing.T) {
 		require.NoError(t, err)
 		var got gatherSeqs
 		topo.AddSource("src", topology.Single(topology.SourceFunc(func(_ context.Context, out topology.SourceEmitter) error {
-			out.(topology.Skipper).Skip(skip)
+			out.Skip(skip)
 			for t := 1 + int64(skip); t <= 5; t++ {
 				if err := out.Emit(particle.Particle{Time: t, Measurement: "m"}); err != nil {
 					return err
@@ -259,7 +259,7 @@ func TestSkipKeepsIdentities(t *testing.T) {
 	require.NoError(t, err)
 	var got gatherSeqs
 	topo.AddSource("src", topology.Single(topology.SourceFunc(func(_ context.Context, out topology.SourceEmitter) error {
-		out.(topology.Skipper).Skip(2)
+		out.Skip(2)
 		return out.Emit(particle.Particle{Time: 1, Measurement: "m"})
 	})), topology.SourceConfig{})
 	topo.AddBolt("sink", operation.Stateless(operation.Func(func(_ context.Context, in particle.Particle, _ operation.Emitter) error {

@@ -81,23 +81,17 @@ type SourceEmitter interface {
 	// Flush hands partly filled batches downstream now, for sources that
 	// go quiet; the engine also does it after a short linger.
 	Flush() error
-}
-
-// Skipper is implemented by the SourceEmitter the engine hands to sources.
-// A source that resumes a replay past particles emitted before, in this
-// process or another, skips them so that the particles after keep the
-// identities they had: receivers then drop the copies of those emitted
-// twice. A live source that another process ran before skips past the
-// numbers that process may have used, so that receivers do not drop its
-// new particles as copies.
-type Skipper interface {
-	// Skip accounts n data particles as emitted without emitting them.
+	// Skip accounts n data particles as emitted without emitting them. A
+	// source that resumes a replay past particles emitted before, in this
+	// process or another, skips them so that the particles after keep the
+	// identities they had: receivers then drop the copies of those
+	// emitted twice. A live source that another process ran before skips
+	// past the numbers that process may have used, so that receivers do
+	// not drop its new particles as copies.
 	Skip(n uint64)
 }
 
-var _ Skipper = (*sourceInstance)(nil)
-
-// Skip implements Skipper.
+// Skip implements SourceEmitter.
 func (s *sourceInstance) Skip(n uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

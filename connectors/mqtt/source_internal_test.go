@@ -51,6 +51,7 @@ func (e *emitter) EmitTracked(p particle.Particle, id uint64) error {
 }
 func (e *emitter) EmitMeta(int64, particle.Meta) error { return nil }
 func (e *emitter) Reject(error, []byte)                {}
+func (e *emitter) Skip(uint64)                         {}
 func (e *emitter) Flush() error                        { return nil }
 
 // TestTreeAckOffTheCaller completes messages in tree mode while paho's

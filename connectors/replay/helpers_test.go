@@ -113,6 +113,8 @@ func (r *recorder) Reject(err error, raw []byte) {
 	r.raws = append(r.raws, string(raw))
 }
 
+func (r *recorder) Skip(uint64) {}
+
 func (r *recorder) Flush() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()

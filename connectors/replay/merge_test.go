@@ -337,6 +337,7 @@ func (m *memSampler) Emit(p particle.Particle) error {
 
 func (m *memSampler) EmitMeta(int64, particle.Meta) error { return nil }
 func (m *memSampler) Reject(error, []byte)                {}
+func (m *memSampler) Skip(uint64)                         {}
 func (m *memSampler) Flush() error                        { return nil }
 
 // TestStatusSpan checks that Status gives the event-time span of the
