@@ -33,7 +33,8 @@ type Probe struct {
 // that the pipeline's persistent sessions are left alone); that a file
 // sink's output can be written, without creating it; that an HTTP
 // source's address is free to listen on. It says which recordings a file
-// source reads (Check opened them) and skips InfluxDB sinks. Relative
+// source reads (Check opened them) and skips InfluxDB sinks and the
+// types registered by programs (RegisterSource, RegisterSink). Relative
 // paths resolve against dir, or the pipeline file's directory when dir is
 // empty.
 func (p *Pipeline) CheckConnections(ctx context.Context, dir string) []Probe {
@@ -51,6 +52,8 @@ func (p *Pipeline) CheckConnections(ctx context.Context, dir string) []Probe {
 			probes = append(probes, probeBroker(ctx, fmt.Sprintf("mqtt source '%s'", s.Name), mqttSourceConfigs(&s, dir, "", nil, false)[0].ConnConfig))
 		case s.HTTP != nil:
 			probes = append(probes, probeListen(fmt.Sprintf("http source '%s'", s.Name), s.HTTP.Addr))
+		default:
+			probes = append(probes, notChecked(fmt.Sprintf("%s source '%s'", s.Type, s.Name)))
 		}
 	}
 	for _, b := range p.Bolts {
@@ -62,13 +65,18 @@ func (p *Pipeline) CheckConnections(ctx context.Context, dir string) []Probe {
 			probes = append(probes, Probe{Component: what, Found: found.String(), Err: err})
 		case b.Sink.MQTT != nil:
 			probes = append(probes, probeBroker(ctx, fmt.Sprintf("mqtt sink '%s'", b.Name), mqttSinkConfig(b.Sink.MQTT, b.Name, Options{Dir: dir}).ConnConfig))
-		case b.Sink.InfluxDB != nil:
-			probes = append(probes, Probe{Component: fmt.Sprintf("influxdb sink '%s'", b.Name), Found: "not checked: --connect does not reach InfluxDB yet", Skipped: true})
-		default:
+		case b.Sink.Type == "file":
 			probes = append(probes, probeFile(fmt.Sprintf("file sink '%s'", b.Name), resolve(dir, b.Sink.File)))
+		default:
+			probes = append(probes, notChecked(fmt.Sprintf("%s sink '%s'", b.Sink.Type, b.Name)))
 		}
 	}
 	return probes
+}
+
+// notChecked is the probe of a component --connect has no check for.
+func notChecked(what string) Probe {
+	return Probe{Component: what, Found: "not checked: validate --connect has no check for this type", Skipped: true}
 }
 
 // probeBroker checks that a broker of c accepts a connection.
