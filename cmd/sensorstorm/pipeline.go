@@ -249,14 +249,29 @@ const validateUsage = `usage: sensorstorm validate [flags] PIPELINE.yaml
 
 Checks a pipeline file without running it: its syntax, its components and
 operations, the graph (no cycles), broker URLs, and that its input files
-(recordings, TLS certificates) can be read. It does not connect to MQTT
-brokers. Errors name the file, line and column.
+(recordings, TLS certificates) can be read. Errors name the file, line and
+column.
+
+With --connect it then checks, without writing anything, what each source
+and sink needs that retrying cannot fix, and prints a line for each:
+  ok postgres sink 'db': table metrics.readings (insert allowed)
+  fail mqtt source 'feed': mqtt: connecting to tcp://broker:1883 as ...: connection refused
+PostgreSQL sinks: the database accepts the connection, the schema exists,
+the table exists with columns the sink can write or the role may create
+it, and the role may insert, select and update rows. MQTT sources and
+sinks: a broker accepts the connection, under a probe's own client id
+with a clean session, so that the pipeline's persistent sessions are left
+alone. File sinks: the file can be written (a temporary file is made and
+removed in its directory). HTTP sources: the address is free. InfluxDB
+sinks are not checked. It exits 1 if any check fails.
 `
 
-// validatePipeline checks a pipeline file without running it.
-func validatePipeline(_ context.Context, args []string, stdout, stderr io.Writer) int {
+// validatePipeline checks a pipeline file without running it and, with
+// --connect, what its sources and sinks connect to.
+func validatePipeline(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := newCLI("validate", validateUsage, stderr)
 	dir := c.fs.String("dir", "", "resolve the pipeline's relative paths against this `DIR` (default: the pipeline file's directory)")
+	connect := c.fs.Bool("connect", false, "also check the databases, brokers, files and addresses of the sources and sinks, writing nothing")
 	rest, code, ok := c.parse(args, stdout)
 	if !ok {
 		return code
@@ -271,6 +286,25 @@ func validatePipeline(_ context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitError
+	}
+	if *connect {
+		failed := 0
+		probes := p.CheckConnections(ctx, *dir)
+		for _, pr := range probes {
+			switch {
+			case pr.Err != nil:
+				failed++
+				fmt.Fprintf(stdout, "fail %s: %v\n", pr.Component, pr.Err)
+			case pr.Skipped:
+				fmt.Fprintf(stdout, "skip %s: %s\n", pr.Component, pr.Found)
+			default:
+				fmt.Fprintf(stdout, "ok %s: %s\n", pr.Component, pr.Found)
+			}
+		}
+		if failed > 0 {
+			fmt.Fprintf(stderr, "%s: %d of %d components failed their checks\n", p.File, failed, len(probes))
+			return exitError
+		}
 	}
 	fmt.Fprintf(stdout, "%s: ok: %d sources, %d bolts\n", p.File, len(p.Sources), len(p.Bolts))
 	return exitOK

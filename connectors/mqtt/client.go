@@ -70,21 +70,7 @@ func newConn(c *ConnConfig, counters connCounters, opts *paho.ClientOptions, onC
 	for _, b := range c.Brokers {
 		opts.AddBroker(b)
 	}
-	opts.SetClientID(c.ClientID)
-	opts.SetUsername(c.Username)
-	opts.SetPassword(c.Password)
-	if tlsCfg != nil {
-		opts.SetTLSConfig(tlsCfg)
-	}
-	// MQTT 3.1.1 only: paho would otherwise retry a refused connection
-	// with MQTT 3.1 and report that refusal instead.
-	opts.SetProtocolVersion(4)
-	opts.SetKeepAlive(c.KeepAlive)
-	opts.SetPingTimeout(c.PingTimeout)
-	opts.SetConnectTimeout(c.ConnectTimeout)
-	opts.SetDialer(&net.Dialer{Timeout: c.ConnectTimeout})
-	opts.SetAutoReconnect(false)
-	opts.SetConnectRetry(false)
+	c.setOptions(opts, c.ClientID, tlsCfg)
 	opts.SetStore(newPacketStore())
 	opts.SetConnectionAttemptHandler(func(broker *url.URL, tlsCfg *tls.Config) *tls.Config {
 		u := broker.String()
@@ -103,6 +89,27 @@ func newConn(c *ConnConfig, counters connCounters, opts *paho.ClientOptions, onC
 	})
 	cn.client = paho.NewClient(opts)
 	return cn, nil
+}
+
+// setOptions sets in opts the settings of c that every connection
+// attempt uses, under the client id id: credentials, TLS, protocol and
+// timeouts, paho's own retries off.
+func (c *ConnConfig) setOptions(opts *paho.ClientOptions, id string, tlsCfg *tls.Config) {
+	opts.SetClientID(id)
+	opts.SetUsername(c.Username)
+	opts.SetPassword(c.Password)
+	if tlsCfg != nil {
+		opts.SetTLSConfig(tlsCfg)
+	}
+	// MQTT 3.1.1 only: paho would otherwise retry a refused connection
+	// with MQTT 3.1 and report that refusal instead.
+	opts.SetProtocolVersion(4)
+	opts.SetKeepAlive(c.KeepAlive)
+	opts.SetPingTimeout(c.PingTimeout)
+	opts.SetConnectTimeout(c.ConnectTimeout)
+	opts.SetDialer(&net.Dialer{Timeout: c.ConnectTimeout})
+	opts.SetAutoReconnect(false)
+	opts.SetConnectRetry(false)
 }
 
 // start runs the supervisor until stop.
@@ -178,7 +185,7 @@ func (c *conn) supervise(ctx context.Context) error {
 	b := &backoff.ExponentialBackOff{InitialInterval: c.cfg.ReconnectWait, Multiplier: 2, MaxInterval: c.cfg.MaxReconnectInterval}
 	short := 0 // connections in a row lost soon after being made
 	for attempt := 1; ; attempt++ {
-		sessionPresent, err := c.connectOnce(ctx)
+		sessionPresent, err := connect(ctx, c.client)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -242,12 +249,13 @@ func (c *conn) supervise(ctx context.Context) error {
 	}
 }
 
-// connectOnce makes one connection attempt, trying each broker in turn.
-// When ctx ends it still waits for the attempt, which ConnectTimeout
-// bounds, so that no paho goroutine outlives the supervisor. It reports
-// whether the broker kept the session (CONNACK's session present flag).
-func (c *conn) connectOnce(ctx context.Context) (bool, error) {
-	tok := c.client.Connect()
+// connect makes one connection attempt with cl, trying each of its
+// brokers in turn. When ctx ends it still waits for the attempt, which
+// ConnectTimeout bounds, so that no paho goroutine outlives the caller.
+// It reports whether the broker kept the session (CONNACK's session
+// present flag).
+func connect(ctx context.Context, cl paho.Client) (bool, error) {
+	tok := cl.Connect()
 	select {
 	case <-tok.Done():
 	case <-ctx.Done():

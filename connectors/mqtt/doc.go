@@ -26,6 +26,10 @@
 // paho's (tcp, ssl, tls, mqtts, ws, wss, unix...) fail validation with
 // ErrBrokerURL.
 //
+// [Probe] checks that a broker accepts a connection, as `sensorstorm
+// validate --connect` does, under a client id of its own with a clean
+// session, never the pipeline's.
+//
 // A broker gives a client id's session to whichever client connected last.
 // Two processes with the same client id take it from each other over and
 // over, each losing its connection soon after making it: from the third

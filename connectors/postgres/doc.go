@@ -79,9 +79,16 @@
 //
 // An error that retrying cannot mend (no such database or schema, a role
 // that does not exist or may not log in, a wrong password, permission
-// denied, a column of a type the sink cannot write, a server refusing TLS
+// denied, a column of a type the sink cannot write, a view or a table
+// without the unique index on (series, time_ns), a server refusing TLS
 // that the URL asks for) wraps operation.ErrRefused: the engine stops the
 // run at once with the server's message, acknowledging nothing.
+//
+// [Check] finds these before a run, without writing: it connects, and
+// checks the schema, the table's columns and index (or that the role may
+// create it) and the role's privileges, returning a *CheckError that
+// names the database, schema and table and is refused or not as the
+// Sink's errors are.
 //
 // Any other error is the destination's (connection refused or lost, a
 // timeout, a server shutting down or at its connection limit, a full

@@ -373,17 +373,23 @@ func failed(err error) error {
 
 // refused reports whether err says that the database refuses the sink's
 // work for good: no such database or schema, credentials or privileges
-// it does not grant, a column of a type the sink cannot write (SQLSTATE
-// class 28, 3D000, 3F000, 42501, 42804, 42846), or a server that refuses
-// TLS when the URL asks for it.
+// it does not grant, a column of a type the sink cannot write, a view or
+// a table without the unique index on (series, time_ns) (SQLSTATE class
+// 28, 3D000, 3F000, 42501, 42804, 42846, 42809, 42P10), what Check found
+// wrong, or a server that refuses TLS when the URL asks for it.
 func refused(err error) bool {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		switch pe.Code {
-		case "3D000", "3F000", "42501", "42804", "42846":
+		case "3D000", "3F000", "42501", "42804", "42846", "42809", "42P10":
 			return true
 		}
 		return strings.HasPrefix(pe.Code, "28")
+	}
+	for _, checked := range []error{ErrNoSchema, ErrPrivilege, ErrTable, ErrNoTimeNS} {
+		if errors.Is(err, checked) {
+			return true
+		}
 	}
 	// pgconn has no sentinel for it.
 	return strings.Contains(err.Error(), "server refused TLS connection")

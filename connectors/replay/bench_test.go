@@ -2,9 +2,11 @@ package replay_test
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,14 +25,27 @@ import (
 )
 
 // writeRecording writes n readings of 10 sensors, step apart, as line
-// protocol and returns its path and size.
-func writeRecording(b *testing.B, n int, step time.Duration) (string, int64) {
+// protocol and returns its path and size. With jitter, each reading is
+// delayed by up to jitter (uniformly, from a fixed seed) and the file
+// holds them in the order they would arrive, their timestamps unchanged.
+func writeRecording(b *testing.B, n int, step, jitter time.Duration) (string, int64) {
 	b.Helper()
 	path := filepath.Join(b.TempDir(), "rec.lp")
 	f, err := os.Create(path)
 	require.NoError(b, err)
 	w := bufio.NewWriterSize(f, 1<<20)
+	order := make([]int, n)
+	arrival := make([]int64, n)
+	rng := rand.New(rand.NewPCG(30, 2))
 	for i := range n {
+		order[i] = i
+		arrival[i] = int64(i) * int64(step)
+		if jitter > 0 {
+			arrival[i] += rng.Int64N(int64(jitter))
+		}
+	}
+	slices.SortStableFunc(order, func(i, j int) int { return cmp.Compare(arrival[i], arrival[j]) })
+	for _, i := range order {
 		fmt.Fprintf(w, "wsn,node=%d seq=%di,temperature=%d.%d,humidity=51.5 %d\n", i%10, i, 20+i%5, i%10, t0+int64(i)*int64(step))
 	}
 	require.NoError(b, w.Flush())
@@ -56,6 +71,46 @@ func BenchmarkReplay(b *testing.B) {
 	})
 }
 
+// BenchmarkReplayDisorder replays, as BenchmarkReplay, a million
+// readings 1 ms apart whose order is jittered: each delayed by up to the
+// sub-benchmark's disorder, the file holding them in arrival order. The
+// sink's window is the disorder, so that none is late and the buffer
+// holds about a disorder's worth of readings (300,000 at 5m). Its
+// particles/s are docs/figures/throughput-disorder.svg (see
+// docs/figures.md to regenerate it).
+func BenchmarkReplayDisorder(b *testing.B) {
+	const n = 1_000_000
+	for _, c := range []struct {
+		name     string
+		disorder time.Duration
+	}{{"0", 0}, {"1s", time.Second}, {"10s", 10 * time.Second}, {"1m", time.Minute}, {"5m", 5 * time.Minute}} {
+		disorder := c.disorder
+		b.Run("disorder="+c.name, func(b *testing.B) {
+			path, size := writeRecording(b, n, time.Millisecond, disorder)
+			b.ReportAllocs()
+			b.SetBytes(size)
+			var total time.Duration
+			for b.Loop() {
+				src, err := replay.New(replay.Config{Inputs: []replay.Input{{Path: path}}, Speed: replay.Max})
+				require.NoError(b, err)
+				topo, err := topology.New(topology.Config{Replay: true})
+				require.NoError(b, err)
+				topo.AddSource("replay", topology.Single(src), topology.SourceConfig{})
+				topo.AddBolt("sink", operation.Stateless(file.NewSink(io.Discard, particle.Nanosecond)), topology.BoltConfig{
+					Buffer: syncbuffer.Config{Window: disorder, FutureBound: -1},
+				}).Input("replay", topology.Global())
+				start := time.Now()
+				require.NoError(b, topo.Run(context.Background()))
+				total += time.Since(start)
+				s := topo.Stats("sink")
+				require.Equal(b, uint64(n), s.Processed.Load())
+				require.Zero(b, s.Late.Load())
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/total.Seconds(), "particles/s")
+		})
+	}
+}
+
 // BenchmarkReplaySource replays the file of BenchmarkReplay unpaced into
 // an emitter that only counts: the source's own rate (reading, decoding,
 // merging, judging), without a topology after it.
@@ -74,7 +129,7 @@ func BenchmarkReplaySource(b *testing.B) {
 // measured under the same machine load.
 func benchReplay(b *testing.B, run func(src *replay.Source) int) {
 	const n = 1_000_000
-	path, size := writeRecording(b, n, time.Millisecond)
+	path, size := writeRecording(b, n, time.Millisecond, 0)
 	b.ReportAllocs()
 	b.SetBytes(size)
 	var total, reading time.Duration
@@ -144,7 +199,7 @@ func BenchmarkPacedAccuracy(b *testing.B) {
 		speed = 100
 	)
 	n := int(span/step) + 1
-	path, _ := writeRecording(b, n, step)
+	path, _ := writeRecording(b, n, step, 0)
 	var wall, p99, worst time.Duration
 	for b.Loop() {
 		src, err := replay.New(replay.Config{Inputs: []replay.Input{{Path: path}}, Speed: speed})
