@@ -60,6 +60,19 @@ func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() boo
 	}
 }
 
+// noDrops wraps cond, which waits for readings a broker delivers, to fail
+// the test at once with the broker's own words when it dropped messages
+// for a client that fell behind (a stock Mosquitto queues 1000), rather
+// than time out waiting for them.
+func noDrops(t *testing.T, broker *mosquittotest.Broker, cond func() bool) func() bool {
+	return func() bool {
+		if log := broker.Log(); strings.Contains(log, "dropped") {
+			t.Fatalf("the broker dropped messages: the machine did not take the feed as fast as it came:\n%s", log)
+		}
+		return cond()
+	}
+}
+
 var readingNumber = regexp.MustCompile(`\bn=(\d+)i`)
 
 // readOutput counts the readings in the output file by number.
