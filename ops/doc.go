@@ -28,10 +28,11 @@
 // Each config has a Validate that applies the defaults (the Default*
 // constants) to a copy, as the constructor does. Every operation that
 // keeps state between particles is an operation.Snapshotter, in the
-// compact codec of package state; its snapshots start with a version and
-// what of its configuration they depend on (names, interval, windows), so
-// that the snapshot of an operation configured otherwise is refused with
-// an error wrapping operation.ErrStateMismatch.
+// compact codec of package state; its snapshot starts with a version and
+// the parts of its configuration its state means nothing without (the
+// window, the names grouping sensors, the interval), so that the snapshot
+// of an operation configured otherwise there is refused with an error
+// wrapping operation.ErrStateMismatch.
 //
 // # What it is not
 //
