@@ -1,68 +1,65 @@
 // Package operation defines what users write: the code a bolt instance runs
 // on each particle released by its synchronization buffer, in event-time
-// order, and the built-in operations sensor users expect.
+// order, and the building blocks to write it with: windows, per-key state,
+// timers and the codec of their checkpoints. The built-in operations
+// (stats, alerts, dedup, resample, align, filter) are in package ops,
+// written with these blocks like any user's.
 //
-// An Operation gets one data particle at a time and emits zero or more
-// particles. Emits during Process are anchored to the input, and the input
-// is acknowledged when Process returns nil and failed when it returns an
-// error or panics, so most operations never think about acking. Operations
-// that keep particles past Process (windows, joins) call Hold and later
-// EmitAnchored, Ack or Fail.
+// An operation is one method; a function is one with [Func]:
 //
-// Optional interfaces add abilities the engine detects at run time:
-// [MetaHandler] for meta particles, [WatermarkHandler] for event-time
-// progress (closing windows), [TickHandler] for the stream clock's
-// progress (timers, eviction of idle state), [Flusher] for the end of
-// the stream and [Snapshotter] for state kept across checkpoints.
+//	celsius := operation.Func(func(ctx context.Context, in particle.Particle, out operation.Emitter) error {
+//		v, _ := in.Field("fahrenheit")
+//		f, ok := v.Number()
+//		if !ok {
+//			return fmt.Errorf("%w: no fahrenheit", operation.ErrRejected)
+//		}
+//		out.Emit(particle.Particle{Time: in.Time, Measurement: "celsius", Tags: in.Tags,
+//			Fields: []particle.Field{{Key: "value", Value: particle.Float((f - 32) / 1.8)}}})
+//		return nil
+//	})
+//	topo.AddBolt("celsius", operation.Stateless(celsius), topology.BoltConfig{})
 //
-// # State and checkpoints
+// Emits during Process are anchored to the input, and the input is
+// acknowledged when Process returns nil and failed when it returns an
+// error or panics (dead-lettered for [ErrRejected]), so most operations
+// never think about acking. Operations that keep particles past Process
+// (windows, joins) call [Emitter.Hold] and later EmitAnchored, Ack or Fail.
 //
-// Every built-in operation that keeps state between particles snapshots
-// it and restores it ([Snapshotter]), in the compact codec of package
-// state: windows ([Aggregate], [Batch], [TypedBatch], [NewStats]) their
-// open windows and accumulators, [NewAlign] its open buckets, [PerKey]
-// its live keys and each key's operation, [NewDedup] the identities it
-// remembers, [NewResample] each series' latest reading and next point,
-// and [NewThreshold] and [NewRateOfChange] each sensor's alert state.
-// [Timers] snapshot themselves for the operations that keep them. The
-// others ([NewFilter], [Typed]) keep none. When the run takes
-// checkpoints, [Emitter.Hold] returns checkpointed anchors
-// ([Anchor.Checkpointed]) and the engine acknowledges held inputs once a
-// checkpoint holds their effect: a window then keeps one anchor per
-// window, its newest input's, not one per input. [Collector.Checkpoints]
-// tests an operation that way.
+// Optional interfaces add abilities the engine detects once, on the operation
+// it is given: [MetaHandler] for meta particles, [WatermarkHandler] for
+// event-time progress, [OutputHolder] for results stamped before their input,
+// [TickHandler] for the stream clock's progress, [Flusher] for the end of the
+// stream, [Spanner] for how long inputs are held and [Snapshotter] for state
+// kept across checkpoints; a [Wrapper] forwards them.
 //
-// # Batches and windows
+// The building blocks:
 //
-// A [Batcher] cuts a stream into windows: [Tumbling] and [Sliding] windows
-// in event time, [Session] windows per key and [Count] windows. [Aggregate]
-// folds each window and group into an accumulator of any type; [Batch]
-// hands over the window's particles; [TypedBatch] decoded values. Time
-// windows close when the watermark passes their end, never on the wall
-// clock, so a replay at any speed cuts the same windows as the live run.
-// Every particle in an open window is held: its source tree completes only
-// once the window's results, anchored to it, were processed.
+//   - [Batcher]: [Tumbling] and [Sliding] windows in event time, [Session]
+//     windows per key, [Count] windows. [Aggregate] folds each window and
+//     group into an accumulator of any type, [Batch] hands over the
+//     window's particles, [TypedBatch] decoded values. Time windows close
+//     when the watermark passes their end, never on the wall clock, so a
+//     replay at any speed cuts the same windows as the live run.
+//   - [PerKey]: one operation per key, made on demand and evicted after a
+//     time to live on the watermark and the stream clock.
+//   - [Timers]: timers per key in event time and in stream time.
+//   - [Typed]: a function on a Go type between decode and encode functions.
+//   - [ByTags] and [AppendKey]: keys from tags or fields.
+//   - State: [WriteParticle] and [ReadParticle], [CheckVersion] for the
+//     version a snapshot starts with, [ErrStateMismatch] for the snapshot of
+//     another configuration; the codec itself is package state. Windows,
+//     PerKey and Timers snapshot themselves. With checkpoints, Hold returns
+//     [Anchor.Checkpointed] anchors that the engine acknowledges once a
+//     checkpoint holds their effect.
+//   - [Collector] stands in for the engine in tests.
 //
-// # Keys and timers
+// # What it is not
 //
-// [PerKey] keeps one operation per key in each bolt instance, made on
-// demand and evicted after a time to live measured on the watermark and
-// the stream clock, so a million keys passing through cost only the keys
-// alive. [Timers] holds any number of timers per key in event time
-// (advanced by the watermark) and in stream time (advanced by the stream
-// clock's ticks, [TickHandler]).
+// Not the engine: package topology runs operations, and package stream
+// chains the common job. Not the built-ins: package ops holds them, and
+// package pipeline names them in YAML files. Nothing here starts a
+// goroutine or reads the wall clock.
 //
-// # Built-ins
-//
-// [NewStats] (mean, min, max, count, sum, stddev, percentiles per window),
-// [NewThreshold] and [NewRateOfChange] (alerts), [NewDedup] (repeated
-// packets), [NewResample] (fixed interval, last value or linear),
-// [NewAlign] (several sensors merged into one particle per time bucket)
-// and [NewFilter] (tags, fields and measurements).
-//
-// [Typed] wraps a function on a Go type with decode and encode functions:
-// typed code without reflection on the hot path.
-//
-// This package does not run anything: the topology package drives
-// operations. [Collector] stands in for the engine in tests.
+// See DESIGN.md, "Data flow", "Watermarks and the window" and
+// "Checkpoints and exactly-once output".
 package operation

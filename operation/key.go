@@ -15,15 +15,22 @@ func ByTags(names ...string) KeyFunc {
 	}
 	return func(p *particle.Particle) string {
 		var buf [64]byte
-		b := buf[:0]
-		for i, n := range names {
-			if i > 0 {
-				b = append(b, 0)
-			}
-			b = appendLookup(b, p, n)
-		}
-		return string(b)
+		return string(AppendKey(buf[:0], p, names...))
 	}
+}
+
+// AppendKey appends to b the key that ByTags(names...) gives p, the
+// values joined by zero bytes, allocating only to grow b: for an
+// operation that looks keys up in a map with a reused buffer, as
+// m[string(b)] does not copy b.
+func AppendKey(b []byte, p *particle.Particle, names ...string) []byte {
+	for i, n := range names {
+		if i > 0 {
+			b = append(b, 0)
+		}
+		b = appendLookup(b, p, n)
+	}
+	return b
 }
 
 // lookup returns the value of tag name, or the text of field name.
@@ -53,18 +60,4 @@ func appendLookup(b []byte, p *particle.Particle, name string) []byte {
 		return v.AppendTo(b)
 	}
 	return b
-}
-
-// groupTags returns the tags among names that p carries, sorted by key, for
-// the results of a group.
-func groupTags(p *particle.Particle, names []string) []particle.Tag {
-	var tags []particle.Tag
-	for _, n := range names {
-		if v, ok := p.Tag(n); ok {
-			tags = append(tags, particle.Tag{Key: n, Value: v})
-		}
-	}
-	r := particle.Particle{Tags: tags}
-	r.SortTags()
-	return r.Tags
 }

@@ -38,9 +38,10 @@ func Stateless(op Operation) Factory {
 }
 
 // FactoryOf returns a Factory of operations made by newOp from cfg, for
-// the constructors of the built-ins (NewStats, NewAlign, ...): it makes
-// one operation first and returns its error, so that the Factory, which
-// cannot return one, makes the rest from a config already accepted. newOp
+// constructors that check a config, such as the built-ins of package ops
+// (ops.NewStats, ops.NewAlign, ...): it makes one operation first and
+// returns its error, so that the Factory, which cannot return one, makes
+// the rest from a config already accepted. newOp
 // must refuse a config at once or never: the Factory panics if it refuses
 // one it accepted.
 func FactoryOf[C any](newOp func(C) (Operation, error), cfg C) (Factory, error) {
@@ -165,9 +166,10 @@ type Flusher interface {
 }
 
 // Snapshotter is implemented by operations that keep state between
-// particles: the built-in stateful operations (windows, per-key state,
-// dedup, resample, align, alerts; see the package documentation) and user
-// operations that keep any ([Timers] snapshot themselves for them). At a
+// particles: windows ([Aggregate], [Batch], [TypedBatch]), [PerKey], the
+// stateful built-ins of package ops and user operations that keep any
+// ([Timers] snapshot themselves for them; [CheckVersion] checks the
+// version a snapshot starts with). At a
 // checkpoint the engine calls Snapshot between two particles; at restore
 // it calls Restore on a new operation made by the same Factory, before
 // any particle. An operation that does not implement it must keep no

@@ -49,7 +49,7 @@ func (k *Keyed) Snapshot(w *state.Writer) error {
 // [ErrStateMismatch], a key whose operation was a Snapshotter and is not
 // now, or the reverse.
 func (k *Keyed) Restore(r *state.Reader) error {
-	checkVersion(r, "per-key", keyedStateVersion)
+	CheckVersion(r, "per-key", keyedStateVersion)
 	now, evicted, n := r.ReadVarint(), r.ReadUvarint(), r.ReadLen()
 	if len(k.live) == 0 {
 		k.live = make(map[string]*keyed, n)

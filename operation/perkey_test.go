@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sensorstorm/sensorstorm/internal/optest"
 	"github.com/sensorstorm/sensorstorm/metaparticle"
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
@@ -34,15 +35,6 @@ func (c *counter) Flush(_ context.Context, out operation.Emitter) error {
 	out.Emit(particle.Particle{Time: c.last, Measurement: "count", Tags: []particle.Tag{{Key: "k", Value: c.key}}, Fields: []particle.Field{{Key: "n", Value: particle.Int(int64(c.n))}}})
 	return nil
 }
-
-// countingEmitter counts emits and keeps nothing.
-type countingEmitter struct{ n int }
-
-func (e *countingEmitter) Emit(particle.Particle)                              { e.n++ }
-func (e *countingEmitter) Hold() operation.Anchor                              { return 0 }
-func (e *countingEmitter) EmitAnchored(particle.Particle, ...operation.Anchor) { e.n++ }
-func (e *countingEmitter) Ack(operation.Anchor)                                {}
-func (e *countingEmitter) Fail(operation.Anchor, error)                        {}
 
 func keyed(t float64, k string) particle.Particle {
 	return particle.Particle{Time: int64(t * 1e9), Measurement: "m", Tags: []particle.Tag{{Key: "k", Value: k}}, Fields: []particle.Field{{Key: "v", Value: particle.Int(1)}}}
@@ -94,7 +86,7 @@ func TestPerKeyMillionKeysBoundedMemory(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
 			k := operation.NewKeyed(operation.ByTags("k"), func() operation.Operation { return &counter{} }, time.Second)
-			out := &countingEmitter{}
+			out := &optest.CountingEmitter{}
 			var ms runtime.MemStats
 			heap := func() uint64 {
 				runtime.GC()
@@ -123,7 +115,7 @@ func TestPerKeyMillionKeysBoundedMemory(t *testing.T) {
 			assert.LessOrEqual(t, maxLive, 2001)
 			assert.Less(t, grown, int64(4<<20), "heap grew with the number of keys seen")
 			assert.Equal(t, uint64(keys-k.Len()), k.Evicted())
-			assert.Equal(t, int(k.Evicted()), out.n)
+			assert.Equal(t, int(k.Evicted()), out.N)
 		})
 	}
 }
@@ -131,7 +123,7 @@ func TestPerKeyMillionKeysBoundedMemory(t *testing.T) {
 func BenchmarkPerKey(b *testing.B) {
 	ctx := context.Background()
 	k := operation.NewKeyed(operation.ByTags("k"), func() operation.Operation { return &counter{} }, time.Second)
-	out := &countingEmitter{}
+	out := &optest.CountingEmitter{}
 	names := make([]string, 1<<16)
 	for i := range names {
 		names[i] = "key-" + strconv.Itoa(i)
@@ -151,4 +143,12 @@ func BenchmarkPerKey(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "particles/s")
 	b.ReportMetric(float64(k.Len()), "live-keys")
+}
+
+// BenchmarkKeyedStateSnapshot measures snapshot and restore of the 1M
+// keys of a per-key manager, a counter each.
+func BenchmarkKeyedStateSnapshot(b *testing.B) {
+	optest.BenchmarkSnapshots(b, 1_000_000, []optest.OpCase{
+		{Name: "per-key", New: operation.PerKey(operation.ByTags("node"), func() operation.Operation { return &snapCounter{} }, time.Hour)},
+	})
 }

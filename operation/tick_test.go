@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sensorstorm/sensorstorm/internal/optest"
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/streamclock"
@@ -81,13 +82,13 @@ type tickRig struct {
 	wall *streamclock.Fake
 	topo *topology.Topology
 	in   chan particle.Particle
-	sink *gather
+	sink *optest.Gather
 	sent uint64
 	done chan error
 }
 
 func startTickRig(t *testing.T, op operation.Factory) *tickRig {
-	r := &tickRig{t: t, wall: streamclock.NewFake(time.Unix(1_700_000_000, 0)), in: make(chan particle.Particle), sink: &gather{}, done: make(chan error, 1)}
+	r := &tickRig{t: t, wall: streamclock.NewFake(time.Unix(1_700_000_000, 0)), in: make(chan particle.Particle), sink: &optest.Gather{}, done: make(chan error, 1)}
 	topo, err := topology.New(topology.Config{Wall: r.wall})
 	require.NoError(t, err)
 	topo.AddSource("src", topology.Single(topology.SourceFunc(func(ctx context.Context, out topology.SourceEmitter) error {
@@ -142,9 +143,7 @@ func (r *tickRig) advance(d time.Duration, n int) {
 }
 
 func (r *tickRig) outputs() int {
-	r.sink.mu.Lock()
-	defer r.sink.mu.Unlock()
-	return len(r.sink.out)
+	return len(r.sink.Particles())
 }
 
 func (r *tickRig) wait(what string, cond func() bool) {
@@ -164,7 +163,7 @@ func (r *tickRig) stop() []string {
 	close(r.in)
 	require.NoError(r.t, <-r.done)
 	var out []string
-	for _, p := range r.sink.out {
+	for _, p := range r.sink.Particles() {
 		p.Time -= time.Unix(1_700_000_000, 0).UnixNano()
 		line, err := particle.AppendLineProtocol(nil, &p, particle.Second)
 		require.NoError(r.t, err)
@@ -177,9 +176,9 @@ func (r *tickRig) stop() []string {
 // arrives: the watermark stands still, the fake clock moves.
 func TestStreamTimeTimersFireOnEngineTicks(t *testing.T) {
 	r := startTickRig(t, func() operation.Operation { return newSilence(10 * time.Second) })
-	r.emit(r.at(reading(0, "a", 1)), r.at(reading(0, "b", 1)))
+	r.emit(r.at(optest.Reading(0, "a", 1)), r.at(optest.Reading(0, "b", 1)))
 	r.advance(5*time.Second, 0)
-	r.emit(r.at(reading(5, "a", 1)))
+	r.emit(r.at(optest.Reading(5, "a", 1)))
 	r.advance(time.Minute, 2)
 	assert.Equal(t, []string{"silent,node=b for_s=10i 10", "silent,node=a for_s=10i 15"}, r.stop())
 }

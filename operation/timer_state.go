@@ -43,7 +43,7 @@ func (t *Timers[K]) Snapshot(w *state.Writer, put func(w *state.Writer, key K) e
 // [state.Reader.Err]). An error of read or of r is returned, and leaves t
 // with some of the timers set.
 func (t *Timers[K]) Restore(r *state.Reader, read func(r *state.Reader, d metaparticle.Domain, at int64) (K, error)) error {
-	checkVersion(r, "timers", timersStateVersion)
+	CheckVersion(r, "timers", timersStateVersion)
 	for _, d := range timerDomains {
 		n := r.ReadLen()
 		t.reserve(d, n)

@@ -43,7 +43,7 @@ func (o *Windowed[A]) Snapshot(w *state.Writer) error {
 		w.PutVarint(p.w.Start)
 		w.PutVarint(p.w.End)
 		w.PutString(p.key)
-		w.PutUvarint(uint64(p.n))
+		w.PutCount(p.n)
 		w.PutBool(o.b.kind.keyed() && o.open[p.key] == p)
 		o.putNewest(w, p)
 		var err error
@@ -74,7 +74,7 @@ func (o *Windowed[A]) putBatcher(w *state.Writer) {
 // one whose accumulators were encoded another way.
 func (o *Windowed[A]) Restore(r *state.Reader) error {
 	codec, ok := o.agg.(state.Codec[A])
-	checkVersion(r, "window", windowStateVersion)
+	CheckVersion(r, "window", windowStateVersion)
 	at := r.Offset()
 	kind, size, slide, n, coded := r.ReadUvarint(), r.ReadVarint(), r.ReadVarint(), r.ReadUvarint(), r.ReadBool()
 	if r.Err() == nil && (kind != uint64(o.b.kind) || size != o.b.size || slide != o.b.slide || n != uint64(o.b.n) || coded != ok) {
@@ -85,7 +85,7 @@ func (o *Windowed[A]) Restore(r *state.Reader) error {
 	opened := make([]bool, len(panes))
 	for i := range panes {
 		p := &pane[A]{w: Window{Start: r.ReadVarint(), End: r.ReadVarint()}, key: r.ReadString()}
-		p.n = readCount(r)
+		p.n = r.ReadCount()
 		opened[i] = r.ReadBool()
 		o.readNewest(r, p)
 		if ok && r.Err() == nil {
@@ -165,14 +165,3 @@ func (o *Windowed[A]) readNewest(r *state.Reader, p *pane[A]) {
 // keyed reports whether windows of kind k are kept per group in open (one
 // current window per group) rather than in panes by start.
 func (k batcherKind) keyed() bool { return k == session || k == count }
-
-// readCount reads a count of particles written with PutUvarint.
-func readCount(r *state.Reader) int {
-	at := r.Offset()
-	n := r.ReadUvarint()
-	if n > math.MaxInt {
-		r.Fail(fmt.Errorf("%w: count %d at offset %d", state.ErrMalformed, n, at))
-		return 0
-	}
-	return int(n)
-}

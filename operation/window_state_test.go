@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
+	"github.com/sensorstorm/sensorstorm/internal/optest"
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/state"
@@ -74,14 +75,14 @@ func batcherGen() *rapid.Generator[operation.Batcher] {
 }
 
 // windowedGen returns a factory of window operations of one
-// configuration: statistics (their own codec), or sums with or without a
-// codec (gob), or batches of particles.
+// configuration: sums with or without a codec (gob), or batches of
+// particles.
 func windowedGen() *rapid.Generator[func() operation.Operation] {
 	return rapid.Custom(func(t *rapid.T) func() operation.Operation {
 		b := batcherGen().Draw(t, "batcher")
 		key := operation.ByTags("node")
-		switch rapid.IntRange(0, 3).Draw(t, "aggregator") {
-		case 3:
+		switch rapid.IntRange(0, 2).Draw(t, "aggregator") {
+		case 2:
 			// Every particle of the window, in order.
 			return func() operation.Operation {
 				return operation.Batch(b, key, func(_ context.Context, _ operation.Window, _ string, batch []particle.Particle, out operation.Emitter) error {
@@ -91,21 +92,10 @@ func windowedGen() *rapid.Generator[func() operation.Operation] {
 					return nil
 				})
 			}
-		case 0:
-			return func() operation.Operation { return operation.Aggregate(b, key, sumAgg{}) }
 		case 1:
 			return func() operation.Operation { return operation.Aggregate(b, key, codedSumAgg{}) }
 		}
-		return func() operation.Operation {
-			op, err := operation.NewStats(operation.StatsConfig{
-				Size: time.Second, By: []string{"node"},
-				Aggregates: []string{"mean", "min", "max", "count", "stddev", "p90"},
-			})
-			if err != nil {
-				panic(err)
-			}
-			return op
-		}
+		return func() operation.Operation { return operation.Aggregate(b, key, sumAgg{}) }
 	})
 }
 
@@ -118,7 +108,7 @@ type step struct {
 func stepsGen() *rapid.Generator[[]step] {
 	return rapid.SliceOf(rapid.Custom(func(t *rapid.T) step {
 		s := step{
-			p: reading(float64(rapid.IntRange(0, 600).Draw(t, "time"))/10,
+			p: optest.Reading(float64(rapid.IntRange(0, 600).Draw(t, "time"))/10,
 				fmt.Sprint("n", rapid.IntRange(0, 3).Draw(t, "node")), float64(rapid.IntRange(-50, 50).Draw(t, "v"))),
 			wm: rapid.IntRange(0, 4).Draw(t, "wm") == 0,
 		}
@@ -136,7 +126,7 @@ func stepsGen() *rapid.Generator[[]step] {
 
 // feed runs steps through op, returning whether each particle was
 // accepted.
-func feed(t tb, op operation.Operation, steps []step, out *operation.Collector) []bool {
+func feed(t optest.TB, op operation.Operation, steps []step, out *operation.Collector) []bool {
 	ctx := context.Background()
 	var accepted []bool
 	for _, s := range steps {
@@ -176,7 +166,7 @@ func TestWindowSnapshotRestoreGivesTheSameResults(t *testing.T) {
 func TestWindowRestoreRefusesAnotherConfiguration(t *testing.T) {
 	key := operation.ByTags("node")
 	src := operation.Aggregate(operation.Tumbling(time.Second), key, sumAgg{})
-	feed(t, src, []step{{p: reading(1, "a", 1)}}, &operation.Collector{})
+	feed(t, src, []step{{p: optest.Reading(1, "a", 1)}}, &operation.Collector{})
 	var w state.Writer
 	require.NoError(t, src.Snapshot(&w))
 	for name, dst := range map[string]operation.Snapshotter{
@@ -198,8 +188,7 @@ func TestWindowRestoreRefusesAnotherConfiguration(t *testing.T) {
 func FuzzWindowRestore(f *testing.F) {
 	ops := []func() operation.Operation{
 		func() operation.Operation {
-			op, _ := operation.NewStats(operation.StatsConfig{Size: time.Second, By: []string{"node"}, Aggregates: []string{"p50"}})
-			return op
+			return operation.Aggregate(operation.Tumbling(time.Second), operation.ByTags("node"), codedSumAgg{})
 		},
 		func() operation.Operation {
 			return operation.Batch(operation.Tumbling(time.Second), operation.ByTags("node"),
@@ -213,7 +202,7 @@ func FuzzWindowRestore(f *testing.F) {
 	}
 	for _, newOp := range ops {
 		op := newOp()
-		feed(f, op, []step{{p: reading(1, "a", 1)}, {p: reading(1.5, "b", 2)}, {p: reading(2, "a", 3)}}, &operation.Collector{})
+		feed(f, op, []step{{p: optest.Reading(1, "a", 1)}, {p: optest.Reading(1.5, "b", 2)}, {p: optest.Reading(2, "a", 3)}}, &operation.Collector{})
 		var w state.Writer
 		require.NoError(f, op.(operation.Snapshotter).Snapshot(&w))
 		f.Add(w.Bytes())
@@ -247,7 +236,7 @@ func BenchmarkWindowSnapshot(b *testing.B) {
 		op := newOp()
 		c := &operation.Collector{}
 		for i := range keys {
-			p := reading(float64(i%60), fmt.Sprintf("sensor-%07d", i), float64(i))
+			p := optest.Reading(float64(i%60), fmt.Sprintf("sensor-%07d", i), float64(i))
 			if err := op.Process(context.Background(), p, c); err != nil {
 				b.Fatal(err)
 			}

@@ -52,7 +52,8 @@
 // at 10:10). stddev is the sample standard deviation (divided by n-1,
 // left out below two values); pNN is the nearest-rank percentile, the
 // value at rank ceil(NN/100 * n) of the sorted values (p50 of 1, 2, 3, 4
-// is 2), always one of them; median is p50.
+// is 2), always one of them; median is p50. The operations are those of
+// package ops, their keys those of its configs (ops.StatsConfig, ...).
 //
 // # MQTT
 //

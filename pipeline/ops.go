@@ -10,6 +10,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sensorstorm/sensorstorm/operation"
+	"github.com/sensorstorm/sensorstorm/ops"
 )
 
 // opType is an operation a pipeline can name.
@@ -25,7 +26,7 @@ type opType struct {
 }
 
 type windowParams struct {
-	operation.StatsConfig `yaml:",inline"`
+	ops.StatsConfig `yaml:",inline"`
 	// Percentiles are added to the aggregates as pNN.
 	Percentiles []float64 `yaml:"percentiles"`
 }
@@ -53,7 +54,7 @@ func windowOp(aggregate string) opType {
 			if aggregate == "percentile" && len(p.Percentiles) == 0 {
 				cfg.Aggregates = []string{"p50"}
 			}
-			f, err := operation.FactoryOf(operation.NewStats, cfg)
+			f, err := operation.FactoryOf(ops.NewStats, cfg)
 			if err != nil {
 				return nil, 0, err
 			}
@@ -101,12 +102,12 @@ var opTypes = newRegistry("operation type", nil,
 	builtin[opType]{"window-stddev", windowOp("stddev")},
 	builtin[opType]{"window-percentile", windowOp("percentile")},
 	builtin[opType]{"window-stats", windowOp("")},
-	builtin[opType]{"threshold", simpleOp(operation.NewThreshold, nil)},
-	builtin[opType]{"rate-of-change", simpleOp(operation.NewRateOfChange, nil)},
-	builtin[opType]{"dedup", simpleOp(operation.NewDedup, nil)},
-	builtin[opType]{"resample", simpleOp(operation.NewResample, nil)},
-	builtin[opType]{"align", simpleOp(operation.NewAlign, func(c *operation.AlignConfig) time.Duration { return c.Bucket })},
-	builtin[opType]{"filter", simpleOp(operation.NewFilter, nil)},
+	builtin[opType]{"threshold", simpleOp(ops.NewThreshold, nil)},
+	builtin[opType]{"rate-of-change", simpleOp(ops.NewRateOfChange, nil)},
+	builtin[opType]{"dedup", simpleOp(ops.NewDedup, nil)},
+	builtin[opType]{"resample", simpleOp(ops.NewResample, nil)},
+	builtin[opType]{"align", simpleOp(ops.NewAlign, func(c *ops.AlignConfig) time.Duration { return c.Bucket })},
+	builtin[opType]{"filter", simpleOp(ops.NewFilter, nil)},
 )
 
 // RegisterOperation makes the operation type name available to pipeline

@@ -65,7 +65,7 @@ func TestParseErrorsNameLineAndProblem(t *testing.T) {
 		{"bad op param", "size: 10m", "size: 10q", []string{`p.yaml:10:35: bolt "mean10m": op window-mean: size: want a duration such as 5s or 10m, got "10q"`}},
 		{"op param of the wrong type", "fields: [temperature, humidity]", "fields: {temperature: 1}", []string{`p.yaml:10:48: bolt "mean10m": op window-mean: fields: cannot unmarshal !!map into []string`}},
 		{"op param of another op", "size: 10m,", "size: 10m, bucket: 1m,", []string{`p.yaml:10:40: bolt "mean10m": op window-mean: unknown key "bucket"`}},
-		{"invalid op config", "size: 10m,", "gap: 1m, size: 10m,", []string{`p.yaml:10:9: bolt "mean10m": op window-mean: operation: invalid config: set exactly one of size, gap and count`}},
+		{"invalid op config", "size: 10m,", "gap: 1m, size: 10m,", []string{`p.yaml:10:9: bolt "mean10m": op window-mean: ops: invalid config: set exactly one of size, gap and count`}},
 		{"late policy", "late: drop", "late: keep", []string{`p.yaml:9:11: bolt "mean10m": late:`}},
 		{"grouping", "grouping: global", "grouping: broadcast", []string{`p.yaml:12:38: bolt "out": unknown grouping "broadcast"`}},
 		{"fields without names", "grouping: fields, fields: [node]", "grouping: fields", []string{`p.yaml:6:12: bolt "mean10m": fields grouping without fields`}},

@@ -25,3 +25,24 @@ func Example() {
 	// sensor-7 -3 0 false
 	// state: at offset 10: state: truncated
 }
+
+// A map of per-sensor state written in the order of its keys, so that
+// the same state gives the same bytes, and read back.
+func ExamplePutMap() {
+	counts := map[string]uint64{"sensor-9": 3, "sensor-1": 12}
+	var w state.Writer
+	state.PutMap(&w, counts, w.PutUvarint)
+
+	r := state.NewReader(w.Bytes())
+	var back map[string]uint64
+	state.ReadMap(r, &back, func(key string) uint64 {
+		n := r.ReadUvarint()
+		fmt.Println(key, n)
+		return n
+	})
+	fmt.Println(len(back), r.Err())
+	// Output:
+	// sensor-1 12
+	// sensor-9 3
+	// 2 <nil>
+}

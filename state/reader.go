@@ -81,6 +81,21 @@ func (r *Reader) ReadLen() int {
 	return int(x)
 }
 
+// ReadCount reads a count written by [Writer.PutCount]. Unlike
+// [Reader.ReadLen] it does not bound the count by the bytes left, which
+// the things counted do not take; it fails with [ErrMalformed] on a count
+// beyond int.
+func (r *Reader) ReadCount() int {
+	at := r.off
+	n := r.ReadUvarint()
+	if n > math.MaxInt {
+		r.off = at
+		r.Fail(fmt.Errorf("%w: count %d", ErrMalformed, n))
+		return 0
+	}
+	return int(n)
+}
+
 // ReadFloat64 reads a float64 written by [Writer.PutFloat64].
 func (r *Reader) ReadFloat64() float64 {
 	b := r.next(8)

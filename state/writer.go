@@ -33,6 +33,11 @@ func (w *Writer) PutVarint(x int64) { w.buf = binary.AppendVarint(w.buf, x) }
 // PutLen writes a length or count, n >= 0, as [Reader.ReadLen] reads it.
 func (w *Writer) PutLen(n int) { w.PutUvarint(uint64(n)) }
 
+// PutCount writes a count n >= 0 of things not in the input, such as
+// the readings folded into an accumulator, as [Reader.ReadCount] reads
+// it: an unsigned varint.
+func (w *Writer) PutCount(n int) { w.PutUvarint(uint64(n)) }
+
 // PutFloat64 writes the 8 bytes of x's IEEE 754 bits, so that every value,
 // NaN payloads and negative zero included, reads back the same.
 func (w *Writer) PutFloat64(x float64) {

@@ -15,7 +15,7 @@
 // leaves to its author:
 //
 //   - The key is given once (KeyBy): it is both the fields grouping of the
-//     keyed steps and the grouping of their results (StatsConfig.By).
+//     keyed steps and the grouping of their results (ops.StatsConfig.By).
 //   - Out-of-orderness belongs to the input (OutOfOrder): it is the
 //     synchronization window of the bolts that read the source.
 //   - Errors are collected as the chain is declared and returned once,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sensorstorm/sensorstorm/connectors/file"
 	"github.com/sensorstorm/sensorstorm/operation"
+	"github.com/sensorstorm/sensorstorm/ops"
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/streamclock"
 	"github.com/sensorstorm/sensorstorm/topology"
@@ -107,14 +108,14 @@ func (s *Stream) Filter(keep func(p *particle.Particle) bool) *Stream {
 // Window computes aggs over windows w, per key when the stream is keyed:
 // one particle per window and key, stamped with the window's end, with
 // the key's tags and a field per field and aggregation
-// (operation.NewStats). The aggregations must name the same fields.
+// (ops.NewStats). The aggregations must name the same fields.
 func (s *Stream) Window(w Windows, aggs ...Aggregation) *Stream {
 	cfg, err := statsConfig(w, aggs, s.key)
 	if err != nil {
 		s.fail("Window", err)
 		return s
 	}
-	f, err := operation.FactoryOf(operation.NewStats, cfg)
+	f, err := operation.FactoryOf(ops.NewStats, cfg)
 	if err != nil {
 		s.fail("Window", fmt.Errorf("%v: %w", w, err))
 		return s
@@ -124,7 +125,7 @@ func (s *Stream) Window(w Windows, aggs ...Aggregation) *Stream {
 
 // Align merges the readings of the sensors, told apart by the key, into
 // one particle per time bucket, with a field sensor_field per sensor and
-// field (operation.NewAlign); fields limits the fields merged. The stream
+// field (ops.NewAlign); fields limits the fields merged. The stream
 // must be keyed, and is no longer keyed after: a bucket holds every
 // sensor.
 func (s *Stream) Align(bucket time.Duration, fields ...string) *Stream {
@@ -132,7 +133,7 @@ func (s *Stream) Align(bucket time.Duration, fields ...string) *Stream {
 		s.fail("Align", errors.New("the stream is not keyed: call KeyBy with the tags that name a sensor first"))
 		return s
 	}
-	f, err := operation.FactoryOf(operation.NewAlign, operation.AlignConfig{Bucket: bucket, Sensor: s.key, Fields: fields})
+	f, err := operation.FactoryOf(ops.NewAlign, ops.AlignConfig{Bucket: bucket, Sensor: s.key, Fields: fields})
 	if err != nil {
 		s.fail("Align", err)
 		return s

@@ -17,6 +17,7 @@ import (
 	"github.com/sensorstorm/sensorstorm/connectors/file"
 	"github.com/sensorstorm/sensorstorm/connectors/replay"
 	"github.com/sensorstorm/sensorstorm/operation"
+	"github.com/sensorstorm/sensorstorm/ops"
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/stream"
 	"github.com/sensorstorm/sensorstorm/syncbuffer"
@@ -57,10 +58,10 @@ func TestChainMatchesHandWrittenTopology(t *testing.T) {
 			src = recording(t)
 			hand, err := topology.New(topology.Config{Replay: true, Clock: src})
 			require.NoError(t, err)
-			stats := operation.StatsConfig{Size: time.Minute, By: []string{"node"}, Fields: []string{"temperature"}, Aggregates: []string{"mean", "max"}}
+			stats := ops.StatsConfig{Size: time.Minute, By: []string{"node"}, Fields: []string{"temperature"}, Aggregates: []string{"mean", "max"}}
 			hand.AddSource("recording", topology.Single(src), topology.SourceConfig{})
 			hand.AddBolt("mean", func() operation.Operation {
-				op, err := operation.NewStats(stats)
+				op, err := ops.NewStats(stats)
 				require.NoError(t, err)
 				return op
 			}, topology.BoltConfig{Parallelism: parallelism, Buffer: syncbuffer.Config{Window: 5 * time.Second}}).Input("recording", topology.Fields("node"))
@@ -89,14 +90,14 @@ func TestChainProblemsAreOneError(t *testing.T) {
 		ForEach(nil).
 		Build(topology.Config{})
 	require.Error(t, err)
-	assert.ErrorIs(t, err, operation.ErrInvalidConfig)
+	assert.ErrorIs(t, err, ops.ErrInvalidConfig)
 	assert.Equal(t, `stream: From: nil source
 stream: OutOfOrder: negative window -1s
 stream: Align: the stream is not keyed: call KeyBy with the tags that name a sensor first
 stream: KeyBy: no names
-stream: Window: tumbling 0s: operation: invalid config: set exactly one of size, gap and count
+stream: Window: tumbling 0s: ops: invalid config: set exactly one of size, gap and count
 stream: Window: tumbling 1m0s: mean of [temperature] and max of [humidity]: the aggregations of a window take the same fields; use a window each
-stream: Window: sliding 1m0s every 2m0s: operation: invalid config: slide 2m0s must be in (0, size 1m0s]
+stream: Window: sliding 1m0s every 2m0s: ops: invalid config: slide 2m0s must be in (0, size 1m0s]
 unknown aggregate "p120" (known: count, max, mean, median, min, stddev, sum, pNN)
 stream: Window: session 1m0s: no aggregation: give Mean, Max, ...
 stream: ForEach: nil function

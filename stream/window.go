@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sensorstorm/sensorstorm/operation"
+	"github.com/sensorstorm/sensorstorm/ops"
 )
 
 // Windows are the windows of Stream.Window, in event time unless counted:
@@ -79,11 +79,11 @@ func Percentile(p float64, fields ...string) Aggregation {
 	return Aggregation{"p" + strconv.FormatFloat(p, 'g', -1, 64), fields}
 }
 
-// statsConfig returns the configuration of operation.NewStats that
+// statsConfig returns the configuration of ops.NewStats that
 // computes aggs over w per key. One NewStats computes every aggregate of
 // every field, so aggs must name the same fields.
-func statsConfig(w Windows, aggs []Aggregation, key []string) (operation.StatsConfig, error) {
-	cfg := operation.StatsConfig{Size: w.size, Slide: w.slide, Gap: w.gap, Count: w.count, By: key}
+func statsConfig(w Windows, aggs []Aggregation, key []string) (ops.StatsConfig, error) {
+	cfg := ops.StatsConfig{Size: w.size, Slide: w.slide, Gap: w.gap, Count: w.count, By: key}
 	if len(aggs) == 0 {
 		return cfg, fmt.Errorf("%v: no aggregation: give Mean, Max, ...", w)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sensorstorm/sensorstorm/operation"
+	"github.com/sensorstorm/sensorstorm/ops"
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/state"
 	"github.com/sensorstorm/sensorstorm/topology"
@@ -60,7 +61,7 @@ func (c *countingWindow) Span() time.Duration { return c.inner.(operation.Spanne
 // operation would.
 func TestWrappedOperationKeepsItsCapabilities(t *testing.T) {
 	window := func() operation.Operation {
-		op, err := operation.NewStats(operation.StatsConfig{Count: 10, Aggregates: []string{"count"}})
+		op, err := ops.NewStats(ops.StatsConfig{Count: 10, Aggregates: []string{"count"}})
 		require.NoError(t, err)
 		return op
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sensorstorm/sensorstorm/metaparticle"
 	"github.com/sensorstorm/sensorstorm/operation"
+	"github.com/sensorstorm/sensorstorm/ops"
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/streamclock"
 	"github.com/sensorstorm/sensorstorm/syncbuffer"
@@ -68,7 +69,7 @@ func TestQuietLiveFeedComesOut(t *testing.T) {
 	const window, idle = 2 * time.Second, 5 * time.Second
 	buf := syncbuffer.Config{Window: window, IdleTimeout: idle}
 	count := func() operation.Operation {
-		op, err := operation.NewStats(operation.StatsConfig{Size: 10 * time.Second, Fields: []string{"v"}, Aggregates: []string{"count"}})
+		op, err := ops.NewStats(ops.StatsConfig{Size: 10 * time.Second, Fields: []string{"v"}, Aggregates: []string{"count"}})
 		require.NoError(t, err)
 		return op
 	}

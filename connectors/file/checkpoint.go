@@ -117,9 +117,7 @@ func (s *Sink) Restore(r *state.Reader) (err error) {
 			s.failRestore(err)
 		}
 	}()
-	if v := r.ReadUvarint(); r.Err() == nil && v != sinkStateVersion {
-		r.Fail(fmt.Errorf("%w: file sink state version %d", operation.ErrStateMismatch, v))
-	}
+	operation.CheckVersion(r, "file sink", sinkStateVersion)
 	onFile := r.ReadBool()
 	var (
 		path      string

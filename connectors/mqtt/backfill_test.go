@@ -15,6 +15,7 @@ import (
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt"
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt/mosquittotest"
 	"github.com/sensorstorm/sensorstorm/operation"
+	"github.com/sensorstorm/sensorstorm/ops"
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/syncbuffer"
 	"github.com/sensorstorm/sensorstorm/topology"
@@ -48,7 +49,7 @@ func TestBackfillWithPauses(t *testing.T) {
 		topo.AddSource("mqtt", topology.Single(src), topology.SourceConfig{})
 		topo.AddBolt("raw", rec.factory(), topology.BoltConfig{Buffer: buf}).Input("mqtt", topology.Global())
 		topo.AddBolt("mean", func() operation.Operation {
-			op, err := operation.NewStats(operation.StatsConfig{Size: time.Minute, Fields: []string{"n"}, Aggregates: []string{"count", "mean"}})
+			op, err := ops.NewStats(ops.StatsConfig{Size: time.Minute, Fields: []string{"n"}, Aggregates: []string{"count", "mean"}})
 			require.NoError(t, err)
 			return op
 		}, topology.BoltConfig{Buffer: buf}).Input("mqtt", topology.Global())

@@ -94,9 +94,7 @@ func (s *Sink) Snapshot(w *state.Writer) error {
 // snapshot of a Sink on another table. It connects, and fails as a write
 // does when the database cannot be reached.
 func (s *Sink) Restore(r *state.Reader) error {
-	if v := r.ReadUvarint(); r.Err() == nil && v != sinkStateVersion {
-		r.Fail(fmt.Errorf("%w: postgres sink state version %d", operation.ErrStateMismatch, v))
-	}
+	operation.CheckVersion(r, "postgres sink", sinkStateVersion)
 	table, epoch := r.ReadString(), r.ReadVarint()
 	if err := r.Err(); err != nil {
 		return fmt.Errorf("postgres: restore the sink: %w", err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sensorstorm/sensorstorm/connectors/replay"
 	"github.com/sensorstorm/sensorstorm/operation"
+	"github.com/sensorstorm/sensorstorm/ops"
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/syncbuffer"
 	"github.com/sensorstorm/sensorstorm/topology"
@@ -82,17 +83,17 @@ func (r replayRun) output(t *testing.T, path string) (string, uint64) {
 	topo, err := topology.New(topology.Config{Replay: true, BatchSize: 64})
 	require.NoError(t, err)
 	topo.AddSource("wsn", topology.Single(src), topology.SourceConfig{})
-	stats := func(cfg operation.StatsConfig) operation.Factory {
+	stats := func(cfg ops.StatsConfig) operation.Factory {
 		return func() operation.Operation {
-			op, err := operation.NewStats(cfg)
+			op, err := ops.NewStats(cfg)
 			require.NoError(t, err)
 			return op
 		}
 	}
-	topo.AddBolt("minute", stats(operation.StatsConfig{Size: time.Minute, By: []string{"node"}, Fields: []string{"temperature", "humidity"},
+	topo.AddBolt("minute", stats(ops.StatsConfig{Size: time.Minute, By: []string{"node"}, Fields: []string{"temperature", "humidity"},
 		Aggregates: []string{"mean", "count", "max", "p50", "stddev"}}), topology.BoltConfig{Parallelism: 3, Buffer: syncbuffer.Config{Window: 5 * time.Second}}).
 		Input("wsn", topology.Fields("node"))
-	topo.AddBolt("tenminutes", stats(operation.StatsConfig{Size: 10 * time.Minute, Fields: []string{"temperature_mean"},
+	topo.AddBolt("tenminutes", stats(ops.StatsConfig{Size: 10 * time.Minute, Fields: []string{"temperature_mean"},
 		Aggregates: []string{"mean", "min", "max", "count"}}), topology.BoltConfig{}).Input("minute", topology.Global())
 	var minute, ten lines
 	topo.AddBolt("minute-out", operation.Stateless(&minute), topology.BoltConfig{}).Input("minute", topology.Global())

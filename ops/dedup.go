@@ -1,9 +1,10 @@
-package operation
+package ops
 
 import (
 	"context"
 	"math"
 
+	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
 )
 
@@ -11,7 +12,7 @@ import (
 // whose identity (the values of cfg.By) was seen within cfg.Within before
 // it, in event time, is acknowledged and not passed on; the others pass
 // unchanged. Memory holds the identities of the last Within of the stream.
-func NewDedup(cfg DedupConfig) (Operation, error) {
+func NewDedup(cfg DedupConfig) (operation.Operation, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -36,7 +37,7 @@ type seenID struct {
 	t  int64
 }
 
-func (d *dedup) Process(_ context.Context, in particle.Particle, out Emitter) error {
+func (d *dedup) Process(_ context.Context, in particle.Particle, out operation.Emitter) error {
 	d.expire(in.Time)
 	d.scratch = d.identity(d.scratch[:0], &in)
 	if t, ok := d.seen[string(d.scratch)]; ok && in.Time-t <= d.within {
@@ -71,10 +72,7 @@ func (d *dedup) expire(now int64) {
 
 func (d *dedup) identity(b []byte, p *particle.Particle) []byte {
 	if len(d.by) > 0 {
-		for _, n := range d.by {
-			b = append(appendLookup(b, p, n), 0)
-		}
-		return b
+		return append(operation.AppendKey(b, p, d.by...), 0)
 	}
 	b = append(b, p.Measurement...)
 	for _, t := range p.Tags {

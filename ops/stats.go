@@ -1,4 +1,4 @@
-package operation
+package ops
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
 )
 
@@ -24,7 +25,7 @@ import (
 // window's n values in ascending order, always one of the values (p50 of
 // 1, 2, 3, 4 is 2; p7 of 1..100 is 7; p100 is the maximum); median is p50.
 // The rank is computed exactly from NN as written, not in floating point.
-func NewStats(cfg StatsConfig) (Operation, error) {
+func NewStats(cfg StatsConfig) (operation.Operation, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -35,7 +36,7 @@ func NewStats(cfg StatsConfig) (Operation, error) {
 		s.aggs = append(s.aggs, agg)
 		s.keep = s.keep || agg.kind == aggPercentile
 	}
-	return Aggregate(cfg.Batcher(), ByTags(cfg.By...), s), nil
+	return operation.Aggregate(cfg.Batcher(), operation.ByTags(cfg.By...), s), nil
 }
 
 type statsAgg struct {
@@ -99,15 +100,6 @@ func (s *statsAgg) Add(acc *statsAcc, p *particle.Particle) (*statsAcc, error) {
 	return acc, nil
 }
 
-// number returns numeric field values; booleans and strings are not
-// aggregated.
-func number(v particle.Value) (float64, bool) {
-	if v.Kind() == particle.KindBool {
-		return 0, false
-	}
-	return v.Number()
-}
-
 func (f *fieldStats) add(x float64, keep bool) {
 	if f.n == 0 {
 		f.min, f.max = x, x
@@ -123,10 +115,10 @@ func (f *fieldStats) add(x float64, keep bool) {
 	}
 }
 
-// ResultTime implements ResultTimer: results carry the window's end.
-func (s *statsAgg) ResultTime(w Window) int64 { return w.End }
+// ResultTime implements operation.ResultTimer: results carry the window's end.
+func (s *statsAgg) ResultTime(w operation.Window) int64 { return w.End }
 
-func (s *statsAgg) Result(_ context.Context, w Window, _ string, acc *statsAcc, out Emitter) error {
+func (s *statsAgg) Result(_ context.Context, w operation.Window, _ string, acc *statsAcc, out operation.Emitter) error {
 	if acc == nil {
 		return nil
 	}

@@ -1,9 +1,10 @@
-package operation
+package ops
 
 import (
 	"context"
 	"math"
 
+	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
 )
 
@@ -17,17 +18,17 @@ import (
 // a window of about the readings' interval to merge them in order. Gaps
 // longer than cfg.MaxGap, when set, are left empty. A reading older than
 // its series' latest is ignored.
-func NewResample(cfg ResampleConfig) (Operation, error) {
+func NewResample(cfg ResampleConfig) (operation.Operation, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &resample{cfg: cfg, key: ByTags(cfg.By...), series: map[string]*series{}}, nil
+	return &resample{cfg: cfg, key: operation.ByTags(cfg.By...), series: map[string]*series{}}, nil
 }
 
 type resample struct {
 	cfg    ResampleConfig
-	key    KeyFunc
+	key    operation.KeyFunc
 	series map[string]*series
 }
 
@@ -39,7 +40,7 @@ type series struct {
 	tags        []particle.Tag
 }
 
-func (r *resample) Process(_ context.Context, in particle.Particle, out Emitter) error {
+func (r *resample) Process(_ context.Context, in particle.Particle, out operation.Emitter) error {
 	var k string
 	if r.key != nil {
 		k = r.key(&in)
@@ -69,7 +70,7 @@ func (r *resample) Process(_ context.Context, in particle.Particle, out Emitter)
 	return nil
 }
 
-// OutputHold implements OutputHolder: the earliest point still to be
+// OutputHold implements operation.OutputHolder: the earliest point still to be
 // emitted, of the series that may still emit it. A series without a reading
 // for more than MaxGap skips its pending points; without MaxGap a quiet
 // series holds the watermark until its next reading, which its points need.
@@ -129,12 +130,19 @@ func (r *resample) values(p *particle.Particle) []particle.Field {
 	return vals
 }
 
-func (r *resample) emit(out Emitter, s *series, t int64, vals []particle.Field) {
+func (r *resample) emit(out operation.Emitter, s *series, t int64, vals []particle.Field) {
 	if len(vals) == 0 {
 		return
 	}
 	out.Emit(particle.Particle{Time: t, Measurement: s.measurement, Tags: s.tags, Fields: vals})
 }
 
-// ceilTo rounds t up to a multiple of d.
-func ceilTo(t, d int64) int64 { return -floorDiv(-t, d) * d }
+// ceilTo rounds t up to a multiple of d > 0: t%d has the sign of t, so
+// t - t%d rounds towards zero, which is up for t < 0.
+func ceilTo(t, d int64) int64 {
+	r := t % d
+	if r > 0 {
+		r -= d
+	}
+	return t - r
+}

@@ -1,21 +1,22 @@
-package operation
+package ops
 
 import (
+	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/state"
 )
 
 // alertStateVersion is the version of the form an alert's Snapshot writes.
 const alertStateVersion = 1
 
-var _ Snapshotter = (*alerter)(nil)
+var _ operation.Snapshotter = (*alerter)(nil)
 
-// Snapshot implements Snapshotter: the field watched, the names
+// Snapshot implements operation.Snapshotter: the field watched, the names
 // identifying a sensor, and each sensor's state, sorted by sensor: whether
 // its alert fires and, for rates, its latest reading.
 func (a *alerter) Snapshot(w *state.Writer) error {
 	w.PutUvarint(alertStateVersion)
 	putStrings(w, a.names())
-	putMap(w, a.state, func(s *alertState) {
+	state.PutMap(w, a.state, func(s *alertState) {
 		w.PutBool(s.firing)
 		w.PutBool(s.seen)
 		if s.seen {
@@ -26,13 +27,13 @@ func (a *alerter) Snapshot(w *state.Writer) error {
 	return nil
 }
 
-// Restore implements Snapshotter. It refuses, with an error wrapping
-// ErrStateMismatch, the snapshot of an alert on another field or grouping
-// sensors by other names.
+// Restore implements operation.Snapshotter. It refuses, with an error wrapping
+// operation.ErrStateMismatch, the snapshot of an alert on another field or
+// grouping sensors by other names.
 func (a *alerter) Restore(r *state.Reader) error {
-	checkVersion(r, "alert", alertStateVersion)
+	operation.CheckVersion(r, "alert", alertStateVersion)
 	checkStrings(r, "field and sensor names", a.names())
-	readMap(r, &a.state, func(string) *alertState {
+	state.ReadMap(r, &a.state, func(string) *alertState {
 		s := &alertState{firing: r.ReadBool(), seen: r.ReadBool()}
 		if s.seen {
 			s.lastT, s.lastV = r.ReadVarint(), r.ReadFloat64()

@@ -1,9 +1,10 @@
-package operation
+package ops
 
 import (
 	"context"
 	"math"
 
+	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
 )
 
@@ -20,7 +21,7 @@ const (
 // the sensor's tags, the tag alert=Name, and the fields field (the name),
 // value and state; it is stamped with the reading's time. Readings without
 // the field pass unnoticed.
-func NewThreshold(cfg ThresholdConfig) (Operation, error) {
+func NewThreshold(cfg ThresholdConfig) (operation.Operation, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -44,7 +45,7 @@ func NewThreshold(cfg ThresholdConfig) (Operation, error) {
 // and emits an alert like [NewThreshold] when the rate's magnitude goes
 // above Max and when it comes back. Its alerts also carry the field rate.
 // Readings at the same time as the previous one are skipped.
-func NewRateOfChange(cfg RateConfig) (Operation, error) {
+func NewRateOfChange(cfg RateConfig) (operation.Operation, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -68,7 +69,7 @@ func NewRateOfChange(cfg RateConfig) (Operation, error) {
 type alerter struct {
 	field, name, measurement string
 	by                       []string
-	key                      KeyFunc
+	key                      operation.KeyFunc
 	state                    map[string]*alertState
 	// check reports whether a reading fires the alert, an extra field for
 	// the alert, and whether the reading counts at all.
@@ -76,7 +77,7 @@ type alerter struct {
 }
 
 func newAlerter(field, name, measurement string, by []string) *alerter {
-	return &alerter{field: field, by: by, key: ByTags(by...), name: name, measurement: measurement, state: map[string]*alertState{}}
+	return &alerter{field: field, by: by, key: operation.ByTags(by...), name: name, measurement: measurement, state: map[string]*alertState{}}
 }
 
 type alertState struct {
@@ -86,7 +87,7 @@ type alertState struct {
 	lastV  float64
 }
 
-func (a *alerter) Process(_ context.Context, in particle.Particle, out Emitter) error {
+func (a *alerter) Process(_ context.Context, in particle.Particle, out operation.Emitter) error {
 	f, ok := in.Field(a.field)
 	if !ok {
 		return nil

@@ -1,8 +1,7 @@
-package operation_test
+package ops_test
 
 import (
 	"bufio"
-	"context"
 	"os"
 	"strconv"
 	"strings"
@@ -12,7 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sensorstorm/sensorstorm/internal/optest"
 	"github.com/sensorstorm/sensorstorm/operation"
+	"github.com/sensorstorm/sensorstorm/ops"
 	"github.com/sensorstorm/sensorstorm/particle"
 )
 
@@ -26,12 +27,12 @@ func must[T any](v T, err error) T {
 func ptr(f float64) *float64 { return &f }
 
 func TestThreshold(t *testing.T) {
-	op := must(operation.NewThreshold(operation.ThresholdConfig{Field: "v", Above: ptr(10), Below: ptr(0), By: []string{"node"}}))
+	op := optest.Must(ops.NewThreshold(ops.ThresholdConfig{Field: "v", Above: ptr(10), Below: ptr(0), By: []string{"node"}}))
 	in := []particle.Particle{
-		reading(1, "a", 5), reading(2, "a", 11), reading(3, "b", 12), reading(4, "a", 12),
-		reading(5, "a", -1), reading(6, "a", 3),
+		optest.Reading(1, "a", 5), optest.Reading(2, "a", 11), optest.Reading(3, "b", 12), optest.Reading(4, "a", 12),
+		optest.Reading(5, "a", -1), optest.Reading(6, "a", 3),
 	}
-	c := drive(t, op, in)
+	c := optest.Drive(t, op, in)
 	var got []string
 	for _, p := range c.Emitted {
 		node, _ := p.Tag("node")
@@ -43,23 +44,23 @@ func TestThreshold(t *testing.T) {
 	}
 	// a: fires at 11, stays firing at 12 and at -1 (below), back ok at 3.
 	assert.Equal(t, []string{"a:firing", "b:firing", "a:ok"}, got)
-	_, err := operation.NewThreshold(operation.ThresholdConfig{Field: "v"})
-	assert.ErrorIs(t, err, operation.ErrInvalidConfig)
+	_, err := ops.NewThreshold(ops.ThresholdConfig{Field: "v"})
+	assert.ErrorIs(t, err, ops.ErrInvalidConfig)
 }
 
 func TestRateOfChange(t *testing.T) {
-	op := must(operation.NewRateOfChange(operation.RateConfig{Field: "v", Max: 1}))
-	c := drive(t, op, []particle.Particle{
-		reading(0, "a", 0), reading(10, "a", 5), reading(12, "a", 9), reading(12, "a", 100), reading(14, "a", 10),
+	op := optest.Must(ops.NewRateOfChange(ops.RateConfig{Field: "v", Max: 1}))
+	c := optest.Drive(t, op, []particle.Particle{
+		optest.Reading(0, "a", 0), optest.Reading(10, "a", 5), optest.Reading(12, "a", 9), optest.Reading(12, "a", 100), optest.Reading(14, "a", 10),
 	})
 	require.Len(t, c.Emitted, 2)
-	assert.Equal(t, 2.0, field(t, c.Emitted[0], "rate"))
+	assert.Equal(t, 2.0, optest.Field(t, c.Emitted[0], "rate"))
 	assert.Equal(t, int64(12e9), c.Emitted[0].Time)
-	assert.Equal(t, 0.5, field(t, c.Emitted[1], "rate"))
+	assert.Equal(t, 0.5, optest.Field(t, c.Emitted[1], "rate"))
 }
 
 func TestFilter(t *testing.T) {
-	op := must(operation.NewFilter(operation.FilterConfig{
+	op := optest.Must(ops.NewFilter(ops.FilterConfig{
 		TagPass:   map[string][]string{"node": {"1*"}},
 		FieldDrop: []string{"int_*"},
 	}))
@@ -67,31 +68,31 @@ func TestFilter(t *testing.T) {
 		return particle.Particle{Measurement: "wsn", Tags: []particle.Tag{{Key: "node", Value: node}},
 			Fields: []particle.Field{{Key: "int_temp", Value: particle.Float(1)}, {Key: "temperature", Value: particle.Float(2)}}}
 	}
-	c := drive(t, op, []particle.Particle{p("1"), p("2"), p("12")})
+	c := optest.Drive(t, op, []particle.Particle{p("1"), p("2"), p("12")})
 	require.Len(t, c.Emitted, 2)
 	for _, e := range c.Emitted {
 		assert.Equal(t, []particle.Field{{Key: "temperature", Value: particle.Float(2)}}, e.Fields)
 	}
-	_, err := operation.NewFilter(operation.FilterConfig{NamePass: []string{"["}})
-	assert.ErrorIs(t, err, operation.ErrInvalidConfig)
+	_, err := ops.NewFilter(ops.FilterConfig{NamePass: []string{"["}})
+	assert.ErrorIs(t, err, ops.ErrInvalidConfig)
 }
 
 func TestResample(t *testing.T) {
-	in := []particle.Particle{reading(1, "a", 10), reading(4, "a", 40), reading(6, "a", 0)}
+	in := []particle.Particle{optest.Reading(1, "a", 10), optest.Reading(4, "a", 40), optest.Reading(6, "a", 0)}
 	tests := []struct {
 		method string
 		want   map[float64]float64
 	}{
-		{operation.ResampleLast, map[float64]float64{2: 10, 4: 40}},
-		{operation.ResampleLinear, map[float64]float64{2: 20, 4: 40}},
+		{ops.ResampleLast, map[float64]float64{2: 10, 4: 40}},
+		{ops.ResampleLinear, map[float64]float64{2: 20, 4: 40}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.method, func(t *testing.T) {
-			op := must(operation.NewResample(operation.ResampleConfig{Every: 2 * time.Second, Method: tt.method, By: []string{"node"}}))
-			c := drive(t, op, in)
+			op := optest.Must(ops.NewResample(ops.ResampleConfig{Every: 2 * time.Second, Method: tt.method, By: []string{"node"}}))
+			c := optest.Drive(t, op, in)
 			got := map[float64]float64{}
 			for _, p := range c.Emitted {
-				got[float64(p.Time)/1e9] = field(t, p, "v")
+				got[float64(p.Time)/1e9] = optest.Field(t, p, "v")
 			}
 			// The point at 6 is on the last reading: emitted with it.
 			tt.want[6] = 0
@@ -101,52 +102,22 @@ func TestResample(t *testing.T) {
 }
 
 func TestAlign(t *testing.T) {
-	for _, mode := range modes {
-		t.Run(mode.name, func(t *testing.T) {
-			op := must(operation.NewAlign(operation.AlignConfig{Bucket: time.Minute, Sensor: []string{"node"}}))
-			in := []particle.Particle{reading(1, "b", 1), reading(2, "a", 2), reading(30, "b", 3), reading(61, "a", 4)}
+	for _, mode := range optest.Modes {
+		t.Run(mode.Name, func(t *testing.T) {
+			op := optest.Must(ops.NewAlign(ops.AlignConfig{Bucket: time.Minute, Sensor: []string{"node"}}))
+			in := []particle.Particle{optest.Reading(1, "b", 1), optest.Reading(2, "a", 2), optest.Reading(30, "b", 3), optest.Reading(61, "a", 4)}
 			for i := range in {
 				in[i].Tags = append(in[i].Tags, particle.Tag{Key: "site", Value: "x"})
 			}
-			c := driveWith(t, &operation.Collector{Checkpoints: mode.checkpoints}, op, in, every(len(in))...)
+			c := optest.DriveWith(t, &operation.Collector{Checkpoints: mode.Checkpoints}, op, in, optest.Every(len(in))...)
 			require.Len(t, c.Emitted, 2)
 			assert.Equal(t, []particle.Field{{Key: "a_v", Value: particle.Float(2)}, {Key: "b_v", Value: particle.Float(3)}}, c.Emitted[0].Fields)
 			assert.Equal(t, []particle.Tag{{Key: "site", Value: "x"}}, c.Emitted[0].Tags)
 			assert.Equal(t, int64(0), c.Emitted[0].Time)
 			assert.Equal(t, int64(60e9), c.Emitted[1].Time)
-			requireSettledOnce(t, c, 4)
+			optest.RequireSettledOnce(t, c, 4)
 		})
 	}
-}
-
-func TestTyped(t *testing.T) {
-	type reading struct {
-		Node string
-		C    float64
-	}
-	decode := func(p particle.Particle) (reading, error) {
-		node, _ := p.Tag("node")
-		v, ok := p.Field("c")
-		if !ok {
-			return reading{}, os.ErrNotExist
-		}
-		return reading{Node: node, C: v.FloatValue()}, nil
-	}
-	encode := func(r reading) particle.Particle {
-		return particle.Particle{Measurement: "f", Tags: []particle.Tag{{Key: "node", Value: r.Node}}, Fields: []particle.Field{{Key: "f", Value: particle.Float(r.C*9/5 + 32)}}}
-	}
-	op := operation.Typed(decode, encode, func(_ context.Context, r reading, emit func(reading)) error {
-		emit(r)
-		return nil
-	})
-	c := &operation.Collector{}
-	in := particle.Particle{Time: 5, Tags: []particle.Tag{{Key: "node", Value: "1"}}, Fields: []particle.Field{{Key: "c", Value: particle.Float(100)}}}
-	require.NoError(t, op.Process(context.Background(), in, c))
-	require.Len(t, c.Emitted, 1)
-	assert.Equal(t, int64(5), c.Emitted[0].Time)
-	assert.Equal(t, 212.0, field(t, c.Emitted[0], "f"))
-	err := op.Process(context.Background(), particle.Particle{}, c)
-	assert.ErrorIs(t, err, operation.ErrDecode)
 }
 
 // readULB parses a raw ULB "Library 1" file: "ms node seq int_temp
@@ -204,14 +175,14 @@ func TestDedupULB(t *testing.T) {
 	require.Equal(t, 39, dups)
 	tests := []struct {
 		name string
-		cfg  operation.DedupConfig
+		cfg  ops.DedupConfig
 	}{
-		{"by node and seq", operation.DedupConfig{By: []string{"node", "seq"}}},
-		{"exact copies", operation.DedupConfig{}},
+		{"by node and seq", ops.DedupConfig{By: []string{"node", "seq"}}},
+		{"exact copies", ops.DedupConfig{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := drive(t, must(operation.NewDedup(tt.cfg)), in)
+			c := optest.Drive(t, optest.Must(ops.NewDedup(tt.cfg)), in)
 			assert.Len(t, c.Emitted, len(in)-dups)
 		})
 	}

@@ -1,4 +1,4 @@
-package operation_test
+package ops_test
 
 import (
 	"context"
@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sensorstorm/sensorstorm/internal/optest"
 	"github.com/sensorstorm/sensorstorm/operation"
+	"github.com/sensorstorm/sensorstorm/ops"
 	"github.com/sensorstorm/sensorstorm/particle"
 )
 
@@ -14,13 +16,13 @@ import (
 // node over 100 nodes reading once a second, watermark every 100
 // particles.
 func BenchmarkStats(b *testing.B) {
-	op := must(operation.NewStats(operation.StatsConfig{Size: 10 * time.Second, By: []string{"node"}, Aggregates: []string{"mean", "max", "p95"}}))
+	op := optest.Must(ops.NewStats(ops.StatsConfig{Size: 10 * time.Second, By: []string{"node"}, Aggregates: []string{"mean", "max", "p95"}}))
 	wm := op.(operation.WatermarkHandler)
 	ctx := context.Background()
-	out := &countingEmitter{}
+	out := &optest.CountingEmitter{}
 	nodes := make([]particle.Particle, 100)
 	for i := range nodes {
-		nodes[i] = reading(0, strconv.Itoa(i), float64(i))
+		nodes[i] = optest.Reading(0, strconv.Itoa(i), float64(i))
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -37,10 +39,10 @@ func BenchmarkStats(b *testing.B) {
 
 // BenchmarkDedup measures dedup by node and sequence.
 func BenchmarkDedup(b *testing.B) {
-	op := must(operation.NewDedup(operation.DedupConfig{By: []string{"node", "seq"}}))
+	op := optest.Must(ops.NewDedup(ops.DedupConfig{By: []string{"node", "seq"}}))
 	ctx := context.Background()
-	out := &countingEmitter{}
-	p := reading(0, "7", 1)
+	out := &optest.CountingEmitter{}
+	p := optest.Reading(0, "7", 1)
 	p.Fields = append(p.Fields, particle.Field{Key: "seq", Value: particle.Int(0)})
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -1,4 +1,4 @@
-package operation
+package ops
 
 import (
 	"fmt"
@@ -16,12 +16,12 @@ func (s *statsAgg) EncodeState(w *state.Writer, acc *statsAcc) error {
 		return nil
 	}
 	w.PutString(acc.measurement)
-	putTags(w, acc.tags)
+	w.PutTags(acc.tags)
 	w.PutLen(len(acc.fields))
 	for i := range acc.fields {
 		f := &acc.fields[i]
 		w.PutString(f.name)
-		w.PutUvarint(uint64(f.n))
+		w.PutCount(f.n)
 		for _, x := range [...]float64{f.sum, f.mean, f.m2, f.min, f.max} {
 			w.PutFloat64(x)
 		}
@@ -39,12 +39,12 @@ func (s *statsAgg) DecodeState(r *state.Reader) (*statsAcc, error) {
 		return nil, r.Err()
 	}
 	acc := &statsAcc{measurement: r.ReadString()}
-	acc.tags = readTags(r)
+	acc.tags = r.ReadTags()
 	acc.fields = make([]fieldStats, r.ReadLen())
 	for i := range acc.fields {
 		f := &acc.fields[i]
 		f.name = r.ReadString()
-		f.n = readCount(r)
+		f.n = r.ReadCount()
 		f.sum, f.mean, f.m2, f.min, f.max = r.ReadFloat64(), r.ReadFloat64(), r.ReadFloat64(), r.ReadFloat64(), r.ReadFloat64()
 		at, n := r.Offset(), r.ReadLen()
 		if r.Err() == nil && n != f.n && (s.keep || n > 0) {

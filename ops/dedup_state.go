@@ -1,16 +1,17 @@
-package operation
+package ops
 
 import (
+	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/state"
 )
 
 // dedupStateVersion is the version of the form dedup's Snapshot writes.
 const dedupStateVersion = 1
 
-var _ Snapshotter = (*dedup)(nil)
+var _ operation.Snapshotter = (*dedup)(nil)
 
-// Snapshot implements Snapshotter: the names identifying a reading, the
-// number of readings dropped, and the identities remembered, in the order
+// Snapshot implements operation.Snapshotter: the names identifying a reading,
+// the number of readings dropped, and the identities remembered, in the order
 // they were first seen, with the time each was.
 func (d *dedup) Snapshot(w *state.Writer) error {
 	w.PutUvarint(dedupStateVersion)
@@ -28,11 +29,11 @@ func (d *dedup) Snapshot(w *state.Writer) error {
 	return nil
 }
 
-// Restore implements Snapshotter. It refuses, with an error wrapping
-// ErrStateMismatch, the snapshot of a dedup identifying readings by other
-// names.
+// Restore implements operation.Snapshotter. It refuses, with an error wrapping
+// operation.ErrStateMismatch, the snapshot of a dedup identifying readings by
+// other names.
 func (d *dedup) Restore(r *state.Reader) error {
-	checkVersion(r, "dedup", dedupStateVersion)
+	operation.CheckVersion(r, "dedup", dedupStateVersion)
 	checkStrings(r, "identity", d.by)
 	dropped := r.ReadUvarint()
 	order := make([]seenID, r.ReadLen())

@@ -1,4 +1,4 @@
-package operation
+package ops
 
 import (
 	"github.com/sensorstorm/sensorstorm/state"
@@ -14,8 +14,8 @@ func (a *aligner) EncodeState(w *state.Writer, acc *alignAcc) error {
 		return nil
 	}
 	w.PutString(acc.measurement)
-	putTags(w, acc.tags)
-	putFields(w, acc.fields)
+	w.PutTags(acc.tags)
+	w.PutFields(acc.fields)
 	return nil
 }
 
@@ -24,7 +24,7 @@ func (a *aligner) DecodeState(r *state.Reader) (*alignAcc, error) {
 	if !r.ReadBool() {
 		return nil, r.Err()
 	}
-	acc := &alignAcc{measurement: r.ReadString(), tags: readTags(r), fields: readFields(r)}
+	acc := &alignAcc{measurement: r.ReadString(), tags: r.ReadTags(), fields: r.ReadFields()}
 	if err := r.Err(); err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package operation
+package ops
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sensorstorm/sensorstorm/operation"
 )
 
 // Defaults of the built-in operations' configurations.
@@ -93,16 +95,16 @@ func (c *StatsConfig) Validate() error {
 }
 
 // Batcher returns the windows c describes; c must be valid.
-func (c *StatsConfig) Batcher() Batcher {
+func (c *StatsConfig) Batcher() operation.Batcher {
 	switch {
 	case c.Gap > 0:
-		return Session(c.Gap)
+		return operation.Session(c.Gap)
 	case c.Count > 0:
-		return Count(c.Count)
+		return operation.Count(c.Count)
 	case c.Slide > 0 && c.Slide < c.Size:
-		return Sliding(c.Size, c.Slide)
+		return operation.Sliding(c.Size, c.Slide)
 	}
-	return Tumbling(c.Size)
+	return operation.Tumbling(c.Size)
 }
 
 // aggregate is one statistic: kind, and the percentile for kind pct.

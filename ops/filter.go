@@ -1,16 +1,17 @@
-package operation
+package ops
 
 import (
 	"context"
 	"path"
 
+	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
 )
 
 // NewFilter returns an operation that passes on the particles, and the
 // fields of particles, that cfg selects; the others are acknowledged and
 // dropped.
-func NewFilter(cfg FilterConfig) (Operation, error) {
+func NewFilter(cfg FilterConfig) (operation.Operation, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -19,7 +20,7 @@ func NewFilter(cfg FilterConfig) (Operation, error) {
 
 type filter struct{ cfg FilterConfig }
 
-func (f *filter) Process(_ context.Context, in particle.Particle, out Emitter) error {
+func (f *filter) Process(_ context.Context, in particle.Particle, out operation.Emitter) error {
 	c := &f.cfg
 	if len(c.NamePass) > 0 && !matchAny(c.NamePass, in.Measurement) || matchAny(c.NameDrop, in.Measurement) {
 		return nil

@@ -1,10 +1,11 @@
-package operation
+package ops
 
 import (
 	"context"
 	"slices"
 	"strings"
 
+	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
 )
 
@@ -16,18 +17,18 @@ import (
 // bucket overrides its earlier one. The output keeps the tags that every
 // particle of the bucket shares, except the sensor tags. A bucket is
 // emitted when the watermark passes its end, anchored to all its readings.
-func NewAlign(cfg AlignConfig) (Operation, error) {
+func NewAlign(cfg AlignConfig) (operation.Operation, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	a := &aligner{cfg: cfg, sensor: ByTags(cfg.Sensor...)}
-	return Aggregate(Tumbling(cfg.Bucket), nil, a), nil
+	a := &aligner{cfg: cfg, sensor: operation.ByTags(cfg.Sensor...)}
+	return operation.Aggregate(operation.Tumbling(cfg.Bucket), nil, a), nil
 }
 
 type aligner struct {
 	cfg    AlignConfig
-	sensor KeyFunc
+	sensor operation.KeyFunc
 }
 
 type alignAcc struct {
@@ -70,7 +71,7 @@ func (a *aligner) Add(acc *alignAcc, p *particle.Particle) (*alignAcc, error) {
 	return acc, nil
 }
 
-func (a *aligner) Result(_ context.Context, w Window, _ string, acc *alignAcc, out Emitter) error {
+func (a *aligner) Result(_ context.Context, w operation.Window, _ string, acc *alignAcc, out operation.Emitter) error {
 	if acc == nil || len(acc.fields) == 0 {
 		return nil
 	}

@@ -1,77 +1,31 @@
-package operation_test
+package ops_test
 
 import (
 	"context"
-	"io"
 	"math"
-	"os"
 	"sort"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/sensorstorm/sensorstorm/connectors/file"
+	"github.com/sensorstorm/sensorstorm/internal/optest"
 	"github.com/sensorstorm/sensorstorm/operation"
+	"github.com/sensorstorm/sensorstorm/ops"
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/streamclock"
 	"github.com/sensorstorm/sensorstorm/syncbuffer"
 	"github.com/sensorstorm/sensorstorm/topology"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
 const recording = "../testdata/library1-r1.lp"
 
-// gather is a sink operation that keeps what it receives.
-type gather struct {
-	mu  sync.Mutex
-	out []particle.Particle
-}
-
-func (g *gather) Process(_ context.Context, in particle.Particle, _ operation.Emitter) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.out = append(g.out, in.Clone())
-	return nil
-}
-
-func (g *gather) lines(t *testing.T) []string {
-	var lines []string
-	for i := range g.out {
-		b, err := particle.AppendLineProtocol(nil, &g.out[i], particle.Nanosecond)
-		require.NoError(t, err)
-		lines = append(lines, string(b))
-	}
-	sort.Strings(lines)
-	return lines
-}
-
-func statsFactory(t *testing.T, cfg operation.StatsConfig) operation.Factory {
-	_, err := operation.NewStats(cfg)
+func statsFactory(t *testing.T, cfg ops.StatsConfig) operation.Factory {
+	_, err := ops.NewStats(cfg)
 	require.NoError(t, err)
-	return func() operation.Operation { return must(operation.NewStats(cfg)) }
-}
-
-func readRecording(t *testing.T) []particle.Particle {
-	f, err := os.Open(recording)
-	require.NoError(t, err)
-	defer f.Close()
-	dec, err := particle.NewDecoder(f, recording, particle.DecoderConfig{})
-	require.NoError(t, err)
-	var all []particle.Particle
-	for {
-		var p particle.Particle
-		err := dec.Decode(&p)
-		if err == io.EOF {
-			return all
-		}
-		require.NoError(t, err)
-		all = append(all, p.Clone())
-	}
+	return func() operation.Operation { return optest.Must(ops.NewStats(cfg)) }
 }
 
 // Windows over the replayed recording, computed by the engine with acking
@@ -79,7 +33,7 @@ func readRecording(t *testing.T) []particle.Particle {
 // the same aggregates.
 func TestWindowsOverRecordingMatchPlainComputation(t *testing.T) {
 	const size = 10 * time.Minute
-	cfg := operation.StatsConfig{Size: size, By: []string{"node"}, Fields: []string{"temperature", "humidity"},
+	cfg := ops.StatsConfig{Size: size, By: []string{"node"}, Fields: []string{"temperature", "humidity"},
 		Aggregates: []string{"mean", "min", "max", "count", "sum", "stddev", "p95"}}
 	topo, err := topology.New(topology.Config{
 		Replay: true,
@@ -89,7 +43,7 @@ func TestWindowsOverRecordingMatchPlainComputation(t *testing.T) {
 	topo.AddSource("wsn", topology.Single(&file.Source{Paths: []string{recording}, Track: true}), topology.SourceConfig{})
 	topo.AddBolt("stats", statsFactory(t, cfg), topology.BoltConfig{Parallelism: 2, Buffer: syncbuffer.Config{Window: 5 * time.Second, FutureBound: -1}}).
 		Input("wsn", topology.Fields("node"))
-	sink := &gather{}
+	sink := &optest.Gather{}
 	// Windows emit rarely: an idle timeout shorter than the window would
 	// declare the quiet instance idle and make its results late.
 	topo.AddBolt("out", operation.Stateless(sink), topology.BoltConfig{Buffer: syncbuffer.Config{IdleTimeout: -1}}).Input("stats", topology.Global())
@@ -102,7 +56,7 @@ func TestWindowsOverRecordingMatchPlainComputation(t *testing.T) {
 		node, field string
 	}
 	values := map[key][]float64{}
-	in := readRecording(t)
+	in := optest.ReadRecording(t, recording)
 	for _, p := range in {
 		node, _ := p.Tag("node")
 		end := (p.Time/int64(size) + 1) * int64(size)
@@ -114,7 +68,7 @@ func TestWindowsOverRecordingMatchPlainComputation(t *testing.T) {
 		}
 	}
 	checked := 0
-	for _, r := range sink.out {
+	for _, r := range sink.Particles() {
 		node, _ := r.Tag("node")
 		for _, f := range cfg.Fields {
 			vs := values[key{r.Time, node, f}]
@@ -132,14 +86,14 @@ func TestWindowsOverRecordingMatchPlainComputation(t *testing.T) {
 			sorted := append([]float64(nil), vs...)
 			sort.Float64s(sorted)
 			p95 := sorted[int(math.Ceil(0.95*float64(len(sorted))))-1]
-			assert.InDelta(t, mean, field(t, r, f+"_mean"), 1e-9)
-			assert.Equal(t, lo, field(t, r, f+"_min"))
-			assert.Equal(t, hi, field(t, r, f+"_max"))
-			assert.Equal(t, float64(len(vs)), field(t, r, f+"_count"))
-			assert.InDelta(t, sum, field(t, r, f+"_sum"), 1e-9)
-			assert.Equal(t, p95, field(t, r, f+"_p95"))
+			assert.InDelta(t, mean, optest.Field(t, r, f+"_mean"), 1e-9)
+			assert.Equal(t, lo, optest.Field(t, r, f+"_min"))
+			assert.Equal(t, hi, optest.Field(t, r, f+"_max"))
+			assert.Equal(t, float64(len(vs)), optest.Field(t, r, f+"_count"))
+			assert.InDelta(t, sum, optest.Field(t, r, f+"_sum"), 1e-9)
+			assert.Equal(t, p95, optest.Field(t, r, f+"_p95"))
 			if len(vs) > 1 {
-				assert.InDelta(t, math.Sqrt(sq/float64(len(vs)-1)), field(t, r, f+"_stddev"), 1e-9)
+				assert.InDelta(t, math.Sqrt(sq/float64(len(vs)-1)), optest.Field(t, r, f+"_stddev"), 1e-9)
 			}
 			checked++
 		}
@@ -177,7 +131,7 @@ func (s *pacedSource) Run(ctx context.Context, out topology.SourceEmitter) error
 // 1000x gives the same windowed results: windows close on event time, not
 // on the clock.
 func TestLiveAndReplayGiveSameWindows(t *testing.T) {
-	in := readRecording(t)
+	in := optest.ReadRecording(t, recording)
 	run := func(live bool) []string {
 		cfg := topology.Config{Replay: true}
 		wall := streamclock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
@@ -190,24 +144,24 @@ func TestLiveAndReplayGiveSameWindows(t *testing.T) {
 		topo, err := topology.New(cfg)
 		require.NoError(t, err)
 		topo.AddSource("wsn", topology.Single(&pacedSource{in: in, wall: wall, speed: speed}), topology.SourceConfig{})
-		stats := operation.StatsConfig{Size: 10 * time.Minute, Slide: 5 * time.Minute, By: []string{"node"}, Fields: []string{"temperature"}, Aggregates: []string{"mean", "count", "p50"}}
+		stats := ops.StatsConfig{Size: 10 * time.Minute, Slide: 5 * time.Minute, By: []string{"node"}, Fields: []string{"temperature"}, Aggregates: []string{"mean", "count", "p50"}}
 		// The source drives the fake clock and stops it when it ends, while
 		// bolts may still lag behind: idle detection and the future bound,
 		// both measured on that clock, would only add noise here.
 		buf := syncbuffer.Config{Window: 5 * time.Second, IdleTimeout: -1, FutureBound: -1}
 		topo.AddBolt("stats", statsFactory(t, stats), topology.BoltConfig{Parallelism: 2, Buffer: buf}).Input("wsn", topology.Fields("node"))
 		align := func() operation.Operation {
-			return must(operation.NewAlign(operation.AlignConfig{Bucket: 10 * time.Minute, Sensor: []string{"node"}, Fields: []string{"temperature"}}))
+			return optest.Must(ops.NewAlign(ops.AlignConfig{Bucket: 10 * time.Minute, Sensor: []string{"node"}, Fields: []string{"temperature"}}))
 		}
 		topo.AddBolt("align", align, topology.BoltConfig{Buffer: buf}).Input("wsn", topology.Global())
-		sink := &gather{}
+		sink := &optest.Gather{}
 		// Windows emit rarely: an idle timeout shorter than the window would
 		// declare the quiet instance idle and make its results late.
 		topo.AddBolt("out", operation.Stateless(sink), topology.BoltConfig{Buffer: buf}).Input("stats", topology.Global()).Input("align", topology.Global())
 		require.NoError(t, topo.Run(context.Background()))
 		assert.Zero(t, topo.Stats("stats").Late.Load())
 		assert.Zero(t, topo.Stats("out").Late.Load())
-		return sink.lines(t)
+		return sink.Lines(t)
 	}
 	live, replay := run(true), run(false)
 	require.NotEmpty(t, live)
