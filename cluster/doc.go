@@ -37,7 +37,7 @@
 //
 // # Live sources
 //
-// An instance of an MQTT source is a unit too (Worker.LeaseFeed), with a
+// An instance of an MQTT source is a unit too (Worker.LeaseLiveSource), with a
 // client id that is the same on every worker (pipeline.Options.Cluster)
 // and a persistent session; the instances of a source split its feed with
 // a shared subscription ($share/GROUP/FILTER, Mosquitto 2 takes it from

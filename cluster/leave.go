@@ -52,8 +52,8 @@ func (w *Worker) Leave(ctx context.Context) error {
 	w.live = w.members(w.live)
 	w.owners = assign(w.edges.Units(), w.live)
 	w.mu.Unlock()
-	units, feeds := w.edges.HeldUnits(), w.heldFeeds()
-	w.cfg.Logger.Info("leaving: handing over", "worker", w.cfg.Worker, "units", units, "feeds", feeds)
+	units, live := w.edges.HeldUnits(), w.heldLiveSources()
+	w.cfg.Logger.Info("leaving: handing over", "worker", w.cfg.Worker, "units", units, "live_sources", live)
 	// The others assign among themselves once the announcement is gone:
 	// withdrawn first, it is gone when they find the leases free.
 	if err := w.retry(ctx, w.self, func() error { return w.withdraw(ctx) }); err != nil {
@@ -67,13 +67,13 @@ func (w *Worker) Leave(ctx context.Context) error {
 	w.edges.Reassign()
 	ticker := time.NewTicker(leavePoll)
 	defer ticker.Stop()
-	for len(units)+len(feeds) > 0 {
+	for len(units)+len(live) > 0 {
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("cluster: leaving: units %v and live source instances %v not handed over: %w", units, feeds, context.Cause(ctx))
+			return fmt.Errorf("cluster: leaving: units %v and live source instances %v not handed over: %w", units, live, context.Cause(ctx))
 		case <-ticker.C:
 		}
-		units, feeds = w.edges.HeldUnits(), w.heldFeeds()
+		units, live = w.edges.HeldUnits(), w.heldLiveSources()
 	}
 	return nil
 }
@@ -98,10 +98,10 @@ func (w *Worker) claim(key string) bool {
 	return true
 }
 
-// heldFeeds returns the live source instances whose leases this worker
+// heldLiveSources returns the live source instances whose leases this worker
 // holds.
-func (w *Worker) heldFeeds() []string {
+func (w *Worker) heldLiveSources() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return slices.DeleteFunc(slices.Clone(w.feeds), func(k string) bool { return !w.held[k] })
+	return slices.DeleteFunc(slices.Clone(w.liveSources), func(k string) bool { return !w.held[k] })
 }

@@ -62,11 +62,11 @@ type Worker struct {
 	// without a parent apart from other workers'.
 	incarnation uint32
 
-	mu   sync.Mutex // guards held, feeds and what follows
+	mu   sync.Mutex // guards held, liveSources and what follows
 	held map[string]bool
-	// feeds are the keys of the live source instances (LeaseFeed), which
+	// liveSources are the keys of the live source instances (LeaseLiveSource), which
 	// are assigned among the workers as units are.
-	feeds []string
+	liveSources []string
 	// self is the worker's key in the announcement bucket; live the keys
 	// of the workers announced (self among them), owners the owner of
 	// every unit among them, lost when this worker lost the units

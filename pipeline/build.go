@@ -48,16 +48,16 @@ type Options struct {
 	// recording), outside WrapSource, in a lease that lets one process of
 	// a cluster run it.
 	Lease func(name string, instance int, src topology.Source) topology.Source
-	// LeaseFeed, if set, makes every instance of an MQTT source a lease
+	// LeaseLiveSource, if set, makes every instance of an MQTT source a lease
 	// that lets one process of a cluster run it: open makes the
 	// instance's source (wrapped by WrapSource) for a holding of the
 	// lease, since a source runs once, with the function that ends its
 	// connection, which outlives its Run, so that a worker letting the
 	// lease go can leave the broker session to the next. Built.Run closes
-	// every source open made. With a Transport, Build requires LeaseFeed
+	// every source open made. With a Transport, Build requires LeaseLiveSource
 	// for MQTT sources, since instances with one client id on every
 	// worker would take the broker session from each other.
-	LeaseFeed func(name string, instance int, open func() (topology.Source, func() error)) topology.Source
+	LeaseLiveSource func(name string, instance int, open func() (topology.Source, func() error)) topology.Source
 	// Cluster, if set, is the pipeline's name in the cluster this process
 	// is a worker of. Build then refuses what cannot run on a cluster
 	// (see Pipeline.CheckCluster; with a Transport too), and an MQTT
@@ -357,7 +357,7 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 		if err != nil {
 			return fail(&Error{File: p.File, Line: s.pos.line, Column: s.pos.col, Err: fmt.Errorf("source %q: %w", s.Name, err)})
 		}
-		leased := t.feed && opts.LeaseFeed != nil
+		leased := t.feed && opts.LeaseLiveSource != nil
 		if opts.WrapSource != nil && !leased {
 			factory = opts.WrapSource(factory)
 		}
@@ -396,7 +396,7 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 }
 
 // leasedMQTTSource returns the factory of an MQTT source whose instances
-// a cluster leases (Options.LeaseFeed): each holding of an instance runs a
+// a cluster leases (Options.LeaseLiveSource): each holding of an instance runs a
 // source of its own, which built closes at the end.
 func leasedMQTTSource(s *Source, opts Options, built *Built) (topology.SourceFactory, error) {
 	cfgs := mqttSourceConfigs(s, opts.Dir, opts.Cluster, opts.Logger, false)
@@ -407,7 +407,7 @@ func leasedMQTTSource(s *Source, opts Options, built *Built) (topology.SourceFac
 		}
 	}
 	return func(i int) topology.Source {
-		return opts.LeaseFeed(s.Name, i, func() (topology.Source, func() error) {
+		return opts.LeaseLiveSource(s.Name, i, func() (topology.Source, func() error) {
 			src := accepted(mqtt.NewSource(cfgs[i]))
 			built.mu.Lock()
 			built.sources = append(built.sources, src)

@@ -57,7 +57,7 @@ func TestClusterMQTTSourcesAreLeased(t *testing.T) {
 	require.ErrorContains(t, err, `p.yaml:2:5: source "sensors": an MQTT source of a cluster needs a lease`)
 
 	var leased []string
-	opts.LeaseFeed = func(name string, instance int, open func() (topology.Source, func() error)) topology.Source {
+	opts.LeaseLiveSource = func(name string, instance int, open func() (topology.Source, func() error)) topology.Source {
 		src, disconnect := open()
 		_, isMQTT := src.(*mqtt.Source)
 		leased = append(leased, fmt.Sprintf("%s[%d] %t", name, instance, isMQTT))

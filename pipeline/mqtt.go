@@ -51,10 +51,10 @@ var mqttSourceType = sourceType{
 	},
 	build: func(s *Source, env *buildEnv, _ *topology.SourceConfig) (topology.SourceFactory, error) {
 		switch {
-		case env.opts.LeaseFeed != nil:
+		case env.opts.LeaseLiveSource != nil:
 			return leasedMQTTSource(s, env.opts, env.built)
 		case env.opts.Transport != nil:
-			return nil, errors.New("an MQTT source of a cluster needs a lease (Options.LeaseFeed)")
+			return nil, errors.New("an MQTT source of a cluster needs a lease (Options.LeaseLiveSource)")
 		}
 		srcs, err := mqttSources(s, env.opts, env.checkpoints)
 		for i, src := range srcs {

@@ -87,7 +87,7 @@ type sourceType struct {
 	// live makes a pipeline with such a source run live (Pipeline.Live).
 	live bool
 	// feed tells that a cluster leases the instances through
-	// Options.LeaseFeed, which wraps them itself, rather than through
+	// Options.LeaseLiveSource, which wraps them itself, rather than through
 	// Options.Lease.
 	feed bool
 }

@@ -73,7 +73,7 @@ func (f *clusterFlags) join(ctx context.Context, p *pipeline.Pipeline, opts *pip
 		nc.Close()
 		return nil, nil, fmt.Errorf("--cluster: %w", err)
 	}
-	opts.Transport, opts.Lease, opts.LeaseFeed, opts.Incarnation = w.Transport(), w.LeaseSource, w.LeaseFeed, w.Incarnation()
+	opts.Transport, opts.Lease, opts.LeaseLiveSource, opts.Incarnation = w.Transport(), w.LeaseSource, w.LeaseLiveSource, w.Incarnation()
 	opts.Cluster, opts.Worker = name, w.Name()
 	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
 	var (

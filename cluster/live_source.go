@@ -26,7 +26,7 @@ const epochShift = 40
 // done bucket.
 func epochKey(key string) string { return "epoch." + key }
 
-// leasedFeed runs an instance of a live source (MQTT) on the worker
+// leasedLive runs an instance of a live source (MQTT) on the worker
 // holding its lease. The instance has a client id of its own, the same
 // on every worker (see pipeline.Options.Cluster): the broker keeps its
 // session, with the messages queued or sent and not acknowledged, while no
@@ -39,10 +39,10 @@ func epochKey(key string) string { return "epoch." + key }
 // of it is acknowledged, and disconnects, leaving the rest in the session.
 //
 // Each holding runs a source of its own, since a source runs once. The
-// feed gives the engine numbers of its own for the tracked particles, so
+// leased source gives the engine numbers of its own for the tracked particles, so
 // that the acknowledgements of a holding's particles reach its source
 // even after the holding ended.
-type leasedFeed struct {
+type leasedLive struct {
 	w    *Worker
 	key  string
 	open func() (topology.Source, func() error)
@@ -69,17 +69,17 @@ type trackedParticle struct {
 // waits for.
 type holding struct {
 	ackr topology.Acknowledger // nil when the source is not one
-	// What follows is guarded by the leasedFeed's mu.
+	// What follows is guarded by the leasedLive's mu.
 	pending int
 	settled chan struct{} // when set, closed once pending is 0
 }
 
 var (
-	_ topology.Source       = (*leasedFeed)(nil)
-	_ topology.Acknowledger = (*leasedFeed)(nil)
+	_ topology.Source       = (*leasedLive)(nil)
+	_ topology.Acknowledger = (*leasedLive)(nil)
 )
 
-// LeaseFeed returns an instance of a live source such as MQTT, leased: of
+// LeaseLiveSource returns an instance of a live source such as MQTT, leased: of
 // all the workers, the one holding the lease of this instance runs it, and
 // when that worker dies another takes the lease and runs the instance in
 // its place; when a worker joins, it takes its share of the instances from
@@ -87,15 +87,15 @@ var (
 // function that disconnects it from its broker, which the worker calls
 // before it lets the lease go. A worker that could not renew the lease
 // takes part again: it takes the lease once it is free, as the others do.
-// Give LeaseFeed to the pipeline's build (pipeline.Options.LeaseFeed),
+// Give LeaseLiveSource to the pipeline's build (pipeline.Options.LeaseLiveSource),
 // which calls it for every instance before the pipeline runs. See the
 // package doc.
-func (w *Worker) LeaseFeed(name string, instance int, open func() (topology.Source, func() error)) topology.Source {
+func (w *Worker) LeaseLiveSource(name string, instance int, open func() (topology.Source, func() error)) topology.Source {
 	key := sourceKey(name, instance)
 	w.mu.Lock()
-	w.feeds = append(w.feeds, key)
+	w.liveSources = append(w.liveSources, key)
 	w.mu.Unlock()
-	return &leasedFeed{w: w, key: key, open: open, pending: map[uint64]trackedParticle{}}
+	return &leasedLive{w: w, key: key, open: open, pending: map[uint64]trackedParticle{}}
 }
 
 // How a holding ended.
@@ -111,7 +111,7 @@ const (
 // lease again whenever it was lost or handed over and is free again. It
 // never ends the stream while the pipeline runs on: another worker may run
 // the instance.
-func (f *leasedFeed) Run(ctx context.Context, out topology.SourceEmitter) error {
+func (f *leasedLive) Run(ctx context.Context, out topology.SourceEmitter) error {
 	log := f.w.cfg.Logger.With("worker", f.w.cfg.Worker, "lease", f.key)
 	// Workers started together see each other before any takes a lease,
 	// so that they share the instances without handing them over.
@@ -157,7 +157,7 @@ var errHandOver = errors.New("cluster: instance assigned to another worker")
 // instance over by stopping its source, waiting (up to a lease TTL) until
 // the particles it emitted finished, which acknowledges their messages to
 // the broker, disconnecting, and freeing the lease.
-func (f *leasedFeed) runHolding(ctx context.Context, out topology.SourceEmitter, rev uint64) (holdingEnd, error) {
+func (f *leasedLive) runHolding(ctx context.Context, out topology.SourceEmitter, rev uint64) (holdingEnd, error) {
 	// acquire recorded the lease held.
 	defer f.w.hold(f.key, false)
 	heldCtx, lose := context.WithCancelCause(ctx)
@@ -203,7 +203,7 @@ func (f *leasedFeed) runHolding(ctx context.Context, out topology.SourceEmitter,
 // settle waits until the particles holding h emitted tracked finished, for
 // a lease TTL at most: past it, the messages not acknowledged go to the
 // next holder again, and their particles come out twice.
-func (f *leasedFeed) settle(ctx context.Context, h *holding) {
+func (f *leasedLive) settle(ctx context.Context, h *holding) {
 	f.mu.Lock()
 	if h.pending == 0 {
 		f.mu.Unlock()
@@ -241,7 +241,7 @@ func (w *Worker) awaitHandOver(ctx context.Context, key string) bool {
 			return true
 		case <-ticker.C:
 		}
-		if w.feedOwner(key) == w.self {
+		if w.liveOwner(key) == w.self {
 			since = time.Time{}
 			continue
 		}
@@ -255,7 +255,7 @@ func (w *Worker) awaitHandOver(ctx context.Context, key string) bool {
 }
 
 // runSource runs inner, holding h's source.
-func (f *leasedFeed) runSource(ctx context.Context, out topology.SourceEmitter, inner topology.Source, h *holding) error {
+func (f *leasedLive) runSource(ctx context.Context, out topology.SourceEmitter, inner topology.Source, h *holding) error {
 	epoch, err := f.w.nextEpoch(ctx, f.key)
 	if err != nil {
 		return fmt.Errorf("cluster: lease %s: counting the holdings: %w", f.key, err)
@@ -266,18 +266,18 @@ func (f *leasedFeed) runSource(ctx context.Context, out topology.SourceEmitter, 
 		out.Skip(from - n)
 		f.numbered.Store(from)
 	}
-	return inner.Run(ctx, &feedEmitter{SourceEmitter: out, f: f, h: h})
+	return inner.Run(ctx, &holdingEmitter{SourceEmitter: out, f: f, h: h})
 }
 
-// feedEmitter is what a holding's source emits into.
-type feedEmitter struct {
+// holdingEmitter is what a holding's source emits into.
+type holdingEmitter struct {
 	topology.SourceEmitter
-	f *leasedFeed
+	f *leasedLive
 	h *holding
 }
 
 // Emit implements topology.SourceEmitter.
-func (e *feedEmitter) Emit(p particle.Particle) error {
+func (e *holdingEmitter) Emit(p particle.Particle) error {
 	err := e.SourceEmitter.Emit(p)
 	if err == nil {
 		e.f.numbered.Add(1)
@@ -286,7 +286,7 @@ func (e *feedEmitter) Emit(p particle.Particle) error {
 }
 
 // EmitTracked implements topology.SourceEmitter.
-func (e *feedEmitter) EmitTracked(p particle.Particle, id uint64) error {
+func (e *holdingEmitter) EmitTracked(p particle.Particle, id uint64) error {
 	if e.h.ackr == nil {
 		return fmt.Errorf("cluster: %w", topology.ErrNotAcknowledger)
 	}
@@ -308,7 +308,7 @@ func (e *feedEmitter) EmitTracked(p particle.Particle, id uint64) error {
 
 // take removes the tracked particle n. Call finish once its holding's
 // source learnt its outcome.
-func (f *leasedFeed) take(n uint64) (trackedParticle, bool) {
+func (f *leasedLive) take(n uint64) (trackedParticle, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	tp, ok := f.pending[n]
@@ -319,7 +319,7 @@ func (f *leasedFeed) take(n uint64) (trackedParticle, bool) {
 // finish counts a particle of holding h finished, once its source knows:
 // a hand-over waiting for it then disconnects with its message
 // acknowledged.
-func (f *leasedFeed) finish(h *holding) {
+func (f *leasedLive) finish(h *holding) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if h.pending--; h.pending == 0 && h.settled != nil {
@@ -333,7 +333,7 @@ func (f *leasedFeed) finish(h *holding) {
 // once the lease was free for a whole lease TTL, in which the worker it is
 // assigned to did not take it; never once the worker leaves. It returns
 // false when ctx ends first.
-func (f *leasedFeed) acquire(ctx context.Context) (rev uint64, ok bool) {
+func (f *leasedLive) acquire(ctx context.Context) (rev uint64, ok bool) {
 	log := f.w.cfg.Logger.With("worker", f.w.cfg.Worker, "lease", f.key)
 	ticker := time.NewTicker(f.w.cfg.LeaseTTL / 3)
 	defer ticker.Stop()
@@ -359,7 +359,7 @@ func (f *leasedFeed) acquire(ctx context.Context) (rev uint64, ok bool) {
 		case freeSince.IsZero():
 			freeSince = time.Now()
 		}
-		if f.w.leaves() || f.w.feedOwner(f.key) != f.w.self && time.Since(freeSince) < f.w.cfg.LeaseTTL {
+		if f.w.leaves() || f.w.liveOwner(f.key) != f.w.self && time.Since(freeSince) < f.w.cfg.LeaseTTL {
 			continue
 		}
 		rev, err := f.w.leases.Create(ctx, f.key, []byte(f.w.cfg.Worker))
@@ -377,14 +377,14 @@ func (f *leasedFeed) acquire(ctx context.Context) (rev uint64, ok bool) {
 	}
 }
 
-// feedOwner returns the worker (its key in the announcement bucket) that
+// liveOwner returns the worker (its key in the announcement bucket) that
 // should run the live source instance key among the workers announced:
 // the instances of every live source spread over them as units do (see
 // assign), so that n instances on n workers give each worker one.
-func (w *Worker) feedOwner(key string) string {
+func (w *Worker) liveOwner(key string) string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if owner, ok := assign(w.feeds, w.live)[key]; ok {
+	if owner, ok := assign(w.liveSources, w.live)[key]; ok {
 		return owner
 	}
 	return w.self
@@ -414,7 +414,7 @@ func (w *Worker) nextEpoch(ctx context.Context, key string) (uint64, error) {
 }
 
 // Ack implements topology.Acknowledger.
-func (f *leasedFeed) Ack(n uint64) {
+func (f *leasedLive) Ack(n uint64) {
 	if tp, ok := f.take(n); ok {
 		tp.h.ackr.Ack(tp.id)
 		f.finish(tp.h)
@@ -422,7 +422,7 @@ func (f *leasedFeed) Ack(n uint64) {
 }
 
 // Fail implements topology.Acknowledger.
-func (f *leasedFeed) Fail(n uint64, reason acker.Reason, err error) {
+func (f *leasedLive) Fail(n uint64, reason acker.Reason, err error) {
 	if tp, ok := f.take(n); ok {
 		tp.h.ackr.Fail(tp.id, reason, err)
 		f.finish(tp.h)
@@ -430,7 +430,7 @@ func (f *leasedFeed) Fail(n uint64, reason acker.Reason, err error) {
 }
 
 // Redeliver implements topology.Acknowledger.
-func (f *leasedFeed) Redeliver(n uint64) (particle.Particle, error) {
+func (f *leasedLive) Redeliver(n uint64) (particle.Particle, error) {
 	f.mu.Lock()
 	tp, ok := f.pending[n]
 	f.mu.Unlock()

@@ -40,9 +40,9 @@ func TestFeedOwnerSpreadsInstances(t *testing.T) {
 			owners := map[string]string{}
 			load := map[string]int{}
 			for _, self := range live {
-				w := &Worker{self: self, live: live, feeds: feeds}
+				w := &Worker{self: self, live: live, liveSources: feeds}
 				for _, k := range feeds {
-					owner := w.feedOwner(k)
+					owner := w.liveOwner(k)
 					if prev, ok := owners[k]; ok {
 						require.Equal(t, prev, owner, "every worker computes the same owner of %s", k)
 						continue
@@ -94,12 +94,12 @@ func (r *recordingSource) record(what string, id uint64) {
 // that the source acknowledges its message to the broker before it
 // disconnects.
 func TestSettleWaitsForTheHoldingsParticles(t *testing.T) {
-	f := &leasedFeed{w: &Worker{cfg: Config{LeaseTTL: time.Hour, Logger: slog.New(slog.DiscardHandler)}},
+	f := &leasedLive{w: &Worker{cfg: Config{LeaseTTL: time.Hour, Logger: slog.New(slog.DiscardHandler)}},
 		key: "source.sensors.0", pending: map[uint64]trackedParticle{}}
 	settled := make(chan struct{})
 	src := &recordingSource{settled: settled}
 	h := &holding{ackr: src}
-	e := &feedEmitter{SourceEmitter: acceptingEmitter{}, f: f, h: h}
+	e := &holdingEmitter{SourceEmitter: acceptingEmitter{}, f: f, h: h}
 	require.NoError(t, e.EmitTracked(particle.Particle{}, 7))
 	require.NoError(t, e.EmitTracked(particle.Particle{}, 8))
 	go func() {
