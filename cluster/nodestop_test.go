@@ -83,7 +83,7 @@ func TestNATSNodeRestartKeepsTheOutput(t *testing.T) {
 			w.w.Transport().ActiveUnits(time.Time{}), counts(w.w.Transport().Stats()))
 		for _, c := range []string{"wsn", "dedup", "stats10m", "out"} {
 			st := w.built.Stats(c)
-			t.Logf("  %s: in %d late %d behind %d replayed %d failed %d dup %d", c, st.In.Load(), st.Late.Load(), st.Behind.Load(), st.Replayed.Load(), st.Failed.Load(), st.Duplicates.Load())
+			t.Logf("  %s: in %d late %d behind %d retried %d failed %d dup %d", c, st.In.Load(), st.Late.Load(), st.Behind.Load(), st.Retried.Load(), st.Failed.Load(), st.Duplicates.Load())
 		}
 	}
 	require.True(t, sinkEnded)

@@ -22,7 +22,7 @@ type Collector struct {
 	in, out, processed, meta, duplicates, late, invalid, errs, panics *prometheus.Desc
 	behind, full, destRetries                                         *prometheus.Desc
 	buffered, bufferedBytes, watermark, lag                           *prometheus.Desc
-	acked, failed, replayed, dead                                     *prometheus.Desc
+	acked, failed, retried, dead                                      *prometheus.Desc
 	pending, pendingCap, stale                                        *prometheus.Desc
 	ckptID, ckptAge, ckptDuration, ckptBytes, ckpts                   *prometheus.Desc
 }
@@ -59,7 +59,7 @@ func New(topo topology.View, now func() time.Time) *Collector {
 		lag:           desc("watermark_lag_seconds", "Wall clock minus the component's watermark.", comp...),
 		acked:         desc("acked_total", "Trees of the source that completed.", comp...),
 		failed:        desc("failed_total", "Failed attempts of the source's trees, by reason.", "component", "reason"),
-		replayed:      desc("replayed_total", "Particles the source emitted again after a failure.", comp...),
+		retried:       desc("retried_total", "Particles the source emitted again after a failure.", comp...),
 		dead:          desc("dead_letters_total", "Particles given up on and dead-lettered: a source's trees, a bolt's untracked inputs its operation failed.", comp...),
 		pending:       desc("pending_trees", "Trees not finished yet."),
 		pendingCap:    desc("pending_trees_max", "The bound on pending trees: max_pending times the source instances."),
@@ -76,7 +76,7 @@ func New(topo topology.View, now func() time.Time) *Collector {
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.in, c.out, c.processed, c.meta, c.duplicates, c.late, c.invalid, c.errs, c.panics,
 		c.behind, c.full, c.destRetries,
-		c.buffered, c.bufferedBytes, c.watermark, c.lag, c.acked, c.failed, c.replayed, c.dead, c.pending, c.pendingCap, c.stale,
+		c.buffered, c.bufferedBytes, c.watermark, c.lag, c.acked, c.failed, c.retried, c.dead, c.pending, c.pendingCap, c.stale,
 		c.ckptID, c.ckptAge, c.ckptDuration, c.ckptBytes, c.ckpts} {
 		ch <- d
 	}
@@ -106,7 +106,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.errs, s.Errors.Load(), name)
 		counter(c.panics, s.Panics.Load(), name)
 		counter(c.acked, s.Acked.Load(), name)
-		counter(c.replayed, s.Replayed.Load(), name)
+		counter(c.retried, s.Retried.Load(), name)
 		counter(c.dead, s.DeadLettered.Load(), name)
 		for r := range s.FailedBy {
 			n := s.FailedBy[r].Load()

@@ -117,7 +117,7 @@ func TestScrapeOverHTTP(t *testing.T) {
 		`sensorstorm_failed_total{component="src",reason="failed"} 1`,
 		`sensorstorm_late_total{component="bolt"} 0`,
 		`sensorstorm_buffered_particles{component="bolt"} 0`,
-		`sensorstorm_replayed_total{component="src"} 0`,
+		`sensorstorm_retried_total{component="src"} 0`,
 		"sensorstorm_pending_trees 0",
 	} {
 		assert.Contains(t, string(body), want)

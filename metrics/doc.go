@@ -14,7 +14,7 @@
 //	sensorstorm_panics_total, sensorstorm_buffered_particles,
 //	sensorstorm_watermark_seconds, sensorstorm_watermark_lag_seconds,
 //	sensorstorm_acked_total, sensorstorm_failed_total{reason},
-//	sensorstorm_replayed_total, sensorstorm_dead_letters_total,
+//	sensorstorm_retried_total, sensorstorm_dead_letters_total,
 //
 // and, for the whole topology, sensorstorm_pending_trees,
 // sensorstorm_pending_trees_max and sensorstorm_stale_acks_total; with

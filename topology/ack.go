@@ -416,7 +416,7 @@ func (s *sourceInstance) tick() {
 	s.barrierNow()
 	if s.topo.acks != nil {
 		for _, r := range s.retries.due(s.topo.acks.now.Load()) {
-			s.replay(r)
+			s.retry(r)
 		}
 	}
 	s.mu.Lock()
@@ -437,7 +437,7 @@ func (s *sourceInstance) drainPending(ctx context.Context) error {
 			s.topo.ckpt.request()
 		}
 		for _, r := range s.retries.due(s.topo.acks.now.Load()) {
-			s.replay(r)
+			s.retry(r)
 		}
 		s.mu.Lock()
 		err := s.router.flush(ctx, false)

@@ -205,7 +205,7 @@ func TestAckingPanicIsRetriedAndThenSucceeds(t *testing.T) {
 	_, ok := processed.Load(int64(7))
 	assert.True(t, ok, "the replayed particle was processed")
 	stats := topo.Stats("src")
-	assert.Equal(t, uint64(1), stats.Replayed.Load())
+	assert.Equal(t, uint64(1), stats.Retried.Load())
 	assert.Equal(t, uint64(1), stats.FailedBy[acker.Panic].Load())
 }
 
@@ -235,7 +235,7 @@ func TestAckingLostParticlesAreReplayedThenDeadLettered(t *testing.T) {
 		assert.Contains(t, []acker.Reason{acker.Timeout, acker.Expired}, r)
 	}
 	stats := topo.Stats("src")
-	assert.Equal(t, uint64(4*2), stats.Replayed.Load(), "two replays each before giving up")
+	assert.Equal(t, uint64(4*2), stats.Retried.Load(), "two replays each before giving up")
 	assert.Equal(t, uint64(4), stats.DeadLettered.Load())
 	require.Len(t, dead.All(), 4)
 	for _, d := range dead.All() {
@@ -281,7 +281,7 @@ func overload(t *testing.T, hard time.Duration) {
 	src.assertEachEndedOnce(t)
 	stats := topo.Stats("src")
 	assert.Zero(t, stats.Failed.Load(), "timeouts under backpressure")
-	assert.Zero(t, stats.Replayed.Load())
+	assert.Zero(t, stats.Retried.Load())
 	assert.Equal(t, uint64(3000), stats.Acked.Load())
 	assert.LessOrEqual(t, maxPending.Load(), int64(500))
 }
@@ -355,7 +355,7 @@ func TestAckingMaxPendingOne(t *testing.T) {
 	src.assertEachEndedOnce(t)
 	assert.Empty(t, src.failed)
 	assert.Equal(t, uint64(200), topo.Stats("src").Acked.Load())
-	assert.Zero(t, topo.Stats("src").Replayed.Load())
+	assert.Zero(t, topo.Stats("src").Retried.Load())
 }
 
 // Several goroutines emit into one source instance, which takes pending

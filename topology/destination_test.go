@@ -94,7 +94,7 @@ func TestFailingDestinationIsRetriedWhereItFailed(t *testing.T) {
 	assert.Equal(t, []int64{10, 20, 30, 40}, times, "every window once, the failed one included")
 	assert.Equal(t, int64(4), sink.failures.Load())
 	assert.Equal(t, uint64(4), topo.Stats("sink").DestinationRetries.Load())
-	assert.Zero(t, topo.Stats("src").Replayed.Load())
+	assert.Zero(t, topo.Stats("src").Retried.Load())
 }
 
 // A destination that keeps failing stops the run with ErrGaveUp once the

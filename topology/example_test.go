@@ -78,10 +78,10 @@ func ExampleRetaining() {
 		fmt.Println(err)
 	}
 	fmt.Print(out.String())
-	fmt.Println("replayed:", topo.Stats("sensors").Replayed.Load())
+	fmt.Println("retried:", topo.Stats("sensors").Retried.Load())
 	// Output:
 	// t n=1i 1
 	// t n=3i 3
 	// t n=2i 2
-	// replayed: 1
+	// retried: 1
 }

@@ -66,7 +66,7 @@ func TestRetainingRedeliversWhatWasEmitted(t *testing.T) {
 		want = append(want, reading(i))
 	}
 	assert.ElementsMatch(t, want, op.got)
-	assert.Equal(t, uint64(n/2), topo.Stats("src").Replayed.Load())
+	assert.Equal(t, uint64(n/2), topo.Stats("src").Retried.Load())
 	assert.Equal(t, uint64(n), topo.Stats("src").Acked.Load())
 	for i := 1; i <= n; i++ {
 		_, err := src.(topology.Acknowledger).Redeliver(uint64(i))

@@ -384,8 +384,8 @@ func (s *sourceInstance) Flush() error {
 	return s.router.flush(s.ctx, false)
 }
 
-// replay emits a failed particle again, as the source gives it back.
-func (s *sourceInstance) replay(r retry) {
+// retry emits a failed particle again, as the source gives it back.
+func (s *sourceInstance) retry(r retry) {
 	p, err := s.ackr.Redeliver(r.msgID)
 	if err != nil {
 		s.topo.acks.giveUp(s, r.msgID, acker.Failed, fmt.Errorf("topology: redeliver %d: %w", r.msgID, err))
@@ -393,7 +393,7 @@ func (s *sourceInstance) replay(r retry) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.stats.Replayed.Add(1)
+	s.stats.Retried.Add(1)
 	s.emitTracked(p, r.msgID, r.attempt)
 	// The source's own context may be over: a replay must still reach the
 	// bolts, which drain until the end.

@@ -28,12 +28,12 @@ type ComponentStats struct {
 	// on; DestinationRetries the calls retried because their destination
 	// failed.
 	Errors, Panics, DestinationRetries atomic.Uint64
-	// Acked, Failed, Replayed and DeadLettered count a source's trees:
+	// Acked, Failed, Retried and DeadLettered count a source's trees:
 	// completed, failed (each attempt), emitted again, and given up.
 	// DeadLettered also counts a bolt's untracked inputs that its
 	// operation failed, which are dead-lettered at once: together, what
 	// the topology's bolts refused for good.
-	Acked, Failed, Replayed, DeadLettered atomic.Uint64
+	Acked, Failed, Retried, DeadLettered atomic.Uint64
 	// FailedBy counts a source's failed attempts by reason, indexed by
 	// acker.Reason.
 	FailedBy [acker.Shutdown + 1]atomic.Uint64

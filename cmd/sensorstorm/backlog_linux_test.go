@@ -101,7 +101,7 @@ func TestIngestKillDuringStall(t *testing.T) {
 		require.Positive(t, seen[i], "reading %d lost", i)
 		dups += seen[i] - 1
 	}
-	assert.Regexp(t, `(?m)^ingest: messages=\d+ written=\d+ replayed=[1-9]`, stderr.String(), "the second run drained the first one's backlog")
+	assert.Regexp(t, `(?m)^ingest: messages=\d+ written=\d+ recovered=[1-9]`, stderr.String(), "the second run drained the first one's backlog")
 	t.Logf("%d readings, %d duplicates after the restart; second run: %s", n, dups, regexp.MustCompile(`(?m)^ingest: .*$`).FindString(stderr.String()))
 	assert.NotContains(t, broker.Log(), "dropped", "the broker dropped messages")
 }

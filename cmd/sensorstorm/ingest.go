@@ -310,7 +310,7 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 	if src != nil {
 		st := src.Stats()
 		attrs := []slog.Attr{slog.Uint64("messages", st.Received.Load()), slog.Uint64("written", written()),
-			slog.Uint64("replayed", st.Replayed.Load()), slog.Uint64("redelivered", st.Redelivered.Load()), slog.Uint64("copies", st.Copies.Load()),
+			slog.Uint64("recovered", st.Recovered.Load()), slog.Uint64("redelivered", st.Redelivered.Load()), slog.Uint64("copies", st.Copies.Load()),
 			slog.Uint64("acked", st.Acked.Load()), slog.Uint64("failed", st.Failed.Load()),
 			slog.Int64("reconnects", max(int64(st.Connects.Load())-1, 0))}
 		attrs = append(attrs, backlogAttrs(src)...)
@@ -321,7 +321,7 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 		st := hsrc.Stats()
 		attrs := []slog.Attr{slog.Uint64("requests", st.Requests.Load()), slog.Uint64("accepted", st.Accepted.Load()),
 			slog.Uint64("bytes", st.Bytes.Load()), slog.Uint64("points", st.Emitted.Load()), slog.Uint64("invalid", st.Invalid.Load()),
-			slog.Uint64("replayed", st.Replayed.Load()),
+			slog.Uint64("recovered", st.Recovered.Load()),
 			slog.Uint64("refused", st.BadRequests.Load()+st.Unauthorized.Load()+st.TooLarge.Load()+st.Unavailable.Load()),
 			slog.Uint64("written", written())}
 		b, ok := backlogs["http"]

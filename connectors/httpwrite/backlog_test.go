@@ -188,8 +188,8 @@ func TestRestartDrainsBacklogFirst(t *testing.T) {
 	})
 	second.stop(t)
 	// The bodies run one did not complete, whole, in order, then the new.
-	from := int(50-second.src.Stats().Replayed.Load()) * f.lines
-	assert.Equal(t, uint64(50)-done, second.src.Stats().Replayed.Load())
+	from := int(50-second.src.Stats().Recovered.Load()) * f.lines
+	assert.Equal(t, uint64(50)-done, second.src.Stats().Recovered.Load())
 	assert.Equal(t, f.times(from), second.times())
 	assert.Subset(t, append(first.times(), f.times(from)[:left-from]...), f.times(0)[:left], "nothing lost")
 	assert.Zero(t, second.late())

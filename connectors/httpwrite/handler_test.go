@@ -285,7 +285,7 @@ func TestReplay(t *testing.T) {
 	// time, in whole seconds.
 	assert.Equal(t, []int64{then * int64(time.Second), recv.Truncate(time.Second).UnixNano()}, []int64{got[0].Time, got[1].Time})
 	assert.Empty(t, srv.dead.All())
-	assert.Equal(t, uint64(1), srv.src.Stats().Replayed.Load())
+	assert.Equal(t, uint64(1), srv.src.Stats().Recovered.Load())
 	assert.Equal(t, uint64(1), srv.src.Stats().Completed.Load())
 	sp, err = spool.Open(state, spool.Config{})
 	require.NoError(t, err)

@@ -30,6 +30,6 @@ func (s *Source) Counters() iter.Seq2[string, int64] {
 		refused := st.BadRequests.Load() + st.Unauthorized.Load() + st.TooLarge.Load() + st.Unavailable.Load()
 		_ = yield("requests", int64(st.Requests.Load())) && yield("accepted", int64(st.Accepted.Load())) &&
 			yield("points", int64(st.Emitted.Load())) && yield("invalid", int64(st.Invalid.Load())) &&
-			yield("refused", int64(refused)) && yield("replayed", int64(st.Replayed.Load()))
+			yield("refused", int64(refused)) && yield("recovered", int64(st.Recovered.Load()))
 	}
 }

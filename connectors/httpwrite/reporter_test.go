@@ -35,6 +35,6 @@ func TestConnectionsAndCounters(t *testing.T) {
 		names = append(names, name)
 		got[name] = v
 	}
-	require.Equal(t, []string{"requests", "accepted", "points", "invalid", "refused", "replayed"}, names, "in the order shown")
-	require.Equal(t, map[string]int64{"requests": 2, "accepted": 1, "points": 2, "invalid": 1, "refused": 1, "replayed": 0}, got)
+	require.Equal(t, []string{"requests", "accepted", "points", "invalid", "refused", "recovered"}, names, "in the order shown")
+	require.Equal(t, map[string]int64{"requests": 2, "accepted": 1, "points": 2, "invalid": 1, "refused": 1, "recovered": 0}, got)
 }

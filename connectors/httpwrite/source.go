@@ -36,10 +36,10 @@ type Stats struct {
 	BadRequests, Unauthorized, TooLarge, Unavailable atomic.Uint64
 	// Emitted counts particles emitted; Invalid bad lines rejected to the
 	// dead-letter sink; Failed particles the engine gave up on; Completed
-	// bodies all of whose particles were done; Replayed the bodies a
+	// bodies all of whose particles were done; Recovered the bodies a
 	// previous run left in the spool, emitted again before the bodies
 	// written since (possibly twice in all).
-	Emitted, Invalid, Failed, Completed, Replayed atomic.Uint64
+	Emitted, Invalid, Failed, Completed, Recovered atomic.Uint64
 	// InFlightBytes is the bytes of the bodies being received, decoded
 	// and spooled, which Config.MaxInFlightBytes bounds. Those durable
 	// wait in the backlog (BacklogStats).
@@ -249,7 +249,7 @@ func (s *Source) readBack(seq uint64, r spool.Record) (*write, error) {
 		return nil, fmt.Errorf("%w: record %d: %w", spool.ErrBadRecord, seq, err)
 	}
 	if seq < s.firstSeq {
-		s.stats.Replayed.Add(1)
+		s.stats.Recovered.Add(1)
 	}
 	return &write{seq: seq, source: r.Source, prec: prec, recv: r.Received, body: bytes.Clone(r.Payload)}, nil
 }

@@ -166,7 +166,7 @@ func drainBacklog(b *testing.B, url, id, state, out string, messages, per int, o
 	cancel()
 	require.NoError(b, <-errc)
 	require.NoError(b, src.Close())
-	require.Equal(b, uint64(messages), st.Replayed.Load(), "messages read back from the spool")
+	require.Equal(b, uint64(messages), st.Recovered.Load(), "messages read back from the spool")
 	return elapsed, cpu
 }
 

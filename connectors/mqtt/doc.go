@@ -83,7 +83,7 @@
 //     again before any new one. A crash, even SIGKILL, loses nothing:
 //     what was not acknowledged the broker sends again, what was
 //     acknowledged the spool replays. Duplicates are possible
-//     (Stats.Replayed, Stats.Redelivered), loss is not. Works with a
+//     (Stats.Recovered, Stats.Redelivered), loss is not. Works with a
 //     stock broker at close to a bare subscriber's rate. Costs local disk
 //     (what waits for the pipeline, plus up to 1 MiB preallocated; see
 //     spool.Config) and one fsync per batch.

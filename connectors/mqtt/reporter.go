@@ -25,7 +25,7 @@ func (s *Source) Counters() iter.Seq2[string, int64] {
 	return func(yield func(string, int64) bool) {
 		_ = yield("received", int64(st.Received.Load())) && yield("acknowledged", int64(st.Acked.Load())) &&
 			yield("redelivered", int64(st.Redelivered.Load())) && yield("spooled", int64(st.Spooled.Load())) &&
-			yield("replayed", int64(st.Replayed.Load())) && yield("invalid", int64(st.Invalid.Load())) &&
+			yield("recovered", int64(st.Recovered.Load())) && yield("invalid", int64(st.Invalid.Load())) &&
 			yield("waiting", st.Buffered.Load()) && yield("connections", int64(st.Connects.Load()))
 	}
 }

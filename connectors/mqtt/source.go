@@ -18,7 +18,7 @@ import (
 )
 
 // Stats counts what a Source did. The counters are safe to read while it
-// runs. Emitted, and for messages read back from the spool Replayed,
+// runs. Emitted, and for messages read back from the spool Recovered,
 // Buffered and QueuedBytes, move once per batch of messages handed to the
 // pipeline (up to 256), not one by one.
 type Stats struct {
@@ -37,10 +37,10 @@ type Stats struct {
 	// a message's fsync and its acknowledgement gets it again from the
 	// broker. They are acknowledged and dropped.
 	Copies atomic.Uint64
-	// Spooled counts messages made durable in the spool; Replayed the
+	// Spooled counts messages made durable in the spool; Recovered the
 	// spooled messages a previous run left not completed, read back and
 	// emitted first, which may duplicate what that run had processed.
-	Spooled, Replayed atomic.Uint64
+	Spooled, Recovered atomic.Uint64
 	// Acked counts acknowledgements sent to the broker (PUBACK or
 	// PUBREC). One sent while the connection is lost is dropped, and the
 	// broker sends the message again.
@@ -569,7 +569,7 @@ func (s *Source) spoolArrivals(ctx context.Context) error {
 // spool.
 func (s *Source) readBack(seq uint64, r spool.Record) (*message, error) {
 	if seq < s.firstSeq {
-		s.read.replayed++
+		s.read.recovered++
 	}
 	s.read.n++
 	s.read.bytes += int64(len(r.Payload))
@@ -582,8 +582,8 @@ func (s *Source) readBack(seq uint64, r spool.Record) (*message, error) {
 // Stats, which countRead does once per batch: the counters share cache
 // lines with those the engine's goroutines update.
 type readCounts struct {
-	n, bytes int64
-	replayed uint64
+	n, bytes  int64
+	recovered uint64
 }
 
 // countRead accounts the messages read back since it was last called as
@@ -593,7 +593,7 @@ func (s *Source) countRead() {
 	if r.n == 0 {
 		return
 	}
-	s.stats.Replayed.Add(r.replayed)
+	s.stats.Recovered.Add(r.recovered)
 	peak(&s.stats.Buffered, &s.stats.PeakBuffered, r.n)
 	peak(&s.stats.QueuedBytes, &s.stats.PeakQueuedBytes, r.bytes)
 	s.taken.Add(r.n)

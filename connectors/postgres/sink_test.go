@@ -148,7 +148,7 @@ func TestSinkRowRefused(t *testing.T) {
 			assert.Equal(t, ps[40].Time, letters[0].Particle.Time)
 			assert.Equal(t, "rejected", letters[0].Reason, "bad data, not a failure: never replayed")
 			assert.Equal(t, uint64(n), topo.Stats("gen").Acked.Load(), "the refused row is acknowledged once dead-lettered")
-			assert.Zero(t, topo.Stats("gen").Replayed.Load())
+			assert.Zero(t, topo.Stats("gen").Retried.Load())
 			t.Logf("dead letter: %s: %v", letters[0].Reason, letters[0].Err)
 		})
 	}
