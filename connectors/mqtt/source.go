@@ -122,8 +122,8 @@ type Source struct {
 
 	inflight topology.InFlight[*message] // the messages with particles in the pipeline
 
-	positions positions // with Config.Checkpoints
-	copies    copies    // in ModeSpool
+	positions spool.Positions // with Config.Checkpoints
+	copies    copies          // in ModeSpool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -748,7 +748,9 @@ func (s *Source) next(ctx context.Context, batch []*message) ([]*message, error)
 // rejected whole as bad input; unwanted ones are dropped.
 func (s *Source) emit(out topology.SourceEmitter, msgs []*message) error {
 	if s.cfg.Checkpoints {
-		s.positions.handing(msgs)
+		for _, m := range msgs {
+			s.positions.Hand(m.seq)
+		}
 	}
 	ok := s.ok[:0]
 	for _, m := range msgs {
@@ -778,7 +780,7 @@ func (s *Source) emit(out topology.SourceEmitter, msgs []*message) error {
 	var emitted uint64
 	err := s.dec.decode(ok, func(i int, p particle.Particle) error {
 		m := ok[i]
-		if s.cfg.Checkpoints && s.positions.skipping(m) {
+		if s.cfg.Checkpoints && s.positions.Next(m.seq, uint64(m.emitted)) {
 			m.emitted++
 			return nil
 		}
@@ -791,7 +793,6 @@ func (s *Source) emit(out topology.SourceEmitter, msgs []*message) error {
 		if err := out.EmitTracked(p, id); err != nil {
 			return err
 		}
-		s.positions.count++
 		emitted++
 		return nil
 	}, func(_ int, err error, raw []byte) {
