@@ -99,10 +99,8 @@ func (s *Source) Committed(b []byte) {
 	}
 	p.starts = p.starts[i:]
 	p.mu.Unlock()
-	for _, seq := range done {
-		s.spool.Complete(seq)
-		s.stats.Completed.Add(1)
-	}
+	s.spool.CompleteAll(done)
+	s.stats.Completed.Add(uint64(len(done)))
 }
 
 // Resume implements topology.Positioner: Run starts from the record at
