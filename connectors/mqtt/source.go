@@ -123,6 +123,7 @@ type Source struct {
 	broker atomic.Pointer[string] // see Broker
 
 	inflight topology.InFlight[*batch] // the batches with particles in the pipeline
+	acked    atomic.Pointer[batch]     // the batch last found by Ack or Fail (see find)
 
 	positions positions // with Config.Checkpoints
 	copies    copies    // in ModeSpool
@@ -899,16 +900,34 @@ func (s *Source) unwanted(topic string) {
 // Ack implements topology.Acknowledger. It never waits on the network:
 // in ModeTree the source's own goroutine sends the acknowledgement.
 func (s *Source) Ack(msgID uint64) {
-	if b, ok := s.inflight.Get(msgID); ok {
+	if b, ok := s.find(msgID); ok {
 		s.finishOne(b)
 	}
+}
+
+// find returns the batch of a particle's message id as s.inflight.Get
+// does, but tries first the batch it found last: trees complete mostly
+// in the order they were emitted, so a run of ids names one batch, and
+// the table's lock is taken once for the run. The batch found last is the
+// id's when it has the id's number and is not finished: numbers are
+// unique among the batches not finished, which are in the table, and a
+// finished batch stays finished.
+func (s *Source) find(msgID uint64) (*batch, bool) {
+	if b := s.acked.Load(); b != nil && uint64(b.number) == msgID>>32 && b.remaining.Load() > 0 {
+		return b, true
+	}
+	b, ok := s.inflight.Get(msgID)
+	if ok {
+		s.acked.Store(b)
+	}
+	return b, ok
 }
 
 // Fail implements topology.Acknowledger. The engine has sent the particle
 // to the dead-letter sink: the message is done with. Like Ack, it never
 // waits on the network.
 func (s *Source) Fail(msgID uint64, _ acker.Reason, _ error) {
-	if b, ok := s.inflight.Get(msgID); ok {
+	if b, ok := s.find(msgID); ok {
 		s.stats.Failed.Add(1)
 		s.finishOne(b)
 	}
