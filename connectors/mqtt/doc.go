@@ -74,20 +74,18 @@
 //     messages unacknowledged waits for one fsync at a time, not for the
 //     pipeline nor a goroutine hand-off. Particles are emitted
 //     afterwards, and a message is marked complete in the spool when all
-//     its particles, and those of the messages emitted with it (up to
-//     256 that waited together), were processed; complete segments are
-//     deleted. At start, the messages a previous run did not complete
-//     are emitted again before any new one. A crash, even SIGKILL, loses
-//     nothing: what was not acknowledged the broker sends again, what
-//     was acknowledged the spool replays. Duplicates are possible
+//     its particles were processed; complete segments are deleted. At
+//     start, the messages a previous run did not complete are emitted
+//     again before any new one. A crash, even SIGKILL, loses nothing:
+//     what was not acknowledged the broker sends again, what was
+//     acknowledged the spool replays. Duplicates are possible
 //     (Stats.Replayed, Stats.Redelivered), loss is not. Works with a
 //     stock broker at close to a bare subscriber's rate. Costs local disk
 //     (what waits for the pipeline, plus up to 1 MiB preallocated; see
 //     spool.Config) and one fsync per batch.
-//   - ModeTree: a message is acknowledged once all its particles, and
-//     those of the messages emitted with it, were processed (their trees
-//     completed), as an in-order prefix since MQTT 3.1.1 requires
-//     acknowledgements in arrival order. No local
+//   - ModeTree: a message is acknowledged once all its particles were
+//     processed (their trees completed), as an in-order prefix since
+//     MQTT 3.1.1 requires acknowledgements in arrival order. No local
 //     state, no loss, but throughput is bounded by max_inflight_messages
 //     divided by the processing latency (window included): raise
 //     max_inflight_messages (for example to 10000, or 0 for no limit) and

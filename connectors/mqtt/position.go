@@ -99,8 +99,10 @@ func (s *Source) Committed(b []byte) {
 	}
 	p.starts = p.starts[i:]
 	p.mu.Unlock()
-	s.spool.CompleteAll(done)
-	s.stats.Completed.Add(uint64(len(done)))
+	for _, seq := range done {
+		s.spool.Complete(seq)
+		s.stats.Completed.Add(1)
+	}
 }
 
 // Resume implements topology.Positioner: Run starts from the record at

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,8 +49,7 @@ type Stats struct {
 	// the dead-letter sink: bad lines or objects, and messages larger
 	// than MaxPayload or on a topic that does not match TopicTags; Failed
 	// particles the engine gave up on; Completed messages all of whose
-	// particles, and those of the messages emitted in one batch with
-	// them, were done (see batch).
+	// particles were done.
 	Emitted, Invalid, Failed, Completed atomic.Uint64
 	// Connects counts connections, the first included, once their
 	// subscriptions were made; ConnectionsLost the connections lost.
@@ -118,12 +116,11 @@ type Source struct {
 	queue chan *message
 	taken atomic.Int64
 	room  chan struct{} // a message was emitted; size one: one wake-up is enough
-	bad   []*message    // emit's scratch: the messages of a batch not decoded
+	ok    []*message    // emit's scratch: the messages of a batch worth decoding
 
 	broker atomic.Pointer[string] // see Broker
 
-	inflight topology.InFlight[*batch] // the batches with particles in the pipeline
-	acked    atomic.Pointer[batch]     // the batch last found by Ack or Fail (see find)
+	inflight topology.InFlight[*message] // the messages with particles in the pipeline
 
 	positions positions // with Config.Checkpoints
 	copies    copies    // in ModeSpool
@@ -141,60 +138,15 @@ type message struct {
 	recv    int64
 	seq     uint64 // in the spool, or 0
 	skip    skip
-	done    bool // ModeTree: may be acknowledged; guarded by Source.mu
-	// base is the place in its batch of the message's first particle;
-	// emitted counts its particles emitted. Both are written by the
-	// goroutine that emits.
-	base    uint32
+	// remaining counts the particles not finished, plus one while the
+	// message is being emitted.
+	remaining atomic.Int32
+	done      bool // ModeTree: may be acknowledged; guarded by Source.mu
+	// number is the message's in Source.inflight, 0 until it emitted a
+	// particle; emitted counts its particles emitted. Both are written by
+	// the goroutine that emits.
+	number  uint32
 	emitted uint32
-}
-
-// batch is the messages that emit handed to the pipeline together,
-// numbered as one in Source.inflight: the k-th particle decoded from them
-// has the message id MessageID(number, k), and they complete together
-// once every one of their particles finished. A drain from the spool
-// emits about a message per particle; counting per batch spares the
-// numbering, its removal and a spool completion per message, each under a
-// lock. A message therefore completes with the last particle of its
-// batch: a crash replays from the spool (in ModeTree, the broker sends
-// again) every message of a batch that a straggler held back.
-type batch struct {
-	// msgs are the messages, those decoded first: their bases are set,
-	// in order, for the first started of them. started is stored after
-	// the bases it covers, so that Redeliver, on another goroutine, reads
-	// only bases already written.
-	msgs    []*message
-	started atomic.Int32
-	// remaining counts the particles emitted and not finished, plus
-	// emitting until emit counted them all.
-	remaining atomic.Int64
-	number    uint32 // in Source.inflight, 0 until a particle is emitted
-}
-
-// emitting holds a batch's count of remaining particles above zero while
-// emit runs: acknowledgements may come before it knows how many particles
-// it emitted, never as many as emitting.
-const emitting = 1 << 62
-
-// start sets the bases of the messages up to the i-th, which has its
-// first particle at place k: those before it without particles share k.
-// Called by the goroutine that emits.
-func (b *batch) start(i int, k uint32) {
-	for j := int(b.started.Load()); j <= i; j++ {
-		b.msgs[j].base = k
-	}
-	b.started.Store(int32(i + 1))
-}
-
-// at returns the message of the particle at place k, and its place in
-// that message's payload.
-func (b *batch) at(k uint32) (*message, uint32, bool) {
-	started := b.msgs[:b.started.Load()]
-	i := sort.Search(len(started), func(i int) bool { return started[i].base > k }) - 1
-	if i < 0 {
-		return nil, 0, false
-	}
-	return started[i], k - started[i].base, true
 }
 
 // skip says why a message is acknowledged without being decoded. Such a
@@ -732,11 +684,11 @@ func (s *Source) queueAll(ctx context.Context, batch []*message) bool {
 	return true
 }
 
-// maxEmit bounds the messages decoded together.
-const maxEmit = 256
+// emitBatch bounds the messages decoded together.
+const emitBatch = 256
 
 func (s *Source) emitLoop(ctx context.Context, out topology.SourceEmitter) error {
-	batch := make([]*message, 0, maxEmit)
+	batch := make([]*message, 0, emitBatch)
 	for {
 		var err error
 		if batch, err = s.next(ctx, batch); err != nil {
@@ -764,11 +716,11 @@ func (s *Source) emitLoop(ctx context.Context, out topology.SourceEmitter) error
 	}
 }
 
-// next waits for messages for the pipeline and returns up to maxEmit of
+// next waits for messages for the pipeline and returns up to emitBatch of
 // them in batch: from the backlog in ModeSpool, from the queue otherwise.
 func (s *Source) next(ctx context.Context, batch []*message) ([]*message, error) {
 	if s.backlog != nil {
-		batch, err := s.backlog.Next(ctx, batch, maxEmit)
+		batch, err := s.backlog.Next(ctx, batch, emitBatch)
 		s.countRead()
 		return batch, err
 	}
@@ -778,7 +730,7 @@ func (s *Source) next(ctx context.Context, batch []*message) ([]*message, error)
 	case <-ctx.Done():
 		return batch[:0], ctx.Err()
 	}
-	for len(batch) < maxEmit {
+	for len(batch) < emitBatch {
 		select {
 		case m := <-s.queue:
 			batch = append(batch, m)
@@ -789,85 +741,53 @@ func (s *Source) next(ctx context.Context, batch []*message) ([]*message, error)
 	return batch, nil
 }
 
-// maxBatchBytes bounds the payload bytes of a batch but for its first
-// message, so that the places of its particles, each from a byte of
-// payload or more, fit in 32 bits.
-const maxBatchBytes = 1 << 31
-
-// emit decodes msgs and emits their particles, in batches. It returns an
-// error when the topology did not accept a particle: that batch then
-// never completes, and its messages are delivered again by the broker or
-// the spool. Messages too large or on a topic that does not match
-// TopicTags are rejected whole as bad input; unwanted ones are dropped.
+// emit decodes msgs and emits their particles. It returns an error when
+// the topology did not accept a particle: the messages not done then
+// never complete, and are delivered again by the broker or the spool.
+// Messages too large or on a topic that does not match TopicTags are
+// rejected whole as bad input; unwanted ones are dropped.
 func (s *Source) emit(out topology.SourceEmitter, msgs []*message) error {
-	for len(msgs) > 0 {
-		n, size := 1, len(msgs[0].payload)
-		for n < len(msgs) && size+len(msgs[n].payload) <= maxBatchBytes {
-			size += len(msgs[n].payload)
-			n++
-		}
-		if err := s.emitBatch(out, msgs[:n]); err != nil {
-			return err
-		}
-		msgs = msgs[n:]
-	}
-	return nil
-}
-
-// emitBatch emits msgs as one batch.
-func (s *Source) emitBatch(out topology.SourceEmitter, msgs []*message) error {
 	if s.cfg.Checkpoints {
 		s.positions.handing(msgs)
 	}
-	b := &batch{msgs: make([]*message, 0, len(msgs))}
-	b.remaining.Store(emitting)
-	bad := s.bad[:0]
+	ok := s.ok[:0]
 	for _, m := range msgs {
+		m.remaining.Store(1)
 		var err error
 		switch {
 		case m.skip == skipUnwanted:
 			s.unwanted(m.topic)
-			bad = append(bad, m)
 			continue
 		case m.skip == skipCopy:
-			bad = append(bad, m)
 			continue
 		case m.skip == skipTooLarge:
 			err = fmt.Errorf("%w: %d bytes, more than %d", ErrPayloadTooLarge, m.size, s.cfg.MaxPayload)
 		case s.cfg.Payload.TopicTags != "" && !matchTemplate(s.cfg.Payload.TopicTags, m.topic):
 			err = fmt.Errorf("%w %q", ErrTopicMismatch, s.cfg.Payload.TopicTags)
 		default:
-			b.msgs = append(b.msgs, m)
+			ok = append(ok, m)
 			continue
 		}
-		bad = append(bad, m)
 		s.stats.Invalid.Add(1)
 		out.Reject(&particle.DecodeError{Source: m.topic, Line: 1, Err: err}, m.payload)
 	}
-	ok := b.msgs
-	b.msgs = append(b.msgs, bad...)
-	clear(bad)
-	s.bad = bad
+	s.ok = ok
+	defer clear(s.ok)
 	// Counted once per batch: the counters share cache lines with those
 	// the engine's goroutines update as trees complete.
 	var emitted uint64
-	var k uint32 // the place of the next particle in the batch
 	err := s.dec.decode(ok, func(i int, p particle.Particle) error {
 		m := ok[i]
-		if m.emitted == 0 {
-			b.start(i, k)
-		}
 		if s.cfg.Checkpoints && s.positions.skipping(m) {
 			m.emitted++
-			k++
 			return nil
 		}
-		if b.number == 0 {
-			b.number = s.inflight.Add(b)
+		if m.number == 0 {
+			m.number = s.inflight.Add(m)
 		}
-		id := topology.MessageID(b.number, k)
+		m.remaining.Add(1)
+		id := topology.MessageID(m.number, m.emitted)
 		m.emitted++
-		k++
 		if err := out.EmitTracked(p, id); err != nil {
 			return err
 		}
@@ -882,8 +802,8 @@ func (s *Source) emitBatch(out topology.SourceEmitter, msgs []*message) error {
 	if err != nil {
 		return err
 	}
-	if b.remaining.Add(int64(emitted)-emitting) == 0 {
-		s.finish(b)
+	for _, m := range msgs {
+		s.finishOne(m)
 	}
 	return nil
 }
@@ -900,86 +820,50 @@ func (s *Source) unwanted(topic string) {
 // Ack implements topology.Acknowledger. It never waits on the network:
 // in ModeTree the source's own goroutine sends the acknowledgement.
 func (s *Source) Ack(msgID uint64) {
-	if b, ok := s.find(msgID); ok {
-		s.finishOne(b)
+	if m, ok := s.inflight.Get(msgID); ok {
+		s.finishOne(m)
 	}
-}
-
-// find returns the batch of a particle's message id as s.inflight.Get
-// does, but tries first the batch it found last: trees complete mostly
-// in the order they were emitted, so a run of ids names one batch, and
-// the table's lock is taken once for the run. The batch found last is the
-// id's when it has the id's number and is not finished: numbers are
-// unique among the batches not finished, which are in the table, and a
-// finished batch stays finished.
-func (s *Source) find(msgID uint64) (*batch, bool) {
-	if b := s.acked.Load(); b != nil && uint64(b.number) == msgID>>32 && b.remaining.Load() > 0 {
-		return b, true
-	}
-	b, ok := s.inflight.Get(msgID)
-	if ok {
-		s.acked.Store(b)
-	}
-	return b, ok
 }
 
 // Fail implements topology.Acknowledger. The engine has sent the particle
 // to the dead-letter sink: the message is done with. Like Ack, it never
 // waits on the network.
 func (s *Source) Fail(msgID uint64, _ acker.Reason, _ error) {
-	if b, ok := s.find(msgID); ok {
+	if m, ok := s.inflight.Get(msgID); ok {
 		s.stats.Failed.Add(1)
-		s.finishOne(b)
+		s.finishOne(m)
 	}
 }
 
 // Redeliver implements topology.Acknowledger: it decodes the particle's
-// message again, which stays in memory until its batch is finished.
-func (s *Source) Redeliver(msgID uint64) (particle.Particle, error) {
-	b, ok := s.inflight.Get(msgID)
-	if !ok {
-		return particle.Particle{}, fmt.Errorf("mqtt: no message in flight for particle %#x", msgID)
-	}
-	m, k, ok := b.at(topology.MessagePlace(msgID))
-	if !ok {
-		return particle.Particle{}, fmt.Errorf("mqtt: no message in flight for particle %#x", msgID)
-	}
-	return redecode(s.cfg.Payload, m, k)
-}
-
-// finishOne counts a particle of b finished.
-func (s *Source) finishOne(b *batch) {
-	if b.remaining.Add(-1) == 0 {
-		s.finish(b)
-	}
-}
-
-// finish completes the messages of a batch all of whose particles
+// message again, which stays in memory until all of its particles are
 // finished.
-func (s *Source) finish(b *batch) {
-	if b.number != 0 {
-		s.inflight.Remove(b.number)
+func (s *Source) Redeliver(msgID uint64) (particle.Particle, error) {
+	m, ok := s.inflight.Get(msgID)
+	if !ok {
+		return particle.Particle{}, fmt.Errorf("mqtt: no message in flight for particle %#x", msgID)
 	}
-	if s.cfg.Checkpoints {
-		// The records leave the spool once a checkpoint covers them.
+	return redecode(s.cfg.Payload, m, topology.MessagePlace(msgID))
+}
+
+func (s *Source) finishOne(m *message) {
+	if m.remaining.Add(-1) != 0 {
 		return
 	}
-	s.stats.Completed.Add(uint64(len(b.msgs)))
+	if m.number != 0 {
+		s.inflight.Remove(m.number)
+	}
+	if s.cfg.Checkpoints {
+		// The record leaves the spool once a checkpoint covers it.
+		return
+	}
+	s.stats.Completed.Add(1)
 	switch {
-	case s.spool != nil:
-		var buf [maxEmit]uint64
-		seqs := buf[:0]
-		for _, m := range b.msgs {
-			if m.seq != 0 {
-				seqs = append(seqs, m.seq)
-			}
-		}
-		s.spool.CompleteAll(seqs)
+	case m.seq != 0:
+		s.spool.Complete(m.seq)
 	case s.cfg.Mode == ModeTree:
 		s.mu.Lock()
-		for _, m := range b.msgs {
-			m.done = true
-		}
+		m.done = true
 		s.mu.Unlock()
 		select {
 		case s.ackKick <- struct{}{}:

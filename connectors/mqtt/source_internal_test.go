@@ -3,9 +3,6 @@ package mqtt
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -13,11 +10,8 @@ import (
 	paho "github.com/eclipse/paho.mqtt.golang"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"pgregory.net/rapid"
 
-	"github.com/sensorstorm/sensorstorm/acker"
 	"github.com/sensorstorm/sensorstorm/particle"
-	"github.com/sensorstorm/sensorstorm/spool"
 )
 
 // stuckMessage is a paho message whose acknowledgement blocks until
@@ -149,122 +143,4 @@ func TestEmitErrorEndsTheSource(t *testing.T) {
 	s.queue <- &message{topic: "t/1", payload: []byte("m v=1 2")}
 	require.NoError(t, s.emitLoop(ctx, &refusing{err: context.Canceled}))
 	require.NoError(t, s.Close())
-}
-
-// TestBatchModel emits batches of spooled messages, of a few particles or
-// none, while it finishes the particles of those emitted before in any
-// order, failing some, asking for some again meanwhile: Redeliver gives
-// back each particle while its batch is in flight; a message leaves the
-// spool, and counts as completed, once, when every particle of its batch
-// finished, never before.
-func TestBatchModel(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		dir, err := os.MkdirTemp("", "mqtt-batch")
-		require.NoError(t, err)
-		defer os.RemoveAll(dir)
-		s, err := NewSource(Config{ConnConfig: ConnConfig{Brokers: []string{"tcp://x:1"}}, Topics: []string{"t/#"}, StateDir: dir})
-		require.NoError(t, err)
-		// A backlog a previous run left: Pending shows what is not
-		// completed.
-		sp, err := spool.Open(dir, spool.Config{})
-		require.NoError(t, err)
-		var batched [][]*message
-		lines := 0
-		for range rapid.IntRange(1, 4).Draw(t, "batches") {
-			var msgs []*message
-			for range rapid.IntRange(1, 5).Draw(t, "messages") {
-				var payload []byte
-				for i := range rapid.IntRange(0, 3).Draw(t, "particles") {
-					if i > 0 {
-						payload = append(payload, '\n')
-					}
-					lines++
-					payload = fmt.Appendf(payload, "m v=%d %d", lines, lines)
-				}
-				if len(payload) == 0 {
-					payload = []byte("bad") // no particle: rejected
-				}
-				seq, err := sp.Append(spool.AppendRecord(nil, spool.Record{Source: "t/1", Payload: payload}))
-				require.NoError(t, err)
-				msgs = append(msgs, &message{topic: "t/1", payload: payload, size: len(payload), seq: seq})
-			}
-			batched = append(batched, msgs)
-		}
-		require.NoError(t, sp.Sync())
-		require.NoError(t, sp.Close())
-		s.spool, err = spool.Open(dir, spool.Config{})
-		require.NoError(t, err)
-		defer s.spool.Close()
-
-		type batchModel struct {
-			seqs []uint64
-			ids  []int // indices into out.ids not finished
-		}
-		out := &emitter{}
-		var batches []*batchModel
-		var failed uint64
-		check := func() {
-			pending := map[uint64]bool{}
-			require.NoError(t, s.spool.Pending(func(seq uint64, _ []byte) error {
-				pending[seq] = true
-				return nil
-			}))
-			var completed uint64
-			for _, bm := range batches {
-				for _, seq := range bm.seqs {
-					assert.Equal(t, len(bm.ids) > 0, pending[seq], "record %d pending", seq)
-				}
-				if len(bm.ids) == 0 {
-					completed += uint64(len(bm.seqs))
-				}
-			}
-			assert.Equal(t, completed, s.stats.Completed.Load(), "messages completed")
-			assert.Equal(t, failed, s.stats.Failed.Load(), "particles failed")
-		}
-		// Batches are emitted while earlier ones finish, so that numbers
-		// of finished batches are taken again.
-		for len(batched) > 0 || slices.ContainsFunc(batches, func(bm *batchModel) bool { return len(bm.ids) > 0 }) {
-			var open []*batchModel
-			for _, bm := range batches {
-				if len(bm.ids) > 0 {
-					open = append(open, bm)
-				}
-			}
-			if len(batched) > 0 && (len(open) == 0 || rapid.Bool().Draw(t, "emit")) {
-				bm := &batchModel{}
-				for _, m := range batched[0] {
-					bm.seqs = append(bm.seqs, m.seq)
-				}
-				first := len(out.ids)
-				require.NoError(t, s.emit(out, batched[0]))
-				batched = batched[1:]
-				for i := first; i < len(out.ids); i++ {
-					bm.ids = append(bm.ids, i)
-				}
-				batches = append(batches, bm)
-				check()
-				continue
-			}
-			bm := rapid.SampledFrom(open).Draw(t, "batch")
-			j := rapid.IntRange(0, len(bm.ids)-1).Draw(t, "particle")
-			i := bm.ids[j]
-			p, err := s.Redeliver(out.ids[i])
-			require.NoError(t, err)
-			want := out.ps[i]
-			want.Seq, p.Seq = 0, 0 // the engine numbers particles as it emits them
-			assert.Equal(t, want, p, "particle %d given back", i)
-			if rapid.Bool().Draw(t, "fail") {
-				s.Fail(out.ids[i], acker.Failed, nil)
-				failed++
-			} else {
-				s.Ack(out.ids[i])
-			}
-			bm.ids = slices.Delete(bm.ids, j, j+1)
-			check()
-		}
-		for _, id := range out.ids {
-			_, err := s.Redeliver(id)
-			assert.Error(t, err, "a particle of a finished batch")
-		}
-	})
 }
