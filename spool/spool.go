@@ -324,52 +324,16 @@ func (s *Spool) Durable() uint64 {
 func (s *Spool) Complete(seq uint64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.completeLocked(seq, nil)
-}
-
-// CompleteAll completes the records seqs, as Complete does each, under
-// one lock, and returns how many it completed: a drain completes a
-// million records a second, in batches. Records in ascending order take
-// one search for each segment, not one each.
-func (s *Spool) CompleteAll(seqs []uint64) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var g *segment
-	n := 0
-	for _, seq := range seqs {
-		if s.completeLocked(seq, &g) {
-			n++
+	i, ok := slices.BinarySearchFunc(s.segs, seq, func(g *segment, seq uint64) int {
+		switch {
+		case seq < g.first:
+			return 1
+		case seq >= g.first+g.count:
+			return -1
 		}
-	}
-	return n
-}
-
-// completeLocked completes the record seq. g, when not nil, is the
-// segment of the previous record completed, tried first, and set to seq's.
-// s.mu is held.
-func (s *Spool) completeLocked(seq uint64, g **segment) bool {
-	var seg *segment
-	if g != nil && *g != nil && seq >= (*g).first && seq < (*g).first+(*g).count {
-		seg = *g
-	} else {
-		i, ok := slices.BinarySearchFunc(s.segs, seq, func(g *segment, seq uint64) int {
-			switch {
-			case seq < g.first:
-				return 1
-			case seq >= g.first+g.count:
-				return -1
-			}
-			return 0
-		})
-		if !ok {
-			return false
-		}
-		seg = s.segs[i]
-		if g != nil {
-			*g = seg
-		}
-	}
-	if seg.complete(seq, 1) == 0 {
+		return 0
+	})
+	if !ok || s.segs[i].complete(seq, 1) == 0 {
 		return false
 	}
 	if n := len(s.marks); n > 0 && s.marks[n-1].start+s.marks[n-1].n == seq {

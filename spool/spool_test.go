@@ -293,27 +293,6 @@ func TestModel(t *testing.T) {
 				delete(durable, seq)
 				completedUnsynced = append(completedUnsynced, seq)
 			},
-			"complete all": func(t *rapid.T) {
-				// Durable records, in any order, among others: completed
-				// already, unsynced, never appended, or twice in seqs.
-				var seqs []uint64
-				want := map[uint64]bool{}
-				for range rapid.IntRange(0, 8).Draw(t, "n") {
-					seq := rapid.Uint64Range(1, 64).Draw(t, "seq")
-					seqs = append(seqs, seq)
-					if _, ok := durable[seq]; ok {
-						want[seq] = true
-					}
-				}
-				if rapid.Bool().Draw(t, "ascending") {
-					slices.Sort(seqs)
-				}
-				assert.Equal(t, len(want), s.CompleteAll(seqs))
-				for seq := range want {
-					delete(durable, seq)
-					completedUnsynced = append(completedUnsynced, seq)
-				}
-			},
 			"crash":  func(t *rapid.T) { reopen(true) },
 			"reopen": func(t *rapid.T) { reopen(false) },
 		})
