@@ -44,6 +44,13 @@ func newCursor(s *Spool, from uint64) *cursor {
 // them) are passed over. data is valid only during the call.
 func (c *cursor) read(to uint64, max int, maxBytes int64, fn func(seq uint64, data []byte) error) error {
 	var size int64
+	// Records are rarely completed before they are read (a previous
+	// process finished them): one look under the lock finds those that
+	// are all live ahead, not one per record. A record completed
+	// meanwhile may be handed out, as it may once read.
+	c.s.mu.Lock()
+	live := c.s.liveUntilLocked(c.next, min(to, c.next+uint64(max)))
+	c.s.mu.Unlock()
 	for n := 0; n < max && c.next < to; {
 		f, flen, err := c.frame()
 		if err != nil {
@@ -62,11 +69,13 @@ func (c *cursor) read(to uint64, max int, maxBytes int64, fn func(seq uint64, da
 			}
 			size += int64(len(f.data))
 			c.next = f.seq + 1
-			c.s.mu.Lock()
-			live := c.s.liveLocked(f.seq)
-			c.s.mu.Unlock()
-			if !live {
-				continue
+			if f.seq >= live {
+				c.s.mu.Lock()
+				ok := c.s.liveLocked(f.seq)
+				c.s.mu.Unlock()
+				if !ok {
+					continue
+				}
 			}
 			n++
 			if err := fn(f.seq, f.data); err != nil {
@@ -192,6 +201,17 @@ func (s *Spool) segmentLocked(seq uint64) *segment {
 		}
 	}
 	return nil
+}
+
+// liveUntilLocked returns the first of the numbers from seq to before to
+// that is not a record not completed, or to. s.mu is held.
+func (s *Spool) liveUntilLocked(seq, to uint64) uint64 {
+	for g := s.segmentLocked(seq); seq < to && g != nil && g.isLive(seq); seq++ {
+		if seq+1 >= g.first+g.count {
+			g = s.segmentLocked(seq + 1)
+		}
+	}
+	return seq
 }
 
 // liveLocked reports whether seq is a record not completed. s.mu is held.
