@@ -19,6 +19,7 @@ import (
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/spool"
 	"github.com/sensorstorm/sensorstorm/topology"
+	"github.com/sensorstorm/sensorstorm/topology/inflight"
 )
 
 // Stats counts what a Source did. The counters are safe to read while it
@@ -84,7 +85,7 @@ type Source struct {
 	orderMu sync.Mutex
 	order   []*write
 
-	inflight topology.InFlight[*write] // the bodies with particles in the pipeline
+	inflight inflight.Table[*write] // the bodies with particles in the pipeline
 	// positions maps particles to bodies for checkpoints
 	// (Config.Checkpoints).
 	positions spool.Positions
@@ -438,7 +439,7 @@ func (s *Source) emit(w *write) (bool, error) {
 			return true
 		}
 		w.remaining.Add(1)
-		if err := s.out.EmitTracked(p, topology.MessageID(w.number, place)); err != nil {
+		if err := s.out.EmitTracked(p, inflight.ID(w.number, place)); err != nil {
 			taken = false
 			return false
 		}
@@ -477,7 +478,7 @@ func (s *Source) Redeliver(msgID uint64) (particle.Particle, error) {
 	if !ok {
 		return particle.Particle{}, fmt.Errorf("httpwrite: no body in flight for particle %#x", msgID)
 	}
-	k := topology.MessagePlace(msgID)
+	k := inflight.Place(msgID)
 	var (
 		got   particle.Particle
 		found bool

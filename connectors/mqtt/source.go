@@ -15,6 +15,7 @@ import (
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/spool"
 	"github.com/sensorstorm/sensorstorm/topology"
+	"github.com/sensorstorm/sensorstorm/topology/inflight"
 )
 
 // Stats counts what a Source did. The counters are safe to read while it
@@ -120,7 +121,7 @@ type Source struct {
 
 	broker atomic.Pointer[string] // see Broker
 
-	inflight topology.InFlight[*message] // the messages with particles in the pipeline
+	inflight inflight.Table[*message] // the messages with particles in the pipeline
 
 	positions spool.Positions // with Config.Checkpoints
 	copies    copies          // in ModeSpool
@@ -788,7 +789,7 @@ func (s *Source) emit(out topology.SourceEmitter, msgs []*message) error {
 			m.number = s.inflight.Add(m)
 		}
 		m.remaining.Add(1)
-		id := topology.MessageID(m.number, m.emitted)
+		id := inflight.ID(m.number, m.emitted)
 		m.emitted++
 		if err := out.EmitTracked(p, id); err != nil {
 			return err
@@ -844,7 +845,7 @@ func (s *Source) Redeliver(msgID uint64) (particle.Particle, error) {
 	if !ok {
 		return particle.Particle{}, fmt.Errorf("mqtt: no message in flight for particle %#x", msgID)
 	}
-	return redecode(s.cfg.Payload, m, topology.MessagePlace(msgID))
+	return redecode(s.cfg.Payload, m, inflight.Place(msgID))
 }
 
 func (s *Source) finishOne(m *message) {

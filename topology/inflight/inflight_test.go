@@ -1,4 +1,4 @@
-package topology_test
+package inflight_test
 
 import (
 	"testing"
@@ -6,15 +6,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"pgregory.net/rapid"
 
-	"github.com/sensorstorm/sensorstorm/topology"
+	"github.com/sensorstorm/sensorstorm/topology/inflight"
 )
 
-// TestInFlight checks InFlight against a map from message ids' numbers to
+// TestTable checks Table against a map from message ids' numbers to
 // inputs: numbers are never 0, never given twice while in use, and name
 // their input until removed.
-func TestInFlight(t *testing.T) {
+func TestTable(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		var f topology.InFlight[int]
+		var f inflight.Table[int]
 		model := map[uint32]int{}
 		for i := range rapid.IntRange(0, 200).Draw(t, "ops") {
 			if len(model) > 0 && rapid.Bool().Draw(t, "remove") {
@@ -25,7 +25,7 @@ func TestInFlight(t *testing.T) {
 				}
 				f.Remove(n)
 				delete(model, n)
-				_, ok := f.Get(topology.MessageID(n, 0))
+				_, ok := f.Get(inflight.ID(n, 0))
 				assert.False(t, ok)
 				continue
 			}
@@ -36,10 +36,10 @@ func TestInFlight(t *testing.T) {
 			}
 			model[n] = i
 			k := rapid.Uint32().Draw(t, "k")
-			got, ok := f.Get(topology.MessageID(n, k))
+			got, ok := f.Get(inflight.ID(n, k))
 			assert.True(t, ok)
 			assert.Equal(t, i, got)
-			assert.Equal(t, k, topology.MessagePlace(topology.MessageID(n, k)))
+			assert.Equal(t, k, inflight.Place(inflight.ID(n, k)))
 		}
 		assert.Equal(t, len(model), f.Len())
 	})
