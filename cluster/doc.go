@@ -17,7 +17,7 @@
 // each unit to its owner. When a worker joins, the workers that run units
 // now assigned to it keep them for Config.RebalanceDelay, then hand them
 // over: stop pulling, give back what they took and had not finished (the
-// instance starts afresh, topology.ErrReleased), and unpin the consumer;
+// instance starts afresh, edge.ErrReleased), and unpin the consumer;
 // the server pins the newcomer, which rebuilds the unit's windows from the
 // messages given back. A worker that leaves (Worker.Leave) hands all of its
 // units over that way at once. When a worker dies, its announcement expires

@@ -8,7 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/sensorstorm/sensorstorm/topology"
+	"github.com/sensorstorm/sensorstorm/topology/edge"
 )
 
 // Reassign tells the inlets that Config.Owns may answer differently now.
@@ -16,7 +16,7 @@ import (
 // now. An inlet that pulls for a unit its worker no longer owns hands it
 // over: it stops pulling, gives back the messages it took and did not
 // deliver (negative acknowledgements: the server delivers them again at
-// once), and returns topology.ErrReleased, so that the instance fails what
+// once), and returns edge.ErrReleased, so that the instance fails what
 // it had not finished (given back the same way) and starts afresh; then
 // it unpins the consumer, and the server pins the worker that pulls now,
 // the owner, which receives the messages given back before any newer one
@@ -85,11 +85,11 @@ func (t *Transport) unitsWhere(keep func(*inlet) bool) []string {
 }
 
 // finish marks the unit ended once its instance ended its streams (ctx's
-// cause is topology.ErrEnded), and unpins the consumer, so that the other
+// cause is edge.ErrEnded), and unpins the consumer, so that the other
 // workers' copies of the instance, which their owners let pull once the
 // unit ended somewhere, receive the ends of stream sent again and end too.
 func (in *inlet) finish(ctx context.Context, cons jetstream.Consumer) {
-	if !errors.Is(context.Cause(ctx), topology.ErrEnded) {
+	if !errors.Is(context.Cause(ctx), edge.ErrEnded) {
 		return
 	}
 	in.ended.Store(true)
@@ -147,7 +147,7 @@ func (in *inlet) unpin(ctx context.Context, cons jetstream.Consumer, pin string)
 // release hands the unit over (see Transport.Reassign): it stops the
 // puller after the pull under way, so that nothing the server sends goes
 // unreceived, gives back what was not delivered, held back in c or s or
-// queued in q, and returns topology.ErrReleased.
+// queued in q, and returns edge.ErrReleased.
 func (in *inlet) release(p *puller, q *msgQueue, c *catchUp, s *sequencer) error {
 	t := in.t
 	close(p.stop)
@@ -162,5 +162,5 @@ func (in *inlet) release(p *puller, q *msgQueue, c *catchUp, s *sequencer) error
 	}
 	in.released = in.pin
 	t.cfg.Logger.Info("unit handed over", "consumer", in.consumer, "given_back", len(back))
-	return topology.ErrReleased
+	return edge.ErrReleased
 }

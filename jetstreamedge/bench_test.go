@@ -13,7 +13,7 @@ import (
 
 	"github.com/sensorstorm/sensorstorm/jetstreamedge"
 	"github.com/sensorstorm/sensorstorm/natstest"
-	"github.com/sensorstorm/sensorstorm/topology"
+	"github.com/sensorstorm/sensorstorm/topology/edge"
 )
 
 // timingFeed completes every batch at once, records how long each took
@@ -30,7 +30,7 @@ type timingFeed struct {
 	credits   chan struct{}
 }
 
-func (f *timingFeed) Deliver(_ context.Context, b *topology.RemoteBatch, done func(error)) error {
+func (f *timingFeed) Deliver(_ context.Context, b *edge.Batch, done func(error)) error {
 	now := time.Now()
 	f.mu.Lock()
 	if len(b.Items) > 0 {
@@ -91,9 +91,9 @@ func BenchmarkHop(b *testing.B) {
 					// A new edge every run: the consumer of the last
 					// one stays pinned to its stopped pull a while.
 					edges++
-					edge := fmt.Sprintf("sink%d", edges)
-					out, _, _ := from.Edge(edge, 0)
-					_, in, _ := to.Edge(edge, 0)
+					bolt := fmt.Sprintf("sink%d", edges)
+					out, _, _ := from.Edge(bolt, 0)
+					_, in, _ := to.Edge(bolt, 0)
 					window := max(1, hopWindow/load.batch)
 					feed := &timingFeed{
 						sent: map[uint64]time.Time{}, want: load.batch * b.N, all: make(chan struct{}),
@@ -106,7 +106,7 @@ func BenchmarkHop(b *testing.B) {
 						cancel()
 						wg.Wait()
 					}()
-					rb := topology.RemoteBatch{Items: make([]topology.RemoteItem, load.batch)}
+					rb := edge.Batch{Items: make([]edge.Item, load.batch)}
 					pub0 := from.Stats().PublishedBytes.Load()
 					cpu0 := jetstreamedge.CPUTime(b)
 					b.ResetTimer()
@@ -116,7 +116,7 @@ func BenchmarkHop(b *testing.B) {
 							seq++
 							p := ps[(i*load.batch+j)%len(ps)]
 							p.Origin, p.Seq = 1, seq
-							rb.Items[j] = topology.RemoteItem{Particle: p, High: p.Time}
+							rb.Items[j] = edge.Item{Particle: p, High: p.Time}
 						}
 						if load.rate > 0 {
 							time.Sleep(time.Until(start.Add(time.Duration(float64(i*load.batch) / load.rate * float64(time.Second)))))

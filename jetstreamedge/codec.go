@@ -8,7 +8,7 @@ import (
 
 	"github.com/sensorstorm/sensorstorm/metaparticle"
 	"github.com/sensorstorm/sensorstorm/particle"
-	"github.com/sensorstorm/sensorstorm/topology"
+	"github.com/sensorstorm/sensorstorm/topology/edge"
 )
 
 // The wire format of one message, version 3. Integers are varints
@@ -122,7 +122,7 @@ type encoder struct {
 }
 
 // appendBatch appends the encoding of b, stamped with st, to dst.
-func (e *encoder) appendBatch(dst []byte, st stamp, b *topology.RemoteBatch) ([]byte, error) {
+func (e *encoder) appendBatch(dst []byte, st stamp, b *edge.Batch) ([]byte, error) {
 	if e.strings == nil {
 		e.strings, e.tagSets, e.schemas = map[string]uint64{}, map[string]uint64{}, map[string]uint64{}
 	}
@@ -331,7 +331,7 @@ type decoder struct {
 
 // decodeBatch decodes data into b, reusing b's items, and returns its
 // stamp.
-func decodeBatch(data []byte, b *topology.RemoteBatch) (stamp, error) {
+func decodeBatch(data []byte, b *edge.Batch) (stamp, error) {
 	st, err := readStamp(data)
 	if err != nil {
 		return stamp{}, err
@@ -339,7 +339,7 @@ func decodeBatch(data []byte, b *topology.RemoteBatch) (stamp, error) {
 	d := decoder{data: data[headLen:]}
 	input := d.uvarint()
 	flags := d.byte()
-	*b = topology.RemoteBatch{
+	*b = edge.Batch{
 		Input: int(input), High: d.varint(), Promise: d.varint(), Items: b.Items[:0],
 		Drained: flags&msgDrained != 0, EOS: flags&msgEOS != 0,
 	}
@@ -381,7 +381,7 @@ func decodeBatch(data []byte, b *topology.RemoteBatch) (stamp, error) {
 			p.Measurement = measurement
 			d.readData(&p, int(n-i))
 		}
-		b.Items = append(b.Items, topology.RemoteItem{Particle: p, High: high, Replay: f&itemReplay != 0})
+		b.Items = append(b.Items, edge.Item{Particle: p, High: high, Replay: f&itemReplay != 0})
 		prev = p
 	}
 	if d.err == nil && len(d.data) > 0 {
@@ -391,9 +391,9 @@ func decodeBatch(data []byte, b *topology.RemoteBatch) (stamp, error) {
 }
 
 // growItems returns items with room for n more.
-func growItems(items []topology.RemoteItem, n int) []topology.RemoteItem {
+func growItems(items []edge.Item, n int) []edge.Item {
 	if cap(items)-len(items) < n {
-		items = append(make([]topology.RemoteItem, 0, len(items)+n), items...)
+		items = append(make([]edge.Item, 0, len(items)+n), items...)
 	}
 	return items
 }

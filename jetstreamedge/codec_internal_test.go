@@ -14,7 +14,7 @@ import (
 	"github.com/sensorstorm/sensorstorm/internal/cputime"
 	"github.com/sensorstorm/sensorstorm/metaparticle"
 	"github.com/sensorstorm/sensorstorm/particle"
-	"github.com/sensorstorm/sensorstorm/topology"
+	"github.com/sensorstorm/sensorstorm/topology/edge"
 )
 
 func drawValue(t *rapid.T) particle.Value {
@@ -35,8 +35,8 @@ func drawValue(t *rapid.T) particle.Value {
 	}
 }
 
-func drawBatch(t *rapid.T) topology.RemoteBatch {
-	b := topology.RemoteBatch{
+func drawBatch(t *rapid.T) edge.Batch {
+	b := edge.Batch{
 		Input:   rapid.IntRange(0, 1000).Draw(t, "input"),
 		High:    rapid.SampledFrom([]int64{math.MinInt64, 0, 1e18}).Draw(t, "high"),
 		Promise: rapid.Int64().Draw(t, "promise"),
@@ -66,7 +66,7 @@ func drawBatch(t *rapid.T) topology.RemoteBatch {
 			}
 		}
 		high := p.Time + rapid.SampledFrom([]int64{0, 0, 7, 3e9}).Draw(t, "ahead")
-		b.Items = append(b.Items, topology.RemoteItem{Particle: p, High: high, Replay: rapid.Bool().Draw(t, "replay")})
+		b.Items = append(b.Items, edge.Item{Particle: p, High: high, Replay: rapid.Bool().Draw(t, "replay")})
 	}
 	return b
 }
@@ -84,7 +84,7 @@ func TestCodecRoundTrip(t *testing.T) {
 		head, err := readStamp(data)
 		require.NoError(t, err)
 		require.Equal(t, st, head)
-		var got topology.RemoteBatch
+		var got edge.Batch
 		gotStamp, err := decodeBatch(data, &got)
 		require.NoError(t, err)
 		require.Equal(t, st, gotStamp)
@@ -121,11 +121,11 @@ func TestCodecFloats(t *testing.T) {
 func TestCodecDecodedParticlesAreIndependent(t *testing.T) {
 	p := particle.Particle{Measurement: "m", Tags: []particle.Tag{{Key: "node", Value: "1"}},
 		Fields: []particle.Field{{Key: "t", Value: particle.Float(20.5)}}}
-	b := topology.RemoteBatch{Items: []topology.RemoteItem{{Particle: p}, {Particle: p}}}
+	b := edge.Batch{Items: []edge.Item{{Particle: p}, {Particle: p}}}
 	var e encoder
 	data, err := e.appendBatch(nil, stamp{}, &b)
 	require.NoError(t, err)
-	var got topology.RemoteBatch
+	var got edge.Batch
 	_, err = decodeBatch(data, &got)
 	require.NoError(t, err)
 	first := &got.Items[0].Particle
@@ -140,7 +140,7 @@ func (customMeta) MetaType() string { return "custom" }
 
 func TestCodecRefusesUnknownMeta(t *testing.T) {
 	var e encoder
-	b := topology.RemoteBatch{Items: []topology.RemoteItem{{Particle: particle.Particle{Meta: customMeta{}}}}}
+	b := edge.Batch{Items: []edge.Item{{Particle: particle.Particle{Meta: customMeta{}}}}}
 	_, err := e.appendBatch(nil, stamp{}, &b)
 	var unknown *UnknownMetaError
 	require.ErrorAs(t, err, &unknown)
@@ -152,10 +152,10 @@ func TestCodecRefusesUnknownMeta(t *testing.T) {
 // never a panic.
 func FuzzDecode(f *testing.F) {
 	var e encoder
-	for _, b := range []topology.RemoteBatch{
+	for _, b := range []edge.Batch{
 		{},
 		{Input: 3, High: 5, Promise: 4, EOS: true},
-		{Items: []topology.RemoteItem{
+		{Items: []edge.Item{
 			{Particle: particle.Particle{Time: 1, Origin: 2, Seq: 3, Measurement: "m", Tags: []particle.Tag{{Key: "k", Value: "v"}},
 				Fields: []particle.Field{{Key: "f", Value: particle.Float(1.5)}, {Key: "s", Value: particle.String("v")}}}, High: 1},
 			{Particle: particle.Particle{Time: 2, Origin: 2, Seq: 4, Meta: metaparticle.SpeedChange{Speed: 2}}, High: 9, Replay: true},
@@ -170,7 +170,7 @@ func FuzzDecode(f *testing.F) {
 		f.Add(data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var b topology.RemoteBatch
+		var b edge.Batch
 		st, err := decodeBatch(data, &b)
 		if err != nil {
 			require.ErrorIs(t, err, ErrMalformed)
@@ -178,7 +178,7 @@ func FuzzDecode(f *testing.F) {
 		}
 		again, err := e.appendBatch(nil, st, &b)
 		require.NoError(t, err)
-		var b2 topology.RemoteBatch
+		var b2 edge.Batch
 		st2, err := decodeBatch(again, &b2)
 		require.NoError(t, err)
 		require.Equal(t, st, st2)
@@ -213,12 +213,12 @@ func Recording(tb testing.TB) []particle.Particle {
 // protocol's.
 func BenchmarkCodec(b *testing.B) {
 	ps := Recording(b)
-	var batches []topology.RemoteBatch
+	var batches []edge.Batch
 	var lpBytes int
 	for i := 0; i < len(ps); i += 256 {
-		var rb topology.RemoteBatch
+		var rb edge.Batch
 		for _, p := range ps[i:min(i+256, len(ps))] {
-			rb.Items = append(rb.Items, topology.RemoteItem{Particle: p, High: p.Time})
+			rb.Items = append(rb.Items, edge.Item{Particle: p, High: p.Time})
 			line, err := particle.AppendLineProtocol(nil, &p, particle.Nanosecond)
 			require.NoError(b, err)
 			lpBytes += len(line)
@@ -229,7 +229,7 @@ func BenchmarkCodec(b *testing.B) {
 		e       encoder
 		buf     []byte
 		wire    int
-		decoded topology.RemoteBatch
+		decoded edge.Batch
 	)
 	b.ReportAllocs()
 	cpu0 := CPUTime(b)

@@ -1,5 +1,5 @@
 // Package jetstreamedge carries a pipeline's edges between worker
-// processes over NATS JetStream: it is a topology.Transport.
+// processes over NATS JetStream: it is a edge.Transport.
 //
 // Every worker builds the whole topology. The edges into each bolt
 // instance go through one subject of the pipeline's stream (the grouping
@@ -61,7 +61,7 @@
 // its frontier in a key-value bucket (FrontierBucket): a position in
 // release order before which every data particle it received finished its
 // tree, and before which one it did not receive would have been late or
-// behind (topology.Feed.Released, and the first particle of each message
+// behind (edge.Feed.Released, and the first particle of each message
 // in progress). A message is acknowledged only once the frontier recorded
 // is past its particles, one write per round of acknowledgements; a unit
 // drops, as copies, the particles before the frontier it started from. So

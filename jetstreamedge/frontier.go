@@ -53,7 +53,7 @@ func ReadFrontiers(ctx context.Context, js jetstream.JetStream, stream string) (
 // frontiers records, per unit (its consumer's name), the unit's frontier:
 // a position in release order before which every data particle the unit
 // ever received completed its tree, and before which a particle it did
-// not receive would have been late or behind (topology.Feed.Released). A
+// not receive would have been late or behind (edge.Feed.Released). A
 // unit acknowledges a message only once the frontier recorded is past
 // every particle it handed on from it, so that a unit that moves, whose
 // identity filter starts empty, still drops the copies of the particles

@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/sensorstorm/sensorstorm/topology"
+	"github.com/sensorstorm/sensorstorm/topology/edge"
 )
 
 // outlet publishes the batches for one bolt instance, numbered in the
@@ -91,11 +91,11 @@ func (t *Transport) published(p *pending) {
 	p.done(nil)
 }
 
-// Send implements topology.Outlet. Batches go out asynchronously, in
+// Send implements edge.Outlet. Batches go out asynchronously, in
 // order on the connection; one that carries Drained or EOS is published
 // synchronously. Send waits while a failed publish is tried again or a
 // synchronous one is under way.
-func (o *outlet) Send(ctx context.Context, b *topology.RemoteBatch, done func(error)) error {
+func (o *outlet) Send(ctx context.Context, b *edge.Batch, done func(error)) error {
 	t := o.t
 	e := t.encoders.Get().(*encoder)
 	data, err := e.appendBatch(nil, stamp{sender: o.sender}, b)

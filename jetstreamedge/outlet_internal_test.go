@@ -12,7 +12,7 @@ import (
 
 	"github.com/sensorstorm/sensorstorm/natstest"
 	"github.com/sensorstorm/sensorstorm/particle"
-	"github.com/sensorstorm/sensorstorm/topology"
+	"github.com/sensorstorm/sensorstorm/topology/edge"
 )
 
 // signalHandler signals each log record with the message msg.
@@ -56,7 +56,7 @@ func TestStuckOutletDoesNotStallConfirmations(t *testing.T) {
 	defer cancel()
 	sent := make(chan error, 1)
 	go func() {
-		sent <- stuck.Send(ctx, &topology.RemoteBatch{Drained: true}, func(error) { t.Error("an unsent batch reported done") })
+		sent <- stuck.Send(ctx, &edge.Batch{Drained: true}, func(error) { t.Error("an unsent batch reported done") })
 	}()
 	<-retrying.got
 
@@ -70,7 +70,7 @@ func TestStuckOutletDoesNotStallConfirmations(t *testing.T) {
 
 	out, _, _ := tr.Edge("sink", 0)
 	pt := particle.Particle{Time: 1, Origin: 1, Seq: 1, Measurement: "m", Fields: []particle.Field{{Key: "v", Value: particle.Int(1)}}}
-	b := &topology.RemoteBatch{Items: []topology.RemoteItem{{Particle: pt, High: pt.Time}}, High: pt.Time}
+	b := &edge.Batch{Items: []edge.Item{{Particle: pt, High: pt.Time}}, High: pt.Time}
 	durable := make(chan error, 1)
 	require.NoError(t, out.Send(context.Background(), b, func(err error) { durable <- err }))
 	require.NoError(t, <-durable, "another outlet's batch is confirmed while one is stuck")

@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sensorstorm/sensorstorm/syncbuffer"
-	"github.com/sensorstorm/sensorstorm/topology"
+	"github.com/sensorstorm/sensorstorm/topology/edge"
 )
 
 // settleSpacing is the least time between two rounds of acknowledgements
@@ -29,9 +29,9 @@ const stopSettling = time.Second
 // particles (see frontiers), and keeps the messages in progress alive.
 type receiver struct {
 	in   *inlet
-	feed topology.Feed
+	feed edge.Feed
 	c    *catchUp
-	b    topology.RemoteBatch
+	b    edge.Batch
 	// wake is signalled when the engine finished a message.
 	wake chan struct{}
 	// loaded tells that from holds what the predecessors recorded.
@@ -62,7 +62,7 @@ type inFlight struct {
 	done bool   // the engine finished it
 }
 
-func newReceiver(in *inlet, feed topology.Feed, c *catchUp) *receiver {
+func newReceiver(in *inlet, feed edge.Feed, c *catchUp) *receiver {
 	return &receiver{
 		in: in, feed: feed, c: c, wake: make(chan struct{}, 1),
 		seen: newIdentitySet(in.t.cfg.DedupWindow), pending: map[jetstream.Msg]*inFlight{}, failed: map[uint64]syncbuffer.Key{},
@@ -119,7 +119,7 @@ func (r *receiver) finished(m jetstream.Msg, ids []identity, err error) {
 	r.mu.Unlock()
 	r.c.settled.Add(1)
 	switch {
-	case errors.Is(err, topology.ErrReleased):
+	case errors.Is(err, edge.ErrReleased):
 		r.in.t.cfg.Logger.Debug("message given back with its unit", "subject", m.Subject())
 	case err != nil:
 		r.in.t.cfg.Logger.Warn("message failed: delivered again", "subject", m.Subject(), "err", err)

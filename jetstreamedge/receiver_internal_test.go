@@ -15,7 +15,7 @@ import (
 
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/syncbuffer"
-	"github.com/sensorstorm/sensorstorm/topology"
+	"github.com/sensorstorm/sensorstorm/topology/edge"
 )
 
 // memoryKV is a key-value bucket in memory: what frontiers uses of one.
@@ -85,7 +85,7 @@ type modelBatch struct {
 	done func(error)
 }
 
-func (f *modelFeed) Deliver(_ context.Context, b *topology.RemoteBatch, done func(error)) error {
+func (f *modelFeed) Deliver(_ context.Context, b *edge.Batch, done func(error)) error {
 	var keys []syncbuffer.Key
 	for _, it := range b.Items {
 		keys = append(keys, keyOf(&it.Particle))
@@ -96,7 +96,7 @@ func (f *modelFeed) Deliver(_ context.Context, b *topology.RemoteBatch, done fun
 
 func (f *modelFeed) Released() (syncbuffer.Key, bool) { return f.released, f.ok }
 
-func newTestReceiver(kv *memoryKV, feed topology.Feed) *receiver {
+func newTestReceiver(kv *memoryKV, feed edge.Feed) *receiver {
 	t := &Transport{cfg: Config{DedupWindow: 1 << 10, Logger: slog.New(slog.DiscardHandler)}, frontiers: frontiers{kv: kv}}
 	return newReceiver(&inlet{t: t, consumer: "unit"}, feed, &catchUp{})
 }
@@ -174,7 +174,7 @@ func TestReceiverAcknowledgesBehindTheFrontier(t *testing.T) {
 		}
 		rt.Repeat(map[string]func(*rapid.T){
 			"deliver": func(rt *rapid.T) {
-				var b topology.RemoteBatch
+				var b edge.Batch
 				for range rapid.IntRange(0, 3).Draw(rt, "n") {
 					var p particle.Particle
 					if len(sent) > 0 && rapid.IntRange(0, 4).Draw(rt, "copy") == 0 {
@@ -184,7 +184,7 @@ func TestReceiverAcknowledgesBehindTheFrontier(t *testing.T) {
 							Seq: uint64(len(sent) + 1), Measurement: "m"}
 						sent = append(sent, p)
 					}
-					b.Items = append(b.Items, topology.RemoteItem{Particle: p})
+					b.Items = append(b.Items, edge.Item{Particle: p})
 				}
 				data, err := enc.appendBatch(nil, stamp{sender: 1, number: uint64(len(msgs) + 1)}, &b)
 				require.NoError(rt, err)

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
-	"github.com/sensorstorm/sensorstorm/topology"
+	"github.com/sensorstorm/sensorstorm/topology/edge"
 )
 
 // stampedMsg is a message of which a sequencer reads only the data.
@@ -23,7 +23,7 @@ func (m *stampedMsg) Data() []byte { return m.data }
 
 func stamped(t testing.TB, sender, number uint64) *stampedMsg {
 	var e encoder
-	data, err := e.appendBatch(nil, stamp{sender: sender, number: number}, &topology.RemoteBatch{})
+	data, err := e.appendBatch(nil, stamp{sender: sender, number: number}, &edge.Batch{})
 	require.NoError(t, err)
 	return &stampedMsg{data: data}
 }

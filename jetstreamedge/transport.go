@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/sensorstorm/sensorstorm/topology"
+	"github.com/sensorstorm/sensorstorm/topology/edge"
 )
 
 // StreamName returns the name of the stream of pipeline.
@@ -79,7 +79,7 @@ type Transport struct {
 	reassigned chan struct{}
 }
 
-var _ topology.Transport = (*Transport)(nil)
+var _ edge.Transport = (*Transport)(nil)
 
 // atLeast reports whether the server version v (such as "2.9.10") is at
 // least major.minor; a version it cannot read passes.
@@ -159,9 +159,9 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Transport, error) {
 // Stats returns the transport's counters.
 func (t *Transport) Stats() *Stats { return &t.stats }
 
-// Edge implements topology.Transport: every bolt instance is fed through
+// Edge implements edge.Transport: every bolt instance is fed through
 // its subject.
-func (t *Transport) Edge(bolt string, index int) (topology.Outlet, topology.Inlet, bool) {
+func (t *Transport) Edge(bolt string, index int) (edge.Outlet, edge.Inlet, bool) {
 	subject := SubjectPrefix(t.cfg.Pipeline) + Token(bolt) + "." + fmt.Sprint(index)
 	in := &inlet{t: t, subject: subject, consumer: ConsumerName(bolt, index)}
 	t.mu.Lock()
@@ -198,9 +198,9 @@ type inlet struct {
 	holding atomic.Bool
 }
 
-// Run implements topology.Inlet: it pulls in the priority group until ctx
+// Run implements edge.Inlet: it pulls in the priority group until ctx
 // ends, delivering what the server sends while this worker is pinned.
-func (in *inlet) Run(ctx context.Context, feed topology.Feed) error {
+func (in *inlet) Run(ctx context.Context, feed edge.Feed) error {
 	t := in.t
 	cons, err := in.consumerOf(ctx)
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 	"github.com/sensorstorm/sensorstorm/natstest"
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/syncbuffer"
-	"github.com/sensorstorm/sensorstorm/topology"
+	"github.com/sensorstorm/sensorstorm/topology/edge"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -51,7 +51,7 @@ func twoWorkers(t *testing.T, cfg jetstreamedge.Config) (first, second *worker) 
 
 // delivery is a batch a feed received, and its done callback.
 type delivery struct {
-	b    topology.RemoteBatch
+	b    edge.Batch
 	done func(error)
 }
 
@@ -64,7 +64,7 @@ type releases struct {
 }
 
 // finished notes that the particles of items were released.
-func (r *releases) finished(items []topology.RemoteItem) {
+func (r *releases) finished(items []edge.Item) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, it := range items {
@@ -87,7 +87,7 @@ type heldFeed struct {
 	got chan delivery
 }
 
-func (f *heldFeed) Deliver(ctx context.Context, b *topology.RemoteBatch, done func(error)) error {
+func (f *heldFeed) Deliver(ctx context.Context, b *edge.Batch, done func(error)) error {
 	c := *b
 	c.Items = slices.Clone(b.Items)
 	finish := func(err error) {
@@ -106,7 +106,7 @@ func (f *heldFeed) Deliver(ctx context.Context, b *topology.RemoteBatch, done fu
 }
 
 // runInlet runs the inlet of bolt/index on w until the returned stop.
-func runInlet(w *worker, bolt string, index int, feed topology.Feed) (stop func()) {
+func runInlet(w *worker, bolt string, index int, feed edge.Feed) (stop func()) {
 	_, in, _ := w.t.Edge(bolt, index)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -118,7 +118,7 @@ func runInlet(w *worker, bolt string, index int, feed topology.Feed) (stop func(
 }
 
 // send publishes b to bolt/index from w and waits until it is durable.
-func send(t *testing.T, w *worker, bolt string, index int, b topology.RemoteBatch) {
+func send(t *testing.T, w *worker, bolt string, index int, b edge.Batch) {
 	t.Helper()
 	out, _, _ := w.t.Edge(bolt, index)
 	durable := make(chan error, 1)
@@ -126,12 +126,12 @@ func send(t *testing.T, w *worker, bolt string, index int, b topology.RemoteBatc
 	require.NoError(t, <-durable)
 }
 
-func data(origin uint32, seqs ...uint64) topology.RemoteBatch {
-	b := topology.RemoteBatch{High: int64(seqs[len(seqs)-1]), Promise: 0}
+func data(origin uint32, seqs ...uint64) edge.Batch {
+	b := edge.Batch{High: int64(seqs[len(seqs)-1]), Promise: 0}
 	for _, s := range seqs {
 		p := particle.Particle{Time: int64(s), Origin: origin, Seq: s, Measurement: "m",
 			Fields: []particle.Field{{Key: "v", Value: particle.Int(int64(s))}}}
-		b.Items = append(b.Items, topology.RemoteItem{Particle: p, High: p.Time})
+		b.Items = append(b.Items, edge.Item{Particle: p, High: p.Time})
 	}
 	return b
 }
@@ -277,7 +277,7 @@ func TestFailedMessageIsDeliveredAgain(t *testing.T) {
 	defer stop()
 	send(t, w, "b", 0, data(1, 5, 6))
 	d := receive(t, feed)
-	d.done(topology.ErrRemoteFailed)
+	d.done(edge.ErrParticleFailed)
 	d = receive(t, feed)
 	require.Len(t, d.b.Items, 2, "failed particles are not taken for copies")
 	d.done(nil)
@@ -291,7 +291,7 @@ type orderFeed struct {
 	seqs []uint64
 }
 
-func (f *orderFeed) Deliver(_ context.Context, b *topology.RemoteBatch, done func(error)) error {
+func (f *orderFeed) Deliver(_ context.Context, b *edge.Batch, done func(error)) error {
 	f.mu.Lock()
 	for _, it := range b.Items {
 		f.seqs = append(f.seqs, it.Particle.Seq)

@@ -21,6 +21,7 @@ import (
 	"github.com/sensorstorm/sensorstorm/spool"
 	"github.com/sensorstorm/sensorstorm/streamclock"
 	"github.com/sensorstorm/sensorstorm/topology"
+	"github.com/sensorstorm/sensorstorm/topology/edge"
 )
 
 // Options are what Build takes from its caller rather than from the file.
@@ -40,8 +41,8 @@ type Options struct {
 	// what the sources emit (statuspage.Tap.Source does).
 	WrapSource func(topology.SourceFactory) topology.SourceFactory
 	// Transport, if set, carries the edges into bolt instances across
-	// processes (see topology.Transport); acking is then on.
-	Transport topology.Transport
+	// processes (see edge.Transport); acking is then on.
+	Transport edge.Transport
 	// Incarnation is passed to the topology (topology.Config.Incarnation).
 	Incarnation uint32
 	// Lease, if set, wraps every instance of a source other than MQTT (a

@@ -14,6 +14,7 @@ import (
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt"
 	"github.com/sensorstorm/sensorstorm/pipeline"
 	"github.com/sensorstorm/sensorstorm/topology"
+	"github.com/sensorstorm/sensorstorm/topology/edge"
 )
 
 // On a cluster, what acknowledges from one machine's spool is refused,
@@ -75,4 +76,4 @@ func TestClusterMQTTSourcesAreLeased(t *testing.T) {
 // noTransport keeps every edge in process.
 type noTransport struct{}
 
-func (noTransport) Edge(string, int) (topology.Outlet, topology.Inlet, bool) { return nil, nil, false }
+func (noTransport) Edge(string, int) (edge.Outlet, edge.Inlet, bool) { return nil, nil, false }

@@ -77,7 +77,7 @@ type tree struct {
 	attempt uint32
 }
 
-// outcome is a failed tree, or a done one of a Feed, reported outside
+// outcome is a failed tree, or a done one of an edge.Feed, reported outside
 // the lock.
 type outcome struct {
 	tree

@@ -13,6 +13,7 @@ import (
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/syncbuffer"
+	"github.com/sensorstorm/sensorstorm/topology/edge"
 )
 
 // LateStream is the stream on which a bolt with the LateSide policy emits
@@ -95,8 +96,8 @@ type boltInstance struct {
 	// they cross processes; abandon closes when the inlet stops, and
 	// stopInlet stops it. eosAcks are the remote batches' own edges that
 	// carried end of stream: acked once this instance ended its streams.
-	outlet    Outlet
-	inlet     Inlet
+	outlet    edge.Outlet
+	inlet     edge.Inlet
 	feed      *feed
 	abandon   chan struct{}
 	stopInlet func()
@@ -500,7 +501,7 @@ func (b *boltInstance) failInput(ctx context.Context, env *envelope, err error) 
 
 // handleMeta hands a meta particle to the operation, then forwards it to
 // every downstream instance unless it is the engine's own tick. A meta
-// particle that came through a Feed is tracked, as an edge of its remote
+// particle that came through an edge.Feed is tracked, as an edge of its remote
 // batch's tree: it is done once handled, and its copies once they are.
 func (b *boltInstance) handleMeta(ctx context.Context, env *envelope, forward bool) {
 	if h := b.caps.meta; h != nil {

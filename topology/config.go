@@ -9,6 +9,7 @@ import (
 	"github.com/sensorstorm/sensorstorm/acker"
 	"github.com/sensorstorm/sensorstorm/streamclock"
 	"github.com/sensorstorm/sensorstorm/syncbuffer"
+	"github.com/sensorstorm/sensorstorm/topology/edge"
 )
 
 // Defaults for Config.
@@ -86,7 +87,7 @@ type Config struct {
 	// keeps every edge in process. It needs Acking.Enabled. With one,
 	// cancelling Run's context abandons this process's share of the run
 	// to the others instead of draining it: see Transport.
-	Transport Transport `yaml:"-"`
+	Transport edge.Transport `yaml:"-"`
 }
 
 // DestinationConfig configures how a bolt instance retries a call of its

@@ -22,13 +22,6 @@ var (
 	// ErrNotAcknowledger is returned by EmitTracked from a source that
 	// does not implement Acknowledger, and so cannot redeliver.
 	ErrNotAcknowledger = errors.New("topology: tracked emit from a source that is not an Acknowledger")
-	// ErrReleased is what an Inlet's Run returns when the Transport gave
-	// the instance to another process while this one goes on: the
-	// instance starts afresh (see Inlet).
-	ErrReleased = errors.New("topology: instance released to another process")
-	// ErrEnded is the cause of the end of an Inlet's context when its
-	// instance ended its streams.
-	ErrEnded = errors.New("topology: instance ended")
 )
 
 // PanicError is the error of an operation that panicked.

@@ -9,114 +9,16 @@ import (
 
 	"github.com/sensorstorm/sensorstorm/acker"
 	"github.com/sensorstorm/sensorstorm/operation"
-	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/syncbuffer"
+	"github.com/sensorstorm/sensorstorm/topology/edge"
 )
-
-// Transport carries the edges into some bolt instances across a process
-// boundary. With a Transport (Config.Transport), every process builds the
-// whole topology; the edges into an instance the Transport claims go out
-// through its Outlet, and the instance takes its input only from its
-// Inlet, never from the instances of its own process directly. Which
-// process's copy of the instance receives anything is the Transport's
-// business.
-//
-// Delivery is acknowledged hop by hop: a particle sent through an Outlet
-// completes its local tree once the Outlet reports it durable, and a batch
-// taken from an Inlet is reported done once every particle in it completed
-// its tree in this process. Acking must be on.
-type Transport interface {
-	// Edge returns the two ends of the edges into instance index of bolt,
-	// or ok false to keep them in process.
-	Edge(bolt string, index int) (out Outlet, in Inlet, ok bool)
-}
-
-// Outlet sends batches towards one bolt instance. Its upstream instances
-// call Send concurrently; the calls of one upstream instance come one at a
-// time, and their order must be kept.
-type Outlet interface {
-	// Send hands b on, in order, blocking while the receiving side is
-	// full. It returns an error when b was not sent. Otherwise it calls
-	// done once, from any goroutine, when b is durable (nil) or was lost
-	// (an error); a batch that carries Drained or EOS is durable before
-	// Send returns. b belongs to the caller again once Send returns.
-	Send(ctx context.Context, b *RemoteBatch, done func(error)) error
-}
-
-// Inlet feeds one bolt instance from outside the process.
-type Inlet interface {
-	// Run delivers batches to feed until ctx ends or it fails. When Run
-	// returns, the instance stops without flushing or ending its
-	// streams: what it had not finished is the Transport's to deliver
-	// again, to whichever process takes the instance over.
-	//
-	// When the instance ended its streams, ctx ends with the cause
-	// ErrEnded (context.Cause).
-	//
-	// When Run returns ErrReleased, the rest of the process goes on: the
-	// instance stops, the batches it finished are reported done, the
-	// others fail (their done callbacks get an error), and it discards
-	// its state (a fresh operation from the bolt's factory, an empty sync
-	// buffer); then Run is called again with the same Feed, to deliver
-	// from scratch when the instance comes back to this process.
-	Run(ctx context.Context, feed Feed) error
-}
-
-// Feed is the instance's side of an Inlet.
-type Feed interface {
-	// Deliver hands b to the instance, blocking while its inbox is full
-	// or while Config.Acking.MaxPending batches are unfinished. It calls
-	// done exactly once, from any goroutine: with nil when every particle
-	// of b completed its tree and b's progress was handed on, with an
-	// error wrapping ErrRemoteFailed when one failed, or with the error
-	// Deliver returns when it could not deliver b. The engine keeps b's
-	// particles; b itself is the caller's again once Deliver returns.
-	Deliver(ctx context.Context, b *RemoteBatch, done func(error)) error
-	// Released returns the position in release order of the newest
-	// particle the instance released from its sync buffer since it
-	// started, and false before the first. Every data particle delivered
-	// with a key before it was processed or handled as late, unless its
-	// batch is still in progress; one delivered from now on with a key
-	// before it is late or behind, never processed in order.
-	Released() (syncbuffer.Key, bool)
-}
-
-// RemoteBatch is a batch between instances in transit across processes:
-// what an upstream instance tells one downstream instance.
-type RemoteBatch struct {
-	// Input is the sender's input number at the receiver.
-	Input int
-	// Items are the particles, in the order sent.
-	Items []RemoteItem
-	// High and Promise are the sender's progress after the items: its
-	// high-water mark on the stream and its forwarded watermark.
-	High, Promise int64
-	// Drained tells that only replays of failed particles follow from the
-	// sender; EOS that nothing follows.
-	Drained, EOS bool
-}
-
-// RemoteItem is one particle of a RemoteBatch.
-type RemoteItem struct {
-	Particle particle.Particle
-	// High is the sender's high-water mark when it sent the particle: the
-	// receiver judges lateness against it.
-	High int64
-	// Replay marks a particle emitted again after a failure, or derived
-	// from one.
-	Replay bool
-}
-
-// ErrRemoteFailed is the error a Feed's done callback reports when a
-// particle of the batch failed: the batch should be delivered again.
-var ErrRemoteFailed = errors.New("topology: particle from a remote batch failed")
 
 // remoteInbox is the inbox of a bolt instance in another process, as seen
 // by one upstream instance.
 type remoteInbox struct {
-	out     Outlet
+	out     edge.Outlet
 	run     *run
-	scratch RemoteBatch
+	scratch edge.Batch
 }
 
 // errAbandoned is what a remote inbox returns once Run's context ended:
@@ -128,11 +30,11 @@ func (ri *remoteInbox) deliver(ctx context.Context, b *batch) error {
 		return errAbandoned
 	}
 	rb := &ri.scratch
-	*rb = RemoteBatch{Input: b.input, Items: rb.Items[:0], High: b.high, Promise: b.promise, Drained: b.drained, EOS: b.eos}
+	*rb = edge.Batch{Input: b.input, Items: rb.Items[:0], High: b.high, Promise: b.promise, Drained: b.drained, EOS: b.eos}
 	var edges []anchor
 	for i := range b.items {
 		env := &b.items[i]
-		rb.Items = append(rb.Items, RemoteItem{Particle: env.p, High: env.high, Replay: env.replay})
+		rb.Items = append(rb.Items, edge.Item{Particle: env.p, High: env.high, Replay: env.replay})
 		env.each(func(a anchor) { edges = append(edges, a) })
 	}
 	done := ri.completer(edges)
@@ -197,13 +99,13 @@ func (f *feed) finish(o *outcome) {
 	case o.done:
 		done(nil)
 	case o.err != nil:
-		done(fmt.Errorf("%w: %s: %w", ErrRemoteFailed, o.reason, o.err))
+		done(fmt.Errorf("%w: %s: %w", edge.ErrParticleFailed, o.reason, o.err))
 	default:
-		done(fmt.Errorf("%w: %s", ErrRemoteFailed, o.reason))
+		done(fmt.Errorf("%w: %s", edge.ErrParticleFailed, o.reason))
 	}
 }
 
-var _ Feed = (*feed)(nil)
+var _ edge.Feed = (*feed)(nil)
 
 // Released implements Feed.
 func (f *feed) Released() (syncbuffer.Key, bool) {
@@ -219,7 +121,7 @@ func (f *feed) setReleased(k syncbuffer.Key, ok bool) {
 	f.mu.Unlock()
 }
 
-func (f *feed) Deliver(ctx context.Context, rb *RemoteBatch, done func(error)) error {
+func (f *feed) Deliver(ctx context.Context, rb *edge.Batch, done func(error)) error {
 	if rb.Input < 0 || rb.Input >= f.b.inputs {
 		err := fmt.Errorf("topology: bolt %s[%d]: remote batch from input %d of %d", f.b.name, f.b.index, rb.Input, f.b.inputs)
 		done(err)
@@ -271,7 +173,7 @@ func (f *feed) Deliver(ctx context.Context, rb *RemoteBatch, done func(error)) e
 }
 
 // failAll fails the trees of the batches delivered and not finished. The
-// Inlet must have returned: nothing is delivered meanwhile.
+// edge.Inlet must have returned: nothing is delivered meanwhile.
 func (f *feed) failAll(err error) {
 	f.mu.Lock()
 	var ops ackOps
@@ -282,15 +184,15 @@ func (f *feed) failAll(err error) {
 	f.b.topo.acks.apply(&ops, new(finished))
 }
 
-// runRemote runs an instance fed by its Inlet until it ends, fails or ctx
-// ends, afresh every time the Inlet releases it (ErrReleased).
+// runRemote runs an instance fed by its edge.Inlet until it ends, fails or ctx
+// ends, afresh every time the edge.Inlet releases it (edge.ErrReleased).
 func (b *boltInstance) runRemote(srcCtx, drainCtx context.Context) error {
 	for {
 		inCtx, stopInlet := context.WithCancelCause(srcCtx)
 		b.abandon = make(chan struct{})
 		b.stopInlet = func() {
 			if b.ended == b.inputs {
-				stopInlet(ErrEnded)
+				stopInlet(edge.ErrEnded)
 			} else {
 				stopInlet(nil)
 			}
@@ -300,7 +202,7 @@ func (b *boltInstance) runRemote(srcCtx, drainCtx context.Context) error {
 		go func() {
 			defer close(inletDone)
 			inErr = b.inlet.Run(inCtx, b.feed)
-			if inCtx.Err() != nil && !errors.Is(inErr, ErrReleased) {
+			if inCtx.Err() != nil && !errors.Is(inErr, edge.ErrReleased) {
 				inErr = nil
 			}
 			close(b.abandon)
@@ -314,7 +216,7 @@ func (b *boltInstance) runRemote(srcCtx, drainCtx context.Context) error {
 		case b.ended == b.inputs:
 			// Ended before it was released: nothing to start again.
 			return nil
-		case !errors.Is(inErr, ErrReleased):
+		case !errors.Is(inErr, edge.ErrReleased):
 			return inErr
 		case srcCtx.Err() != nil:
 			return nil
@@ -331,7 +233,7 @@ func (b *boltInstance) restart() {
 	for len(b.inbox) > 0 {
 		b.topo.pool.put(<-b.inbox)
 	}
-	b.feed.failAll(ErrReleased)
+	b.feed.failAll(edge.ErrReleased)
 	b.stats.Buffered.Add(-b.buffered)
 	b.stats.BufferedBytes.Add(-b.bytes)
 	buf, err := syncbuffer.New(b.buf.Config(), b.inputs, envelopeKey, envelopeIsMeta)

@@ -15,6 +15,7 @@ import (
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/topology"
+	"github.com/sensorstorm/sensorstorm/topology/edge"
 )
 
 // loopback is a Transport within one process: every bolt instance's
@@ -30,13 +31,13 @@ type loopback struct {
 type queue struct {
 	lb      *loopback
 	mu      sync.Mutex
-	batches []topology.RemoteBatch
+	batches []edge.Batch
 	ready   chan struct{}
 }
 
 func newLoopback() *loopback { return &loopback{queues: map[string]*queue{}} }
 
-func (l *loopback) Edge(bolt string, index int) (topology.Outlet, topology.Inlet, bool) {
+func (l *loopback) Edge(bolt string, index int) (edge.Outlet, edge.Inlet, bool) {
 	q := &queue{lb: l, ready: make(chan struct{}, 1)}
 	l.mu.Lock()
 	l.queues[fmt.Sprintf("%s/%d", bolt, index)] = q
@@ -44,7 +45,7 @@ func (l *loopback) Edge(bolt string, index int) (topology.Outlet, topology.Inlet
 	return q, q, true
 }
 
-func (q *queue) Send(_ context.Context, b *topology.RemoteBatch, done func(error)) error {
+func (q *queue) Send(_ context.Context, b *edge.Batch, done func(error)) error {
 	c := *b
 	c.Items = slices.Clone(b.Items)
 	q.mu.Lock()
@@ -61,7 +62,7 @@ func (q *queue) Send(_ context.Context, b *topology.RemoteBatch, done func(error
 	return nil
 }
 
-func (q *queue) Run(ctx context.Context, feed topology.Feed) error {
+func (q *queue) Run(ctx context.Context, feed edge.Feed) error {
 	for {
 		q.mu.Lock()
 		batches := q.batches
@@ -121,7 +122,7 @@ func TestRemoteEdgesAckHopByHop(t *testing.T) {
 	var failed int
 	for _, err := range lb.done {
 		if err != nil {
-			require.ErrorIs(t, err, topology.ErrRemoteFailed)
+			require.ErrorIs(t, err, edge.ErrParticleFailed)
 			failed++
 		}
 	}
@@ -326,7 +327,7 @@ type releasing struct {
 	cause     error // of the end of the second run's context
 }
 
-func (r *releasing) Edge(bolt string, index int) (topology.Outlet, topology.Inlet, bool) {
+func (r *releasing) Edge(bolt string, index int) (edge.Outlet, edge.Inlet, bool) {
 	out, in, ok := r.loopback.Edge(bolt, index)
 	if bolt == "count" {
 		return out, r, ok
@@ -334,7 +335,7 @@ func (r *releasing) Edge(bolt string, index int) (topology.Outlet, topology.Inle
 	return out, in, ok
 }
 
-func (r *releasing) Run(ctx context.Context, feed topology.Feed) error {
+func (r *releasing) Run(ctx context.Context, feed edge.Feed) error {
 	run := r.runs
 	r.runs++
 	if run > 1 {
@@ -343,9 +344,9 @@ func (r *releasing) Run(ctx context.Context, feed topology.Feed) error {
 	}
 	// Far ahead of the particles: the buffer releases them at once.
 	const promise = int64(time.Hour)
-	b := &topology.RemoteBatch{High: promise, Promise: promise, EOS: run == 1}
+	b := &edge.Batch{High: promise, Promise: promise, EOS: run == 1}
 	for i := range 2 + run {
-		b.Items = append(b.Items, topology.RemoteItem{Particle: particle.Particle{Time: int64(i + 1), Origin: 9, Seq: uint64(10*run + i), Measurement: "m"}, High: int64(i + 1)})
+		b.Items = append(b.Items, edge.Item{Particle: particle.Particle{Time: int64(i + 1), Origin: 9, Seq: uint64(10*run + i), Measurement: "m"}, High: int64(i + 1)})
 	}
 	done := r.dones[run]
 	if err := feed.Deliver(ctx, b, func(err error) { done <- err }); err != nil {
@@ -363,7 +364,7 @@ func (r *releasing) Run(ctx context.Context, feed topology.Feed) error {
 		case <-time.After(time.Millisecond):
 		}
 	}
-	return topology.ErrReleased
+	return edge.ErrReleased
 }
 
 // An instance whose inlet releases it starts afresh: the batches it had
@@ -384,9 +385,9 @@ func TestReleasedInstanceStartsAfresh(t *testing.T) {
 		return nil
 	})), topology.BoltConfig{}).Input("count", topology.Global())
 	require.NoError(t, topo.Run(context.Background()))
-	require.ErrorIs(t, <-tr.dones[0], topology.ErrRemoteFailed, "the batch held when released fails")
+	require.ErrorIs(t, <-tr.dones[0], edge.ErrParticleFailed, "the batch held when released fails")
 	require.NoError(t, <-tr.dones[1])
 	require.Equal(t, []int64{3}, got, "the second run counts only its own batch")
 	require.Equal(t, 2, tr.runs)
-	require.ErrorIs(t, tr.cause, topology.ErrEnded, "the inlet learns that its instance ended")
+	require.ErrorIs(t, tr.cause, edge.ErrEnded, "the inlet learns that its instance ended")
 }
