@@ -40,6 +40,12 @@ type SinkStats struct {
 // is bad input: it is counted and rejected (operation.ErrRejected), which
 // the engine dead-letters and acknowledges, never retries.
 //
+// With checkpoints the Sink is at least once, not exactly once: a broker
+// cannot take a publication back, so what it published after the
+// checkpoint a run is restored from is published again by the restored
+// run, with the same particles (the same identities, event times and
+// values), and receivers that deduplicate drop it. It needs no snapshot.
+//
 // One Sink may serve several bolt instances. It connects on the first
 // Process, and Close disconnects.
 type Sink struct {

@@ -71,7 +71,47 @@ type Stats struct {
 // Run connects and emits until ctx ends. The connection outlives Run, so
 // that trees completing while the topology drains are acknowledged: the
 // topology owns it, and closes the source once it drained (see
-// topology.Source). Outside a topology, call Close.
+// topology.Source). Outside a topology, call Close: it disconnects and
+// closes the spool.
+//
+// The source subscribes (QoS 1 by default; 0 and 2 too) with a persistent
+// session. It subscribes again at a connection only where the broker did
+// not keep the session or the filters changed, since subscribing again
+// makes the broker resend every retained message. Its one message handler
+// is registered before it connects, so that the messages a persistent
+// session queued arrive at once, and it only queues a message and
+// returns, so that paho's keepalive never waits for the pipeline. MQTT
+// 3.1.1 cannot list a session's subscriptions: the source records its
+// filters in Config.StateDir and unsubscribes from those a later run with
+// the same client id no longer has; a message that no configured filter
+// matches is acknowledged and dropped all the same (Stats.Unwanted).
+//
+// Bad input is rejected to the dead-letter sink with a
+// *particle.DecodeError naming the topic, line and column, and its own
+// text: the bad line, the bad element of a JSON array, or the payload when
+// it does not parse at all; the rest of the payload goes on, and the
+// message is acknowledged like any other.
+//
+// Memory is bounded: at most Config.MaxBuffered messages (and
+// Config.MaxBufferedBytes of payload) wait in memory between the broker
+// and the pipeline; add what the broker sends unacknowledged
+// (max_inflight_messages; Mosquitto 2.0.11 was seen to exceed it, up to a
+// few hundred, after bursts of acknowledgements) times the largest
+// message it lets through (message_size_limit). In ModeSpool the spool is
+// the rest of the buffer: a message is acknowledged once durable however
+// far behind the pipeline is, and what does not fit in memory waits on
+// disk, read back in order (a spool.Backlog), so a slow pipeline grows the
+// spool, not the broker's queue. BacklogStats reports it; it is logged
+// when it spills to disk and at each doubling; at Config.Backlog's quota
+// the source stops acknowledging and logs it at error level. What waits
+// at exit is processed first at the next start. In the other modes,
+// beyond MaxBuffered the source stops acknowledging and the broker stops
+// sending (QoS 0 messages are dropped and counted instead).
+//
+// After a crash, what the broker sends again may be older than what the
+// spool's backlog already released downstream: a synchronization buffer
+// with a late policy of drop would drop it. Use syncbuffer.LatePass (the
+// ingest command's default) where that matters.
 type Source struct {
 	cfg   Config
 	dec   *decoder
