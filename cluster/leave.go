@@ -33,7 +33,7 @@ const leavePoll = 50 * time.Millisecond
 //
 // With no other worker announced, Leave returns ErrAlone at once and
 // changes nothing. A file source replayed on this worker is not handed
-// over (see the package doc): its replay goes on until the pipeline
+// over (see LeaseSource): its replay goes on until the pipeline
 // stops, and another worker resumes it once its lease expired.
 //
 // Call Leave while the pipeline and Run run, then stop them, whatever it

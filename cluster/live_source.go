@@ -88,8 +88,43 @@ var (
 // before it lets the lease go. A worker that could not renew the lease
 // takes part again: it takes the lease once it is free, as the others do.
 // Give LeaseLiveSource to the pipeline's build (pipeline.Options.LeaseLiveSource),
-// which calls it for every instance before the pipeline runs. See the
-// package doc.
+// which calls it for every instance before the pipeline runs.
+//
+// The instance's client id is the same on every worker
+// (pipeline.Options.Cluster), with a persistent session, and the
+// instances of a source split its feed with a shared subscription
+// ($share/GROUP/FILTER; Mosquitto 2 takes it from MQTT 3.1.1 clients).
+// The broker goes on handing a dead worker's session its share of the
+// feed, and keeps those messages, and the ones sent and not acknowledged,
+// for the session, until another worker takes the expired lease,
+// connects with the same client id and receives them. Mode tree
+// acknowledges a message once JetStream confirmed its particles, so
+// nothing needs a local spool. The instances of all live sources are
+// assigned among the workers announced as units are, so that n instances
+// on n workers give each one; a worker takes an instance assigned to
+// another only once its lease stayed free for a lease TTL, and takes none
+// in its first lease TTL, so that workers started together share without
+// moving any.
+//
+// When a worker joins, a worker holding an instance now assigned to it
+// keeps it for Config.RebalanceDelay, then hands it over at the one point
+// where nothing is lost or doubled: it stops taking messages from the
+// broker, waits (up to a lease TTL) until JetStream confirmed every
+// particle it emitted, which acknowledges its message to the broker,
+// disconnects cleanly, the session staying, and frees the lease. The
+// worker the instance is assigned to takes the lease at once, connects
+// with the same client id and receives what the session kept, none of
+// which had been emitted. A hand-over that ran out of time disconnects all
+// the same: the broker sends the messages not acknowledged again, and
+// their particles come out twice, as after a kill.
+//
+// Each holding of an instance runs a source of its own and numbers the
+// instance's particles in a range of its own, counted in the done bucket:
+// receivers would otherwise drop a new holder's particles as copies of
+// the old one's. A message the broker sends again is a new particle:
+// copies of messages whose particles reached JetStream before their
+// acknowledgement reached the broker are counted, not dropped (a dedup
+// operation can drop them).
 func (w *Worker) LeaseLiveSource(name string, instance int, open func() (topology.Source, func() error)) topology.Source {
 	key := sourceKey(name, instance)
 	w.mu.Lock()

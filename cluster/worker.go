@@ -206,7 +206,28 @@ func (w *Worker) withdraw(ctx context.Context) error {
 }
 
 // LeaseSource returns src leased: of all the workers, the one holding the
-// lease of this source instance replays it. See the package doc.
+// lease of this source instance, a key in a key-value bucket, replays it.
+// The holder renews the lease, recording with it a checkpoint, the prefix
+// of the source's particles that JetStream confirmed; when it dies the
+// lease expires, and another worker takes it and replays the source past
+// the checkpoint (topology.SourceEmitter.Skip keeps the particles'
+// identities, so that the instances downstream drop the copies of those
+// emitted after the checkpoint). A source replayed to its end, with
+// everything it emitted confirmed by JetStream, is marked done and never
+// replayed again.
+//
+// A recording is not handed over, by a worker that leaves either. Its
+// lease is taken as it starts, so there is no point before it started to
+// hand it over at. Handing a replay over while it runs could lose and
+// double nothing (stop, wait until JetStream confirmed what it emitted,
+// record that as the checkpoint), but its successor would read the file
+// again from its start up to the checkpoint, and the worker that handed
+// it over could never take it back, since a source runs once: a cluster
+// left with that worker alone would stall. A replay ends by itself; a
+// live feed does not, which is why its instances are the leases that
+// spread (LeaseLiveSource). A worker that could not renew the lease (NATS
+// out of reach for two renewals in a row, two thirds of the lease TTL)
+// leaves the source to the other workers until it is restarted.
 func (w *Worker) LeaseSource(name string, instance int, src topology.Source) topology.Source {
 	l := &leasedSource{w: w, key: sourceKey(name, instance), inner: src, confirmed: make(chan struct{}, 1)}
 	l.innerAckr, _ = src.(topology.Acknowledger)
