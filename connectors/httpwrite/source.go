@@ -58,6 +58,57 @@ type Stats struct {
 // that trees completing while the topology drains are recorded: the
 // topology owns it, and closes the source once it drained (see
 // topology.Source). Outside a topology, call Close.
+//
+// A write is answered 204 only once its body is durable in the spool in
+// Config.StateDir (one fsync shared by the writes that arrive together),
+// the same guarantee as a PUBACK in the MQTT source's spool mode. A body
+// leaves the spool once every particle of it was processed or, in a run
+// that takes checkpoints (Config.Checkpoints), once a checkpoint covers
+// it: the source is then a topology.Positioner, a restored run resumes at
+// the checkpoint's body and particle, and no body is processed twice.
+// Memory holds a bounded part of the backlog (Config.MaxInFlightBytes);
+// the rest waits on disk and is read back in order (BacklogStats), those
+// of a previous run first. A stalled sink or a long window grows the
+// backlog, not the clients' refusals, up to the disk quota
+// (Config.Backlog).
+//
+// Bodies are line protocol, plain or with Content-Encoding: gzip, decoded
+// by particle.Decoder one line at a time: a gzip body is kept, spooled
+// and decoded as sent, never inflated whole, and its inflated bytes count
+// against Config.MaxInFlightBytes as they are decoded.
+//
+// # Answers
+//
+// As InfluxDB gives them:
+//
+//   - 204: every line written.
+//   - 400: bad lines: malformed, or stamped more than Config.FutureBound
+//     after the write was received, which the pipeline would reject
+//     (InfluxDB would store them; answering 204 and dropping them would
+//     tell the client they were written). The valid lines of the body are
+//     written (durable before the answer, as with 204) and the bad ones
+//     are not: the JSON body names the line and column of each, the
+//     first in InfluxDB's "line" member, all in an "errors" list. Each
+//     bad line is also counted and sent to the dead-letter sink with its
+//     position (topology.SourceEmitter.Reject), like any bad input. A
+//     missing bucket or db, an unknown precision and a broken gzip
+//     stream are 400 too, with nothing written.
+//   - 401: the token is missing or wrong.
+//   - 413: a body larger than Config.MaxBodySize after decompression;
+//     the message names the limit.
+//   - 503 with Retry-After: the backlog is at its disk quota (the wait
+//     asked is the time the pipeline takes to make room for the body, at
+//     its drain rate), the bodies being received hold
+//     Config.MaxInFlightBytes already, the process is stopping, or the
+//     spool cannot be written (which also stops Run with the error).
+//     InfluxDB's clients write again after the wait. A pipeline that is
+//     behind is no reason for a 503.
+//
+// The probes answer minimally and truthfully: a write to any bucket or
+// database is taken, so the bucket asked for exists, CREATE DATABASE
+// succeeds, and the buckets and databases listed are those written to (or
+// created) since the start. Any other query is a 400 that says so, any
+// other path a 404 naming those served.
 type Source struct {
 	cfg   Config
 	stats Stats
