@@ -148,8 +148,9 @@ func New(cfg Config) (*Server, error) {
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
-// Run makes an update every Interval and sends it to the clients of
-// /events until ctx ends; then it sends a last one, marked Finished, ends
+// Run makes an update every Config.Interval (a second by default) and
+// sends it to the clients of /events as a server-sent event until ctx
+// ends; then it sends a last one, marked Finished, ends
 // their streams and returns nil. Cancel ctx once the run has ended, so
 // that the page shows its final figures rather than the last second's.
 func (s *Server) Run(ctx context.Context) error {

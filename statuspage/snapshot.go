@@ -8,8 +8,33 @@ import (
 )
 
 // Snapshot is one update of the page, sent as the data of a server-sent
-// event and served at /snapshot. Times are milliseconds since the Unix
-// epoch.
+// event on /events and served at /snapshot, as JSON. Times are
+// milliseconds since the Unix epoch, durations seconds, and members marked
+// omitempty are left out when absent:
+//
+//	{"title": "ingest sensors/#", "wall": 1764993600000, "stream": 1764993599950,
+//	 "control": false, "pending_trees": 12, "max_pending": 10000,
+//	 "components": [{"name": "mqtt", "kind": "source", "parallelism": 1,
+//	   "in": 0, "out": 5120, "rate_in": 0, "rate_out": 250, "buffered": 0, ...}, ...],
+//	 "edges": [{"from": "mqtt", "to": "out", "grouping": "global"}],
+//	 "connectors": [{"component": "mqtt", "instance": 0,
+//	   "connections": [{"address": "tcp://a:1883", "state": "standby"},
+//	                   {"address": "tcp://b:1883", "state": "connected"}],
+//	   "counters": [{"name": "received", "value": 5120}, {"name": "acknowledged", "value": 5120}, ...],
+//	   "backlog": {"messages": 0, "bytes": 0, "on_disk": 0, "read_back": 0, "age": 0,
+//	     "at_quota": false, "drain_rate": 250, "add_rate": 250}}],
+//	 "checkpoint": {...}, "replay": {...}, "tap": {...}}
+//
+// components are the graph's nodes with the engine's counters
+// ([ComponentSnapshot]); connectors the panels of the Reporters, in the
+// order of components and of their instances ([ConnectorSnapshot]), whose
+// counters keep the order the Reporter gave, and whose backlog (what waits
+// on disk for the pipeline, its age, drain rate and time to catch up) the
+// page marks loudly when at its disk quota; replay a replay's progress
+// ([ReplaySnapshot]), the JSON of connectors/replay's Status with progress
+// and eta; tap the sampled plots ([TapSnapshot]); finished marks the last
+// snapshot, sent when the run ended, so that the page shows the run's
+// final figures instead of a stream cut mid-run.
 type Snapshot struct {
 	Title string `json:"title"`
 	// Wall is the wall time of the snapshot; Stream the stream clock's.

@@ -66,7 +66,11 @@ func (c *TapConfig) setDefaults() {
 // load. While someone does, each particle is looked up by a hash of its
 // measurement and tags under a mutex, and a series takes at most
 // PointsPerTick points between two ticks, so the sample's size does not
-// depend on the rate. It is safe for concurrent use.
+// depend on the rate; at most TapConfig.MaxSeries series are followed,
+// and the others only counted. Wrapping the dead-letter sink with
+// DeadLetters marks late and invalid particles on their series' plot,
+// next to the particles that were dead-lettered, and counts dead letters
+// per component. It is safe for concurrent use.
 type Tap struct {
 	cfg      TapConfig
 	watchers atomic.Int32
