@@ -29,9 +29,51 @@ type Stats struct {
 }
 
 // Sink is an operation that writes data particles to an InfluxDB write
-// API as line protocol, in batches (see the package documentation for the
-// answers and what each does). It holds each input until the server took
-// its line.
+// API as line protocol, in batches. It holds each input and acknowledges
+// it only once the server took its line: it answered 204 to the write, or
+// named other lines in a partial write. It writes a batch when it is
+// full, when it is as old as the flush interval (at the next tick or
+// watermark) and at the end of the stream. What each answer does:
+//
+//   - 204: every line of the batch is acknowledged.
+//   - 400 or 422, a partial write: the lines the server names are
+//     dead-lettered (operation.ErrRejected, with the server's message in a
+//     *ServerError) and the rest acknowledged. InfluxDB 1.x quotes the
+//     lines it cannot parse and names the field or tag of the points it
+//     dropped (a field type conflict: the lines of that measurement whose
+//     field has another type); 2.x and sensorstorm's own endpoint number
+//     the lines. When the answer names fewer lines than the server says it
+//     dropped, the rest of the batch is written again; when it names none,
+//     each half in turn, down to the lines refused alone. InfluxDB
+//     overwrites a point written again with the same values, so nothing
+//     is stored twice.
+//   - 413: the batch is written in halves; a line too large alone is
+//     dead-lettered.
+//   - 429, 5xx (503 among them) and network errors, timeouts included:
+//     an outage. Nothing is acknowledged or dead-lettered; the call fails
+//     with operation.ErrDestination, which the engine retries with
+//     backoff while the bolt takes no input (backpressure), and gives up
+//     on after its give-up time (topology.ErrGaveUp, naming the last
+//     error). A Retry-After in the answer is honoured: no write is made
+//     before it passed.
+//   - 401, 403, 404 (no such database or bucket) and other answers: the
+//     server refuses for good, and the run stops at once
+//     (operation.ErrRefused) with the server's message.
+//
+// A particle line protocol cannot represent (a non-finite float, a name
+// with a control character) is dead-lettered when it comes. A write that
+// the server took but whose answer was lost (a timeout, a connection cut)
+// is written again: InfluxDB overwrites the point with itself, while
+// VictoriaMetrics keeps both samples unless it deduplicates
+// (-dedup.minScrapeInterval).
+//
+// With checkpoints the Sink needs no snapshot and is exactly once in
+// effect on InfluxDB: a restored run writes again what was written after
+// the checkpoint it is restored from, and InfluxDB overwrites each point
+// (measurement, tags and time) with the same fields, so the database ends
+// as after a run never killed. A server that keeps both samples of a
+// point written twice (VictoriaMetrics without deduplication) gets them
+// at least once.
 //
 // One Sink may serve several bolt instances: each instance writes its own
 // batches. Close releases its idle connections.
