@@ -88,7 +88,7 @@ func (s *Sink) Snapshot(w *state.Writer) error {
 // the snapshot recorded, which the restored run writes again, and the
 // Sink then writes in the next epoch. A row inserted before and merged
 // into after the snapshot keeps what was merged: the restored run merges
-// the same again (see the package documentation).
+// the same again (see Sink, "Checkpoints").
 //
 // It refuses, with an error wrapping operation.ErrStateMismatch, the
 // snapshot of a Sink on another table. It connects, and fails as a write
