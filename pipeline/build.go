@@ -74,8 +74,8 @@ type Options struct {
 	Worker string
 }
 
-// setDefaults fills in what depends on the whole pipeline: see the
-// package documentation.
+// setDefaults fills in what depends on the whole pipeline: see
+// docs/pipelines.md.
 func (p *Pipeline) setDefaults() {
 	if p.Live() {
 		// MQTT sources learn from acking when a message can no longer be

@@ -1,7 +1,6 @@
 // Package pipeline reads a pipeline, a topology described in a YAML file,
-// checks it and builds it. The sensorstorm command's run and validate
-// subcommands run pipeline files with it; a program runs one in three
-// calls:
+// checks it and builds it. sensorstorm run and validate use it; a program
+// needs three calls:
 //
 //	p, err := pipeline.Load("mean.yaml")
 //	if err != nil {
@@ -30,10 +29,9 @@
 //	    input: {from: mean10m, grouping: global}
 //	    sink: {file: "-"}
 //
-// The keys of sources, operations and sinks are those of their packages'
-// configs (connectors/mqtt's Config, ops.StatsConfig, ...), checked key by
-// key. docs/pipelines.md describes the file, its live sources and its
-// defaults; docs/sinks.md the sinks.
+// Sources, operations and sinks take the keys of their packages' configs
+// (connectors/mqtt's Config, ops.StatsConfig, ...), checked key by key:
+// see docs/pipelines.md and docs/sinks.md.
 //
 // # Errors before the run
 //
