@@ -44,9 +44,10 @@
 //
 // # What it is not
 //
-// It does not read the table back, migrate a table of another shape
-// (it adds columns, and refuses what it cannot write with the statement to
-// run instead), nor share a table between Sinks when it takes
+// It does not read the table back, nor migrate a table of another shape:
+// it adds the columns of new tags and fields and the epoch column, and
+// refuses a table it cannot write (no time_ns, a column of a type it
+// cannot write). It is not for a table others write while it takes
 // checkpoints: a restore deletes every row of a later epoch, whoever wrote
 // it. Without checkpoints it is at least once, a point delivered again
 // being a duplicate that changes nothing.
