@@ -22,7 +22,7 @@
 //	})
 //
 // as sensorstorm run --cluster does; sensorstorm cluster status prints
-// [ReadStatus].
+// what [ReadStatus] reads.
 //
 // # How the work is shared
 //

@@ -31,8 +31,8 @@
 // [ModeTree] acknowledges once all its particles were processed, with no
 // local state but a throughput bounded by the broker's in-flight window;
 // [ModeReceipt] acknowledges when the pipeline takes it, and a crash
-// loses what was in flight. ModeSpool and ModeTree may process a message
-// twice, never lose one. See docs/ingest.md for the broker settings each
+// loses what was in flight. At QoS 1 or 2, ModeSpool and ModeTree may
+// process a message twice, never lose one. See docs/ingest.md for the broker settings each
 // mode needs.
 //
 // # Bad input
@@ -40,9 +40,9 @@
 // A malformed line, a JSON object without fields, a timestamp in the wrong
 // format, a topic that does not match [PayloadConfig.TopicTags] or a
 // payload over [Config.MaxPayload] is rejected to the topology's
-// dead-letter sink with an error naming the topic, line and column, then
-// counted and acknowledged like any other message: never redelivered
-// forever, never blocking the stream. See DESIGN.md, "Bad input".
+// dead-letter sink with an error naming the topic (and a bad line's line
+// and column), then counted and acknowledged like any other message:
+// never redelivered forever, never blocking the stream. See DESIGN.md, "Bad input".
 //
 // # What it is not
 //
