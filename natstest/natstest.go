@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -84,18 +85,81 @@ func freePort(tb testing.TB) int {
 // storage once it ran before.
 func (c *Cluster) Start(i int) {
 	c.tb.Helper()
-	s, err := server.NewServer(c.opts[i])
-	if err != nil {
-		c.tb.Fatalf("natstest: server %d: %v", i, err)
-	}
-	s.Start()
-	if !s.ReadyForConnections(readyWithin) {
+	first := c.opts[i].Port == server.RANDOM_PORT
+	for attempt := 1; ; attempt++ {
+		s, err := server.NewServer(c.opts[i])
+		if err != nil {
+			c.tb.Fatalf("natstest: server %d: %v", i, err)
+		}
+		log := &errorLog{}
+		s.SetLogger(log, false, false)
+		s.Start()
+		if ready(s, log) {
+			// A restart keeps its client port, so that clients reconnect.
+			c.opts[i].Port = s.Addr().(*net.TCPAddr).Port
+			c.servers[i] = s
+			return
+		}
 		s.Shutdown()
-		c.tb.Fatalf("natstest: server %d did not accept connections within %s", i, readyWithin)
+		if !first || c.opts[i].Cluster.Port == 0 || attempt == 3 {
+			c.tb.Fatalf("natstest: server %d did not accept connections within %s: %s", i, readyWithin, log)
+		}
+		// The route port was free when it was picked; another process
+		// may have taken it since. The other servers reach this one all
+		// the same: it dials them.
+		c.tb.Logf("natstest: server %d did not start (%s); again on another route port", i, log)
+		c.opts[i].Cluster.Port = freePort(c.tb)
 	}
-	// A restart keeps its client port, so that clients reconnect.
-	c.opts[i].Port = s.Addr().(*net.TCPAddr).Port
-	c.servers[i] = s
+}
+
+// ready waits until s accepts connections, for up to readyWithin, and
+// reports whether it does; it gives up at once when s could not listen.
+func ready(s *server.Server, log *errorLog) bool {
+	deadline := time.Now().Add(readyWithin)
+	for time.Now().Before(deadline) {
+		if s.ReadyForConnections(100 * time.Millisecond) {
+			return true
+		}
+		if strings.Contains(log.String(), "Error listening") {
+			return false
+		}
+	}
+	return false
+}
+
+// errorLog keeps the errors a server logs, for the failure of a test it
+// did not start in.
+type errorLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+// keep keeps the line, and the 20 before it: a server that runs on logs
+// routes coming and going.
+func (l *errorLog) keep(format string, v []any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.lines) == 21 {
+		l.lines = append(l.lines[:0], l.lines[1:]...)
+	}
+	l.lines = append(l.lines, fmt.Sprintf(format, v...))
+}
+
+func (l *errorLog) Noticef(string, ...any)         {}
+func (l *errorLog) Warnf(format string, v ...any)  { l.keep(format, v) }
+func (l *errorLog) Fatalf(format string, v ...any) { l.keep(format, v) }
+func (l *errorLog) Errorf(format string, v ...any) { l.keep(format, v) }
+func (l *errorLog) Debugf(string, ...any)          {}
+func (l *errorLog) Tracef(string, ...any)          {}
+
+// String returns the errors kept, or says there were none.
+func (l *errorLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.lines) == 0 {
+		return "no error logged"
+	}
+	return strings.Join(l.lines, "; ")
 }
 
 // Stop shuts server i down and waits until it has stopped.
