@@ -157,7 +157,7 @@ type Source struct {
 // again when the engine redelivers one: the particles are not kept.
 type write struct {
 	seq    uint64
-	number uint32 // in Source.inflight: its particles' message ids are MessageID(number, k)
+	number uint32 // in Source.inflight: its particles' message ids are inflight.ID(number, k)
 	// source, prec and recv are what the body is decoded with.
 	source string
 	prec   particle.Precision
