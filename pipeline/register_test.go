@@ -227,3 +227,23 @@ func TestRegisterSourceSinkGroupingTwicePanics(t *testing.T) {
 	assert.Panics(t, func() { pipeline.RegisterSink("precision", newRecord) })
 	assert.Panics(t, func() { pipeline.RegisterGrouping("fields", topology.Shuffle) })
 }
+
+// A registered source that is not a topology.Positioner is refused in a
+// pipeline that takes checkpoints: the engine would run it again from its
+// start at a restore, which a live source cannot do.
+func TestRegisteredSourceWithCheckpointsRefused(t *testing.T) {
+	p, err := pipeline.Parse([]byte(`sources:
+  - name: in
+    count: {n: 1}
+checkpoints: {dir: ckpt}
+bolts:
+  - name: out
+    input: in
+    sink: {record: {name: checkpointed}}
+`), "p.yaml")
+	require.NoError(t, err)
+	_, err = p.Build(pipeline.Options{Dir: t.TempDir()})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `source "in"`)
+	assert.Contains(t, err.Error(), "not a topology.Positioner")
+}

@@ -147,7 +147,9 @@ var (
 // method Validate() error, parsing calls it, so that a bad config is
 // reported at its place in the file. A source that is an io.Closer is
 // closed at the end of the run. A pipeline with a registered source runs
-// live (Pipeline.Live). RegisterSource panics if name is empty, taken, or
+// live (Pipeline.Live); one that takes checkpoints needs the source's
+// instances to be topology.Positioners, which resume from a position of
+// their own. RegisterSource panics if name is empty, taken, or
 // a key of every source (name, parallelism); call it before parsing, as
 // from an init function.
 func RegisterSource[C any](name string, newSource func(C) (topology.Source, error)) {
@@ -164,6 +166,12 @@ func RegisterSource[C any](name string, newSource func(C) (topology.Source, erro
 				}
 				if c, ok := src.(io.Closer); ok {
 					env.opened = append(env.opened, c)
+				}
+				if _, ok := src.(topology.Positioner); env.checkpoints && !ok {
+					// The engine would run it again from its start and
+					// drop as many particles as the checkpoint covers,
+					// which suits a recording, not a live source.
+					return nil, fmt.Errorf("checkpoints: a live source resumes only from a position of its own, and %T is not a topology.Positioner", src)
 				}
 				srcs[i] = src
 				env.built.addInstance(s.Name, i, src)
