@@ -173,3 +173,37 @@ func (s *Spool) CompleteBefore(seq uint64) (int, error) {
 	}
 	return len(covered), nil
 }
+
+// Commit completes in sp the records that a complete checkpoint at pos,
+// as At encoded it, covers, and returns how many it completed. A position
+// it cannot decode covers nothing.
+func (p *Positions) Commit(sp *Spool, pos []byte) int {
+	var at Position
+	if at.UnmarshalBinary(pos) != nil {
+		return 0
+	}
+	done := p.Covered(at)
+	for _, seq := range done {
+		sp.Complete(seq)
+	}
+	return len(done)
+}
+
+// ResumeAt makes p start at pos, as At encoded it (see Resume).
+func (p *Positions) ResumeAt(pos []byte) error {
+	var at Position
+	if err := at.UnmarshalBinary(pos); err != nil {
+		return err
+	}
+	p.Resume(at)
+	return nil
+}
+
+// CompleteCovered completes in sp the records before the position resumed
+// from, whose effect the restored checkpoint holds, and returns how many.
+func (p *Positions) CompleteCovered(sp *Spool) (int, error) {
+	if at := p.Resumed(); at.Seq != 0 {
+		return sp.CompleteBefore(at.Seq)
+	}
+	return 0, nil
+}

@@ -63,9 +63,10 @@ func TestPositionsRestoreEmitsTheRest(t *testing.T) {
 	})
 }
 
-// A restored run completes the records its checkpoint covers, and only
-// those: the next Open hands out the rest.
-func TestCompleteBefore(t *testing.T) {
+// A restored run completes the records its checkpoint covers, and a
+// checkpoint of its own those before it, and only those: the next Open
+// hands out the rest.
+func TestCheckpointsCompleteWhatTheyCover(t *testing.T) {
 	dir := t.TempDir()
 	sp, err := spool.Open(dir, spool.Config{})
 	require.NoError(t, err)
@@ -78,9 +79,19 @@ func TestCompleteBefore(t *testing.T) {
 
 	sp, err = spool.Open(dir, spool.Config{})
 	require.NoError(t, err)
-	n, err := sp.CompleteBefore(4)
+	var p spool.Positions
+	resumed, err := spool.Position{Seq: 4, K: 1}.MarshalBinary()
+	require.NoError(t, err)
+	require.NoError(t, p.ResumeAt(resumed))
+	n, err := p.CompleteCovered(sp)
 	require.NoError(t, err)
 	require.Equal(t, 3, n)
+	// The restored run hands 4 and 5 on; a checkpoint at 5 covers 4.
+	p.Hand(4)
+	p.Hand(5)
+	at, err := spool.Position{Seq: 5}.MarshalBinary()
+	require.NoError(t, err)
+	require.Equal(t, 1, p.Commit(sp, at))
 	require.NoError(t, sp.Close())
 
 	sp, err = spool.Open(dir, spool.Config{})
@@ -88,5 +99,5 @@ func TestCompleteBefore(t *testing.T) {
 	defer sp.Close()
 	var left []uint64
 	require.NoError(t, sp.Pending(func(seq uint64, _ []byte) error { left = append(left, seq); return nil }))
-	require.Equal(t, []uint64{4, 5}, left)
+	require.Equal(t, []uint64{5}, left)
 }

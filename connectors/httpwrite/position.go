@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/sensorstorm/sensorstorm/spool"
 	"github.com/sensorstorm/sensorstorm/topology"
 )
 
@@ -26,43 +25,31 @@ func (s *Source) Position(emitted uint64) ([]byte, error) {
 
 // Committed implements topology.Positioner: the bodies before the
 // position leave the spool.
-func (s *Source) Committed(b []byte) {
-	var pos spool.Position
-	if pos.UnmarshalBinary(b) != nil {
-		return
-	}
-	for _, seq := range s.positions.Covered(pos) {
-		s.spool.Complete(seq)
-		s.stats.Completed.Add(1)
-	}
+func (s *Source) Committed(pos []byte) {
+	s.stats.Completed.Add(uint64(s.positions.Commit(s.spool, pos)))
 }
 
 // Resume implements topology.Positioner: Run starts from the body at the
 // position, leaving out the particles of it emitted before.
-func (s *Source) Resume(b []byte) error {
+func (s *Source) Resume(pos []byte) error {
 	if !s.cfg.Checkpoints {
 		return errNoCheckpoints
 	}
-	var pos spool.Position
-	if err := pos.UnmarshalBinary(b); err != nil {
+	if err := s.positions.ResumeAt(pos); err != nil {
 		return fmt.Errorf("httpwrite: %w", err)
 	}
-	s.positions.Resume(pos)
 	return nil
 }
 
 // skipCovered completes the spool's bodies before the position resumed
 // from: the checkpoint holds their effect.
 func (s *Source) skipCovered() error {
-	pos := s.positions.Resumed()
-	if pos.Seq == 0 {
-		return nil
-	}
-	n, err := s.spool.CompleteBefore(pos.Seq)
+	n, err := s.positions.CompleteCovered(s.spool)
 	if err != nil {
-		return fmt.Errorf("httpwrite: resume from body %d: %w", pos.Seq, err)
+		return fmt.Errorf("httpwrite: resume from body %d: %w", s.positions.Resumed().Seq, err)
 	}
 	if n > 0 {
+		pos := s.positions.Resumed()
 		s.cfg.Logger.Info("httpwrite: resuming from a checkpoint's position", "body", pos.Seq, "particles_emitted", pos.K, "covered", n)
 	}
 	return nil
