@@ -8,7 +8,9 @@
 // manifests in a key-value bucket, one key per checkpoint, written only
 // once every snapshot it lists is stored: a checkpoint whose manifest
 // exists is complete. Both buckets are replicated as configured, so a
-// checkpoint outlives the server that took it.
+// checkpoint outlives the server that took it; while the servers elect
+// a new leader for a bucket whose leader stopped (seconds), requests time
+// out, and the caller makes them again.
 //
 // # What it is not
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -57,13 +58,31 @@ func TestStoreOutlivesAServer(t *testing.T) {
 
 	c.Stop(0)
 	c.WaitReady()
-	again, err := jetstreamstore.New(ctx, connect(t, c.URL()), cfg)
-	require.NoError(t, err)
-	m, err := checkpoint.Latest(ctx, again)
-	require.NoError(t, err)
+	// The buckets' streams elect new leaders when theirs was the server
+	// stopped: until then a request times out, and is made again.
+	js := connect(t, c.URL())
+	var (
+		m       checkpoint.Manifest
+		b       []byte
+		lastErr error
+	)
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		var again *jetstreamstore.Store
+		again, lastErr = jetstreamstore.New(ctx, js, cfg)
+		if lastErr == nil {
+			m, lastErr = checkpoint.Latest(ctx, again)
+		}
+		if lastErr == nil {
+			b, lastErr = again.Get(ctx, 1, "window/0")
+		}
+		if lastErr == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond) // waiting for an election, not timing
+	}
+	require.NoError(t, lastErr)
 	require.Equal(t, checkpoint.Manifest{ID: 1, Instances: []string{"window/0"}, Data: []byte("positions")}, m)
-	b, err := again.Get(ctx, 1, "window/0")
-	require.NoError(t, err)
 	require.Equal(t, big, b)
 }
 
