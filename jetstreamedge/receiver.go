@@ -53,6 +53,9 @@ type receiver struct {
 	// afterwards are acknowledged if the frontier saved is past them, and
 	// given back otherwise.
 	stopped bool
+	// ends marks the inputs whose end of stream was handed to the feed
+	// and has not failed.
+	ends map[int]bool
 }
 
 // inFlight is a message taken and not yet acknowledged.
@@ -60,12 +63,16 @@ type inFlight struct {
 	seq  uint64 // its stream sequence
 	data span   // where its data particles handed on lie
 	done bool   // the engine finished it
+	// end is one more than the input whose end of stream it carried, 0
+	// for none.
+	end int
 }
 
 func newReceiver(in *inlet, feed edge.Feed, c *catchUp) *receiver {
 	return &receiver{
 		in: in, feed: feed, c: c, wake: make(chan struct{}, 1),
 		seen: newIdentitySet(in.t.cfg.DedupWindow), pending: map[jetstream.Msg]*inFlight{}, failed: map[uint64]syncbuffer.Key{},
+		ends: map[int]bool{},
 	}
 }
 
@@ -83,10 +90,41 @@ func (r *receiver) receive(ctx context.Context, m jetstream.Msg) error {
 		r.forget(m)
 		return m.TermWithReason(err.Error())
 	}
+	if r.spareEnd() {
+		// Every copy of an upstream instance that ends sends its end of
+		// stream, and every copy of this unit, on each worker, needs one
+		// from each input to end; the copies that are not the unit's owner
+		// take theirs once it ended. Taken here, a second end would be
+		// acknowledged with the first, and another copy would never end.
+		t.stats.SpareEnds.Add(1)
+		r.forget(m)
+		return m.NakWithDelay(spareEndDelay)
+	}
 	ids := r.dropCopies(m)
 	err := r.feed.Deliver(ctx, &r.b, func(err error) { r.finished(m, ids, err) })
 	clear(r.b.Items)
 	return err
+}
+
+// spareEndDelay is how long an end of stream given back for another copy
+// of the unit waits before the server delivers it again: to this worker,
+// until the unit ended here and it unpinned the consumer.
+const spareEndDelay = time.Second
+
+// spareEnd reports whether r.b, just decoded, is an end of stream without
+// data from an input whose end the feed took already; otherwise, when it
+// carries an end, it marks the input's end taken.
+func (r *receiver) spareEnd() bool {
+	if !r.b.EOS {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ends[r.b.Input] && !slices.ContainsFunc(r.b.Items, func(it edge.Item) bool { return it.Particle.Meta == nil }) {
+		return true
+	}
+	r.ends[r.b.Input] = true
+	return false
 }
 
 // finished takes the engine's outcome of m.
@@ -113,6 +151,9 @@ func (r *receiver) finished(m jetstream.Msg, ids []identity, err error) {
 		r.seen.remove(ids)
 		if f.data.ok {
 			r.failed[f.seq] = f.data.first
+		}
+		if f.end > 0 {
+			delete(r.ends, f.end-1)
 		}
 	}
 	delete(r.pending, m)
@@ -195,6 +236,9 @@ func (r *receiver) dropCopies(m jetstream.Msg) []identity {
 		r.pending[m] = f
 	}
 	delete(r.failed, f.seq)
+	if r.b.EOS {
+		f.end = r.b.Input + 1
+	}
 	var added []identity
 	kept := r.b.Items[:0]
 	for _, it := range r.b.Items {

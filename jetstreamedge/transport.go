@@ -56,6 +56,9 @@ type Stats struct {
 	// sender and waited for it; GapsSkipped the times a receiver stopped
 	// waiting for missing messages.
 	HeldBack, GapsSkipped atomic.Uint64
+	// SpareEnds counts the ends of stream a unit's copy gave back for
+	// another copy, having taken one from the same input already.
+	SpareEnds atomic.Uint64
 }
 
 // Transport carries a pipeline's edges into bolt instances over one

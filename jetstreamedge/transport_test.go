@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -184,6 +185,47 @@ func TestAckOnlyAfterLocalCompletionAndDedup(t *testing.T) {
 	require.Equal(t, uint64(3), d.b.Items[0].Particle.Seq)
 	require.Equal(t, uint64(1), w.t.Stats().Duplicates.Load())
 	d.done(nil)
+}
+
+// Every copy of an upstream instance that ends sends an end of stream,
+// and every copy of a unit, one on each worker, needs one from each input
+// to end. The copy owning the unit takes one and gives the second back;
+// once the unit ended there, the copy on the other worker takes it and
+// ends too. Had the owner taken both, acknowledged together when it
+// ended, the other worker would never end (a cluster run whose worker
+// did not finish).
+func TestEveryCopyOfAnEndedUnitReceivesAnEnd(t *testing.T) {
+	c := natstest.StartCluster(t, 3)
+	cfg := jetstreamedge.Config{Pipeline: "ends", Replicas: 3, AckWait: time.Second, PinnedTTL: time.Second}
+	owner := newWorker(t, c, cfg)
+	var ended atomic.Bool
+	cfg.Owns = func(string, bool) bool { return ended.Load() }
+	other := newWorker(t, c, cfg)
+	send(t, owner, "room", 0, edge.Batch{EOS: true})
+	send(t, other, "room", 0, edge.Batch{EOS: true})
+
+	feed := &heldFeed{got: make(chan delivery)}
+	_, in, _ := owner.t.Edge("room", 0)
+	ctx, stop := context.WithCancelCause(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = in.Run(ctx, feed) })
+	d := receive(t, feed)
+	require.True(t, d.b.EOS)
+	require.Eventually(t, func() bool { return owner.t.Stats().SpareEnds.Load() > 0 }, 20*time.Second, 20*time.Millisecond,
+		"the second end of stream is given back")
+	// The instance ended.
+	d.done(nil)
+	stop(edge.ErrEnded)
+	wg.Wait()
+
+	ended.Store(true)
+	feed2 := &heldFeed{got: make(chan delivery)}
+	stop2 := runInlet(other, "room", 0, feed2)
+	defer stop2()
+	d = receive(t, feed2)
+	require.True(t, d.b.EOS, "the copy on the other worker ends too")
+	d.done(nil)
+	require.Eventually(t, func() bool { return ackPending(t, other, "ends", "room", 0) == 0 }, 10*time.Second, 20*time.Millisecond)
 }
 
 // A message a worker took and never finished is delivered to another
