@@ -100,7 +100,9 @@ func (p *Pipeline) setDefaults() {
 	if p.Live() {
 		// MQTT sources learn from acking when a message can no longer be
 		// lost.
-		if !p.ackingEnabledSet {
+		// Written only when it changes: a cluster's workers may build one
+		// pipeline at once.
+		if !p.ackingEnabledSet && !p.Acking.Enabled {
 			p.Acking.Enabled = true
 		}
 		if p.Acking.MaxPending == 0 {
