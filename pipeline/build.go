@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -29,6 +30,8 @@ type Options struct {
 	// Dir is the directory relative paths are resolved against. Defaults
 	// to the directory of the pipeline file.
 	Dir string
+	// Stdin is read by file sources reading "-". Defaults to os.Stdin.
+	Stdin io.Reader
 	// Stdout receives the output of sinks writing to "-". Defaults to
 	// os.Stdout.
 	Stdout io.Writer
@@ -74,13 +77,32 @@ type Options struct {
 	Worker string
 }
 
-// setDefaults fills in what depends on the whole pipeline: see
-// docs/pipelines.md.
+// setDefaults fills in what a pipeline made in Go may leave out, as a
+// file does (one instance, shuffle grouping), and what depends on the
+// whole pipeline: see docs/pipelines.md.
 func (p *Pipeline) setDefaults() {
+	for i := range p.Sources {
+		if p.Sources[i].Parallelism == 0 {
+			p.Sources[i].Parallelism = 1
+		}
+	}
+	for i := range p.Bolts {
+		b := &p.Bolts[i]
+		if b.Parallelism == 0 {
+			b.Parallelism = 1
+		}
+		for j := range b.Inputs {
+			if b.Inputs[j].Grouping == "" {
+				b.Inputs[j].Grouping = "shuffle"
+			}
+		}
+	}
 	if p.Live() {
 		// MQTT sources learn from acking when a message can no longer be
 		// lost.
-		if !p.ackingEnabledSet {
+		// Written only when it changes: a cluster's workers may build one
+		// pipeline at once.
+		if !p.ackingEnabledSet && !p.Acking.Enabled {
 			p.Acking.Enabled = true
 		}
 		if p.Acking.MaxPending == 0 {
@@ -99,6 +121,9 @@ func (p *Pipeline) Check(dir string) error {
 	var errs []error
 	check := func(paths []string, what string, at pos) {
 		for _, path := range paths {
+			if path == "-" {
+				continue
+			}
 			f, err := os.Open(resolve(dir, path))
 			if err != nil {
 				errs = append(errs, &Error{File: p.File, Line: at.line, Column: at.col, Err: fmt.Errorf("%s: %w", what, err)})
@@ -303,8 +328,10 @@ func (b *Built) Run(ctx context.Context) error {
 
 // Build checks the files and returns the pipeline's topology, ready to
 // Run. Sinks writing to files open them here; Run closes them. Nothing
-// connects to an MQTT broker before Run.
+// connects to an MQTT broker before Run. A pipeline made in Go rather
+// than parsed gets the defaults Parse gives, filled in here.
 func (p *Pipeline) Build(opts Options) (*Built, error) {
+	p.setDefaults()
 	opts.Dir = p.dir(opts.Dir)
 	if err := p.Check(opts.Dir); err != nil {
 		return nil, err
@@ -313,6 +340,9 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 		if err := p.CheckCluster(); err != nil {
 			return nil, err
 		}
+	}
+	if opts.Stdin == nil {
+		opts.Stdin = os.Stdin
 	}
 	if opts.Stdout == nil {
 		opts.Stdout = os.Stdout
@@ -335,11 +365,7 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 		}
 		cfg.Checkpoints = topology.CheckpointConfig{Store: store, Interval: p.Checkpoints.Interval}
 	}
-	topo, err := topology.New(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("pipeline: %w", err)
-	}
-	built := &Built{topo: topo, replays: map[string][]*replay.Source{}, tables: map[string]*postgres.Sink{},
+	built := &Built{replays: map[string][]*replay.Source{}, tables: map[string]*postgres.Sink{},
 		instances: map[string][]any{}, sinks: map[string]operation.Operation{}}
 	// env.opened is what a failed build closes: MQTT sources (their
 	// spools) and sink files.
@@ -350,6 +376,11 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 		}
 		return nil, err
 	}
+	type source struct {
+		factory topology.SourceFactory
+		cfg     topology.SourceConfig
+	}
+	sources := make([]source, len(p.Sources))
 	for i := range p.Sources {
 		s := &p.Sources[i]
 		t, _ := sourceTypes.get(s.Type)
@@ -366,7 +397,20 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 			inner, name := factory, s.Name
 			factory = func(i int) topology.Source { return lease(name, i, inner(i)) }
 		}
-		topo.AddSource(s.Name, factory, scfg)
+		sources[i] = source{factory, scfg}
+	}
+	if replays := slices.Collect(maps.Values(built.replays)); len(replays) == 1 && len(replays[0]) == 1 && opts.Lease == nil {
+		// A replay that paces itself is its run's stream clock: windows
+		// close at its pace, between its records too.
+		cfg.Clock = replays[0][0]
+	}
+	topo, err := topology.New(cfg)
+	if err != nil {
+		return fail(fmt.Errorf("pipeline: %w", err))
+	}
+	built.topo = topo
+	for i, s := range sources {
+		topo.AddSource(p.Sources[i].Name, s.factory, s.cfg)
 	}
 	for _, b := range p.Bolts {
 		f := b.factory

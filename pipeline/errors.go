@@ -10,7 +10,8 @@ var ErrInvalid = errors.New("pipeline: invalid pipeline")
 
 // Error is a problem at a place in a pipeline file.
 type Error struct {
-	// File is the file's name as given to Parse.
+	// File is the file's name as given to Parse; empty for a pipeline
+	// made in Go.
 	File string
 	// Line and Column are one-based; zero when unknown.
 	Line, Column int
@@ -18,8 +19,12 @@ type Error struct {
 	Err error
 }
 
-// Error implements error.
+// Error implements error. A pipeline made in Go has no file: its
+// errors name the component only.
 func (e *Error) Error() string {
+	if e.File == "" {
+		return e.Err.Error()
+	}
 	return fmt.Sprintf("%s:%d:%d: %v", e.File, e.Line, e.Column, e.Err)
 }
 

@@ -2,6 +2,8 @@ package pipeline
 
 import (
 	"io"
+	"slices"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -16,7 +18,7 @@ import (
 var fileSourceType = sourceType{
 	decode: func(d *decoder, n *yaml.Node, what string, s *Source) { s.File = d.fileSource(n, what) },
 	build: func(s *Source, env *buildEnv, _ *topology.SourceConfig) (topology.SourceFactory, error) {
-		return fileSource(s, env.opts.Dir, env.built)
+		return fileSource(s, env.opts, env.built)
 	},
 }
 
@@ -31,7 +33,8 @@ var fileSinkType = sinkType{
 
 // openFileSink returns the sink of s and what to close if the build fails:
 // for "-" a sink on standard output (never closed), else a sink on the
-// file, created, and truncated at its first write unless a restore from a
+// file, created, and truncated at its first write, or with Append added
+// to after cutting a torn last line off, unless a restore from a
 // checkpoint came first. On a cluster, it writes the file of this worker
 // (workerPath) and appends to it: a worker started again under the same
 // name goes on with its file, and no worker truncates another's.
@@ -40,7 +43,7 @@ func openFileSink(s *Sink, name string, opts Options) (operation.Operation, io.C
 	if path == "-" {
 		return file.NewSink(opts.Stdout, s.Precision), nil, nil
 	}
-	cfg := file.SinkConfig{Precision: s.Precision}
+	cfg := file.SinkConfig{Precision: s.Precision, Append: s.Append, Logger: opts.Logger}
 	if opts.Cluster != "" && opts.Worker != "" {
 		path, cfg.Append = workerPath(path, opts.Worker), true
 		if opts.Logger != nil {
@@ -55,7 +58,7 @@ func openFileSink(s *Sink, name string, opts Options) (operation.Operation, io.C
 }
 
 func (d *decoder) fileSource(n *yaml.Node, what string) *FileSource {
-	m := d.mapping(n, what+": file", "paths", "format", "precision", "max_line_length", "speed")
+	m := d.mapping(n, what+": file", "paths", "format", "precision", "max_line_length", "speed", "from", "to", "loop", "concat", "future_bound")
 	if m == nil {
 		return nil
 	}
@@ -96,35 +99,71 @@ func (d *decoder) fileSource(n *yaml.Node, what string) *FileSource {
 			f.Speed = sp
 		}
 	}
+	f.From = d.instant(m["from"], what+": file: from")
+	f.To = d.instant(m["to"], what+": file: to")
+	if !f.From.IsZero() && !f.To.IsZero() && !f.From.Before(f.To) {
+		d.fail(m["to"], "%s: file: to %s is not after from %s", what, f.To.Format(time.RFC3339Nano), f.From.Format(time.RFC3339Nano))
+	}
+	if v := m["loop"]; v != nil {
+		f.Loop = d.bool(v, what+": file: loop")
+	}
+	if v := m["concat"]; v != nil {
+		f.Concat = d.bool(v, what+": file: concat")
+	}
+	if v := m["future_bound"]; v != nil {
+		f.FutureBound = d.duration(v, what+": file: future_bound", true)
+	}
+	if f.Loop && slices.Contains(f.Paths, "-") {
+		d.fail(m["loop"], "%s: file: loop cannot replay standard input (-) again", what)
+	}
 	return f
 }
 
-// fileSource returns the factory of a source replaying recordings, which
-// keeps the sources it makes in built.
-func fileSource(s *Source, dir string, built *Built) (topology.SourceFactory, error) {
-	cfg := replay.Config{Speed: s.File.Speed, Concat: len(s.File.Paths) == 1}
-	for _, path := range s.File.Paths {
-		path = resolve(dir, path)
-		format := s.File.Format
-		if s.File.MaxLineLength != 0 {
-			f := file.Detect(path)
-			if format != nil {
-				f = *format
+// instant parses a bound of a replayed range (replay.ParseInstant); n
+// may be nil, for the zero time.
+func (d *decoder) instant(n *yaml.Node, what string) time.Time {
+	if n == nil {
+		return time.Time{}
+	}
+	t, err := replay.ParseInstant(n.Value)
+	if n.Kind != yaml.ScalarNode || err != nil {
+		d.fail(n, "%s: %v", what, err)
+	}
+	return t
+}
+
+// fileSource returns the factory of a source replaying recordings, whose
+// instances it makes and keeps in built.
+func fileSource(s *Source, opts Options, built *Built) (topology.SourceFactory, error) {
+	f := s.File
+	cfg := replay.Config{Speed: f.Speed, From: f.From, To: f.To, Loop: f.Loop, Concat: f.Concat || len(f.Paths) == 1, FutureBound: f.FutureBound}
+	for i, path := range f.Paths {
+		in := replay.Input{Path: resolve(opts.Dir, path), Format: f.Format}
+		switch {
+		case f.Formats != nil:
+			in.Format = &f.Formats[i]
+		case f.MaxLineLength != 0:
+			format := file.Detect(in.Path)
+			if f.Format != nil {
+				format = *f.Format
 			}
-			f.MaxLineLength = s.File.MaxLineLength
-			format = &f
+			format.MaxLineLength = f.MaxLineLength
+			in.Format = &format
 		}
-		cfg.Inputs = append(cfg.Inputs, replay.Input{Path: path, Format: format})
+		if path == "-" {
+			in.Reader = opts.Stdin
+		}
+		cfg.Inputs = append(cfg.Inputs, in)
 	}
-	if _, err := replay.New(cfg); err != nil {
-		return nil, err
-	}
-	return func(i int) topology.Source {
-		src := accepted(replay.New(cfg))
-		built.mu.Lock()
-		built.replays[s.Name] = append(built.replays[s.Name], src)
-		built.mu.Unlock()
+	srcs := make([]*replay.Source, s.Parallelism)
+	for i := range srcs {
+		src, err := replay.New(cfg)
+		if err != nil {
+			return nil, err
+		}
+		srcs[i] = src
 		built.addInstance(s.Name, i, src)
-		return src
-	}, nil
+	}
+	built.replays[s.Name] = srcs
+	return func(i int) topology.Source { return srcs[i] }, nil
 }

@@ -206,6 +206,15 @@ func (d *decoder) posInt(n *yaml.Node, what string, most int) int {
 	return v
 }
 
+// bool parses true or false.
+func (d *decoder) bool(n *yaml.Node, what string) bool {
+	b, err := strconv.ParseBool(n.Value)
+	if n.Kind != yaml.ScalarNode || err != nil {
+		d.fail(n, "%s: want true or false, got %s", what, kind(n))
+	}
+	return b
+}
+
 // duration parses a Go duration such as 5s or 10m; negative values are
 // allowed only where allowNegative says so (for "disabled").
 func (d *decoder) duration(n *yaml.Node, what string, allowNegative bool) time.Duration {
@@ -224,11 +233,7 @@ func (d *decoder) acking(n *yaml.Node, p *Pipeline) {
 	}
 	a := &p.Acking
 	if v := m["enabled"]; v != nil {
-		b, err := strconv.ParseBool(v.Value)
-		if err != nil {
-			d.fail(v, "acking: enabled: want true or false, got %s", kind(v))
-		}
-		a.Enabled = b
+		a.Enabled = d.bool(v, "acking: enabled")
 		p.ackingEnabledSet = true
 	}
 	if v := m["max_pending"]; v != nil {
@@ -394,7 +399,7 @@ func (d *decoder) input(n *yaml.Node, what string) Input {
 
 func (d *decoder) sink(n *yaml.Node, what, name string) *Sink {
 	types := SinkTypes()
-	m := d.mapping(n, what+": sink", append([]string{"precision"}, types...)...)
+	m := d.mapping(n, what+": sink", append([]string{"precision", "append"}, types...)...)
 	if m == nil {
 		return nil
 	}
@@ -422,6 +427,12 @@ func (d *decoder) sink(n *yaml.Node, what, name string) *Sink {
 		t.decode(d, m[s.Type], what, name, prec, s)
 	default:
 		d.fail(n, "%s: sink: set one type, not %s (add a bolt for each other)", what, oneOf(given, "and"))
+	}
+	if v := m["append"]; v != nil {
+		s.Append = d.bool(v, what+": sink: append")
+		if s.Type != "file" || s.File == "-" {
+			d.fail(v, "%s: sink: append applies to a file sink writing a file", what)
+		}
 	}
 	return s
 }

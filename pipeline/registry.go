@@ -126,7 +126,7 @@ var (
 		builtin[sourceType]{"mqtt", mqttSourceType},
 		builtin[sourceType]{"http", httpSourceType},
 	)
-	sinkTypes = newRegistry("sink type", []string{"precision"},
+	sinkTypes = newRegistry("sink type", []string{"precision", "append"},
 		builtin[sinkType]{"file", fileSinkType},
 		builtin[sinkType]{"mqtt", mqttSinkType},
 		builtin[sinkType]{"postgres", postgresSinkType},
@@ -188,8 +188,8 @@ func RegisterSource[C any](name string, newSource func(C) (topology.Source, erro
 // the bolt's instances share, when the pipeline is built. If *C has a
 // method Validate() error, parsing calls it. A sink that is an io.Closer
 // is closed once, after the last instance. RegisterSink panics if name is
-// empty, taken, or precision; call it before parsing, as from an init
-// function.
+// empty, taken, precision or append; call it before parsing, as from an
+// init function.
 func RegisterSink[C any](name string, newSink func(C) (operation.Operation, error)) {
 	sinkTypes.add("RegisterSink", name, sinkType{
 		decode: func(d *decoder, n *yaml.Node, what, _ string, prec *particle.Precision, s *Sink) {

@@ -68,14 +68,33 @@ type Source struct {
 
 // FileSource replays recordings: several files are merged by event time.
 type FileSource struct {
+	// Paths are the files; "-" is Options.Stdin, which is read once and
+	// cannot Loop.
 	Paths []string
 	// Format is the files' format. Defaults to file.Detect of each path.
 	Format *file.Format
 	// MaxLineLength, when not zero, replaces the Format's.
 	MaxLineLength int
+	// Formats, when not nil, are the formats of Paths one by one, in
+	// place of Format and MaxLineLength: for a program that detects and
+	// adjusts the format of each file (sensorstorm replay's flags do).
+	// Pipeline files give Format.
+	Formats []file.Format
 	// Speed is the replay speed. Defaults to replay.Max.
 	Speed replay.Speed
-	pos   map[string]pos
+	// From and To bound the records replayed to event times in [From, To)
+	// (replay.Config); the zero time leaves that end open.
+	From, To time.Time
+	// Loop replays the files again and again, moving event time forward
+	// at each pass (replay.Config.Loop), until the run is stopped.
+	Loop bool
+	// Concat reads the files one after the other instead of merging them
+	// by event time.
+	Concat bool
+	// FutureBound is how far a record may jump ahead of the newest one
+	// replayed before it is a wild timestamp (replay.Config.FutureBound).
+	FutureBound time.Duration
+	pos         map[string]pos
 }
 
 // Bolt is a bolt of a pipeline: an operation or a sink.
@@ -122,6 +141,9 @@ type Sink struct {
 	File string
 	// Precision is the timestamps' unit.
 	Precision particle.Precision
+	// Append makes a file sink add to the end of its file, after cutting
+	// a torn last line off, instead of replacing it.
+	Append bool
 	// MQTT is set for sinks publishing to an MQTT broker, with paths as
 	// in the file.
 	MQTT *mqtt.SinkConfig

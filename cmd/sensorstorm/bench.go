@@ -18,6 +18,7 @@ import (
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt"
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
+	"github.com/sensorstorm/sensorstorm/pipeline"
 	"github.com/sensorstorm/sensorstorm/syncbuffer"
 	"github.com/sensorstorm/sensorstorm/topology"
 )
@@ -229,7 +230,7 @@ func benchIngest(ctx context.Context, logger *slog.Logger, url, topic string, n,
 	defer forgetSession(url, id)
 	t, err := topology.New(topology.Config{
 		Logger:       logger,
-		Acking:       topology.AckingConfig{Enabled: true, MaxPending: ingestMaxPending},
+		Acking:       topology.AckingConfig{Enabled: true, MaxPending: pipeline.DefaultMQTTMaxPending},
 		DrainTimeout: window + 10*time.Second,
 	})
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sensorstorm/sensorstorm/connectors/file"
+	replaysrc "github.com/sensorstorm/sensorstorm/connectors/replay"
 )
 
 // runCmd runs a command line with stdin and returns its exit code, stdout
@@ -197,7 +198,7 @@ func FuzzFlagValues(f *testing.F) {
 		}
 		var d time.Duration
 		_ = (*durationFlag)(&d).Set(s)
-		_, _ = parseInstant(s)
+		_, _ = replaysrc.ParseInstant(s)
 		var tags tagFlag
 		if tags.Set(s) == nil {
 			require.Equal(t, s, tags.String())

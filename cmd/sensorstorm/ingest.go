@@ -14,21 +14,14 @@ import (
 
 	"github.com/sensorstorm/sensorstorm/connectors/file"
 	"github.com/sensorstorm/sensorstorm/connectors/httpwrite"
-	"github.com/sensorstorm/sensorstorm/connectors/influxdb"
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt"
 	"github.com/sensorstorm/sensorstorm/metrics"
-	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
+	"github.com/sensorstorm/sensorstorm/pipeline"
 	"github.com/sensorstorm/sensorstorm/spool"
 	"github.com/sensorstorm/sensorstorm/statuspage"
 	"github.com/sensorstorm/sensorstorm/syncbuffer"
-	"github.com/sensorstorm/sensorstorm/topology"
 )
-
-// ingestMaxPending bounds the trees in flight: with a 1s window, a second
-// of messages is pending, and the engine's default would cap the rate at
-// 16k messages a second.
-const ingestMaxPending = 1 << 18
 
 // stringsFlag is a flag that may be given several times.
 type stringsFlag []string
@@ -142,11 +135,8 @@ func ingest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code, ok := f.status.check(c); !ok {
 		return code
 	}
-	if code := f.influx.check(c); code != 0 {
+	if code := f.influx.check(c, f.src.Payload.Precision); code != 0 {
 		return code
-	}
-	if f.src.Password == "" {
-		f.src.Password = os.Getenv("SENSORSTORM_MQTT_PASSWORD")
 	}
 	if f.http.Token == "" {
 		f.http.Token = os.Getenv("SENSORSTORM_HTTP_TOKEN")
@@ -189,113 +179,49 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 	if f.publish != "" && len(f.src.Brokers) == 0 {
 		return exitUsage, errors.New("--publish needs --broker")
 	}
-	var src *mqtt.Source
-	if len(f.src.Brokers) > 0 {
-		f.src.Logger = logger
-		f.src.Spool.Logger = logger
-		var err error
-		if src, err = mqtt.NewSource(f.src); err != nil {
-			return exitUsage, err
-		}
-	}
-	var hsrc *httpwrite.Source
 	if f.http.Addr != "" {
 		// A spool of its own: a directory belongs to one spool.
 		f.http.StateDir = filepath.Join(f.src.StateDir, "http")
 		f.http.Spool.Repair = f.src.Spool.Repair
-		f.http.Logger = logger
-		f.http.Spool.Logger = logger
-		var err error
-		if hsrc, err = httpwrite.NewSource(f.http); err != nil {
-			return exitUsage, err
-		}
 	}
-	out, written, err := f.influx.sink(f.src.Payload.Precision, logger, func() (writtenSink, error) {
-		if st, err := os.Stat(f.out); err == nil && st.Mode().IsRegular() && st.Size() > 0 && !f.appendOut {
-			// A restart without --append would lose what an earlier run
-			// wrote and acknowledged: say so where it shows.
-			logger.Warn("replacing the output of an earlier run; --append adds to it instead", "out", f.out, "bytes", st.Size())
+	if st, err := os.Stat(f.out); err == nil && st.Mode().IsRegular() && st.Size() > 0 && !f.appendOut && f.influx.url == "" {
+		// A restart without --append would lose what an earlier run
+		// wrote and acknowledged: say so where it shows.
+		logger.Warn("replacing the output of an earlier run; --append adds to it instead", "out", f.out, "bytes", st.Size())
+	}
+	var record string
+	if f.record != "" {
+		if err := os.MkdirAll(f.record, 0o755); err != nil {
+			return exitError, err
 		}
-		return openSink(f.out, f.appendOut, stdout, f.src.Payload.Precision, logger)
-	})
-	if errors.Is(err, influxdb.ErrInvalidConfig) {
-		return exitUsage, fmt.Errorf("--influx-out: %w", err)
-	} else if err != nil {
-		return exitError, err
+		record = filepath.Join(f.record, "ingest-"+time.Now().UTC().Format("20060102T150405Z")+".lp")
 	}
 	dead, err := openDeadLetters(f.deadLetter, logger, giveUp)
 	if err != nil {
 		return exitError, err
 	}
 	tap := f.status.tap()
-	t, err := topology.New(topology.Config{
-		Logger:      logger,
-		DeadLetters: tap.DeadLetters(dead),
-		Acking:      topology.AckingConfig{Enabled: true, MaxPending: ingestMaxPending},
-	})
+	p := f.pipeline(record, logger, giveUp)
+	t, err := p.Build(pipeline.Options{Stdout: stdout, Logger: logger, DeadLetters: tap.DeadLetters(dead), WrapSource: tap.Source})
 	if err != nil {
-		return exitError, err
-	}
-	var inputs []string
-	// instances are those of the components, for the status page.
-	instances := map[string][]any{}
-	if src != nil {
-		t.AddSource("mqtt", tap.Source(topology.Single(src)), topology.SourceConfig{})
-		inputs = append(inputs, "mqtt")
-		instances["mqtt"] = []any{src}
-	}
-	if hsrc != nil {
-		t.AddSource("http", tap.Source(topology.Single(hsrc)), topology.SourceConfig{})
-		inputs = append(inputs, "http")
-		instances["http"] = []any{hsrc}
-	}
-	buf := syncbuffer.Config{Window: f.window, IdleTimeout: f.idle, Late: f.late}
-	addBolt := func(name string, op operation.Operation) {
-		b := t.AddBolt(name, operation.Stateless(op), topology.BoltConfig{Buffer: buf})
-		for _, in := range inputs {
-			b.Input(in, topology.Global())
-		}
-	}
-	addBolt("out", out)
-	if f.publish != "" {
-		sink, err := mqtt.NewSink(mqtt.SinkConfig{
-			ConnConfig: mqtt.ConnConfig{
-				Brokers: f.src.Brokers, ClientID: f.src.ClientID + "-pub", Username: f.src.Username, Password: f.src.Password,
-				TLS: f.src.TLS, KeepAlive: f.src.KeepAlive, MaxReconnectInterval: f.src.MaxReconnectInterval,
-				MaxTakeovers: f.src.MaxTakeovers, Logger: logger, OnGiveUp: giveUp,
-			},
-			Topic:     f.publish,
-			Precision: f.src.Payload.Precision,
-		})
-		if err != nil {
+		dead.Close()
+		if buildUsage(err) {
 			return exitUsage, err
 		}
-		addBolt("publish", sink)
-		instances["publish"] = []any{sink}
+		return exitError, err
 	}
-	if f.record != "" {
-		if err := os.MkdirAll(f.record, 0o755); err != nil {
-			return exitError, err
-		}
-		path := filepath.Join(f.record, "ingest-"+time.Now().UTC().Format("20060102T150405Z")+".lp")
-		rec, err := openSink(path, false, nil, particle.Nanosecond, logger)
-		if err != nil {
-			return exitError, err
-		}
-		addBolt("record", rec)
+	var src *mqtt.Source
+	if inst := t.Instances("mqtt"); len(inst) > 0 {
+		src = inst[0].(*mqtt.Source)
 	}
-
-	// The HTTP source is checked at run time: it may or may not report a
-	// backlog of its own.
-	backlogs := map[string]metrics.Backlogged{}
-	if src != nil {
-		backlogs["mqtt"] = src
+	var hsrc *httpwrite.Source
+	if inst := t.Instances("http"); len(inst) > 0 {
+		hsrc = inst[0].(*httpwrite.Source)
 	}
-	if b, ok := any(hsrc).(metrics.Backlogged); ok && hsrc != nil {
-		backlogs["http"] = b
-	}
+	out := t.Instances("out")[0]
+	backlogs := pipelineBacklogs(p, t)
 	page := statuspage.Config{Topology: t, Title: strings.Join(append([]string{"ingest"}, f.src.Topics...), " "), Tap: tap, Logger: logger,
-		Metrics: metricsRegistry(t, metrics.NewBacklogs(backlogs, nil)), Instances: staticInstances(instances)}
+		Metrics: metricsRegistry(t, metrics.NewBacklogs(backlogs, nil)), Instances: t.Instances}
 	stopStatus, err := serveStatus(f.status.addr, page, func(url string) { logger.Info("serving the status page", "url", url) })
 	if err != nil {
 		return exitError, err
@@ -309,13 +235,13 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 	var emitted uint64
 	if src != nil {
 		st := src.Stats()
-		attrs := []slog.Attr{slog.Uint64("messages", st.Received.Load()), slog.Uint64("written", written()),
+		attrs := []slog.Attr{slog.Uint64("messages", st.Received.Load()), slog.Uint64("written", written(out)),
 			slog.Uint64("recovered", st.Recovered.Load()), slog.Uint64("redelivered", st.Redelivered.Load()), slog.Uint64("copies", st.Copies.Load()),
 			slog.Uint64("acked", st.Acked.Load()), slog.Uint64("failed", st.Failed.Load()),
 			slog.Int64("reconnects", max(int64(st.Connects.Load())-1, 0))}
-		attrs = append(attrs, backlogAttrs(src)...)
+		attrs = append(attrs, backlogAttrs(backlogs["mqtt"])...)
 		report.line("ingest", append(attrs, slog.Duration("elapsed", elapsed))...)
-		writeBacklogKept(report, "ingest: mqtt", src, f.src.StateDir)
+		writeBacklogKept(report, "ingest: mqtt", backlogs["mqtt"], f.src.StateDir)
 	}
 	if hsrc != nil {
 		st := hsrc.Stats()
@@ -323,20 +249,15 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 			slog.Uint64("bytes", st.Bytes.Load()), slog.Uint64("points", st.Emitted.Load()), slog.Uint64("invalid", st.Invalid.Load()),
 			slog.Uint64("recovered", st.Recovered.Load()),
 			slog.Uint64("refused", st.BadRequests.Load()+st.Unauthorized.Load()+st.TooLarge.Load()+st.Unavailable.Load()),
-			slog.Uint64("written", written())}
-		b, ok := backlogs["http"]
-		if ok {
-			attrs = append(attrs, backlogAttrs(b)...)
-		}
+			slog.Uint64("written", written(out))}
+		attrs = append(attrs, backlogAttrs(backlogs["http"])...)
 		report.line("ingest: http", append(attrs, slog.Duration("elapsed", elapsed))...)
-		if ok {
-			writeBacklogKept(report, "ingest: http", b, f.http.StateDir)
-		}
+		writeBacklogKept(report, "ingest: http", backlogs["http"], f.http.StateDir)
 	}
-	for _, in := range inputs {
+	for _, in := range p.Sources {
 		// The engine's count: it rejects particles beyond the future bound
 		// that the source counted as emitted.
-		emitted += sum.addSource(t.Stats(in))
+		emitted += sum.addSource(t.Stats(in.Name))
 	}
 	sum.addRefused(t.Stats, t.Components())
 	code := exitOK
@@ -362,4 +283,43 @@ func runIngest(ctx context.Context, f *ingestFlags, stdout, stderr io.Writer, lo
 	}
 	sum.addBolt(emitted, t.Stats("out"))
 	return sum.write(report, code), err
+}
+
+// pipeline returns the topology of ingest: the MQTT and HTTP sources
+// given, into the output and, with --publish and --record, into an MQTT
+// sink and a recording at record. giveUp stops the run when the
+// publishing sink's connection is refused for good.
+func (f *ingestFlags) pipeline(record string, logger *slog.Logger, giveUp func(error)) *pipeline.Pipeline {
+	p := &pipeline.Pipeline{}
+	if len(f.src.Brokers) > 0 {
+		p.Sources = append(p.Sources, pipeline.Source{Name: "mqtt", Type: "mqtt", MQTT: &f.src})
+	}
+	if f.http.Addr != "" {
+		p.Sources = append(p.Sources, pipeline.Source{Name: "http", Type: "http", HTTP: &f.http})
+	}
+	prec := f.src.Payload.Precision
+	addBolt := func(name string, sink *pipeline.Sink) {
+		b := pipeline.Bolt{Name: name, Sink: sink, Buffer: syncbuffer.Config{Window: f.window, IdleTimeout: f.idle, Late: f.late}}
+		for _, s := range p.Sources {
+			b.Inputs = append(b.Inputs, pipeline.Input{From: s.Name, Grouping: "global"})
+		}
+		p.Bolts = append(p.Bolts, b)
+	}
+	addBolt("out", f.influx.output(f.out, f.appendOut, prec, logger))
+	if f.publish != "" {
+		c := &f.src
+		addBolt("publish", &pipeline.Sink{Type: "mqtt", Precision: prec, MQTT: &mqtt.SinkConfig{
+			ConnConfig: mqtt.ConnConfig{
+				Brokers: c.Brokers, ClientID: c.ClientID + "-pub", Username: c.Username, Password: c.Password,
+				TLS: c.TLS, KeepAlive: c.KeepAlive, MaxReconnectInterval: c.MaxReconnectInterval,
+				MaxTakeovers: c.MaxTakeovers, OnGiveUp: giveUp,
+			},
+			Topic:     f.publish,
+			Precision: prec,
+		}})
+	}
+	if record != "" {
+		addBolt("record", &pipeline.Sink{Type: "file", File: record, Precision: particle.Nanosecond})
+	}
+	return p
 }

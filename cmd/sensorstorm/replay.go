@@ -5,19 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/sensorstorm/sensorstorm/connectors/file"
-	"github.com/sensorstorm/sensorstorm/connectors/influxdb"
 	replaysrc "github.com/sensorstorm/sensorstorm/connectors/replay"
 	"github.com/sensorstorm/sensorstorm/httpguard"
-	"github.com/sensorstorm/sensorstorm/operation"
-	"github.com/sensorstorm/sensorstorm/particle"
+	"github.com/sensorstorm/sensorstorm/pipeline"
 	"github.com/sensorstorm/sensorstorm/statuspage"
 	"github.com/sensorstorm/sensorstorm/syncbuffer"
 	"github.com/sensorstorm/sensorstorm/topology"
@@ -122,7 +120,7 @@ func parseReplay(args []string, stdout, stderr io.Writer) (*cli, *replayOptions,
 	if code, ok := o.status.check(c); !ok {
 		return nil, nil, code, false
 	}
-	if code := o.influx.check(c); code != 0 {
+	if code := o.influx.check(c, o.format.precision); code != 0 {
 		return nil, nil, code, false
 	}
 	return c, o, exitOK, true
@@ -138,49 +136,19 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintln(stderr, "sensorstorm:", err)
 		return code
 	}
-	cfg := replaysrc.Config{Speed: o.speed, From: o.from.t, To: o.to.t, Loop: o.loop, Concat: o.concat, FutureBound: o.future}
-	for _, path := range o.files {
+	formats := make([]file.Format, len(o.files))
+	for i, path := range o.files {
 		f, err := o.format.formatFor(path)
 		if err != nil {
 			return c.usageError("%v", err)
 		}
-		in := replaysrc.Input{Path: path, Format: &f}
-		if path == "-" {
-			in.Reader = stdin
-		}
-		cfg.Inputs = append(cfg.Inputs, in)
-	}
-	src, err := replaysrc.New(cfg)
-	if err != nil {
-		return c.usageError("%v", err)
-	}
-	for _, path := range o.files {
-		if path == "-" {
-			continue
-		}
-		if _, err := os.Stat(path); err != nil {
-			return fail(exitError, err)
-		}
+		formats[i] = f
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	term := newTerminal(stderr, o.quiet, slices.Contains(o.files, "-"))
 	logger, logs := c.log.logger(term.logWriter())
 	report := c.log.reporter(term.logWriter())
-	out, _, err := o.influx.sink(o.format.precision, logger, func() (writtenSink, error) {
-		return openSink(o.out, o.appendOut, stdout, o.format.precision, logger)
-	})
-	if errors.Is(err, influxdb.ErrInvalidConfig) {
-		return c.usageError("--influx-out: %v", err)
-	} else if err != nil {
-		return fail(exitError, err)
-	}
-	var late *file.Sink
-	if o.late == syncbuffer.LateSide {
-		if late, err = openSink(o.lateOut, o.appendOut, stdout, o.format.precision, logger); err != nil {
-			return fail(exitError, err)
-		}
-	}
 
 	ctx, stopDead := context.WithCancelCause(ctx)
 	defer stopDead(nil)
@@ -189,24 +157,17 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return fail(exitError, err)
 	}
 	tap := o.status.tap()
-	t, err := topology.New(topology.Config{
-		Logger:      logger,
-		DeadLetters: tap.DeadLetters(dead),
-		Replay:      true,
-		Clock:       src,
+	t, err := o.pipeline(formats, logger).Build(pipeline.Options{
+		Stdin: stdin, Stdout: stdout, Logger: logger, DeadLetters: tap.DeadLetters(dead), WrapSource: tap.Source,
 	})
 	if err != nil {
+		dead.Close()
+		if buildUsage(err) {
+			return c.usageError("%v", err)
+		}
 		return fail(exitError, err)
 	}
-	t.AddSource("replay", tap.Source(topology.Single(src)), topology.SourceConfig{})
-	t.AddBolt("out", operation.Stateless(out), topology.BoltConfig{
-		Buffer: syncbuffer.Config{Window: o.window, Late: o.late},
-	}).Input("replay", topology.Global())
-	if late != nil {
-		t.AddBolt("late", operation.Stateless(late), topology.BoltConfig{
-			Buffer: syncbuffer.Config{Late: syncbuffer.LatePass},
-		}).InputStream("out", topology.LateStream, topology.Global())
-	}
+	src := t.Instances("replay")[0].(*replaysrc.Source)
 
 	control := httpguard.Protect(replaysrc.Handler(src), o.allowHosts...)
 	stopControl, err := serveControl(o.control, control, report, logger)
@@ -252,6 +213,36 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	return sum.write(report, code)
 }
 
+// pipeline returns the topology of a replay: the files, merged, into a
+// sink, with a second for late particles if they go aside.
+func (o *replayOptions) pipeline(formats []file.Format, logger *slog.Logger) *pipeline.Pipeline {
+	p := &pipeline.Pipeline{
+		Sources: []pipeline.Source{{Name: "replay", Type: "file", File: &pipeline.FileSource{
+			Paths: o.files, Formats: formats, Speed: o.speed, From: o.from.t, To: o.to.t, Loop: o.loop, Concat: o.concat, FutureBound: o.future,
+		}}},
+		Bolts: []pipeline.Bolt{{
+			Name: "out", Inputs: []pipeline.Input{{From: "replay", Grouping: "global"}},
+			Buffer: syncbuffer.Config{Window: o.window, Late: o.late},
+			Sink:   o.influx.output(o.out, o.appendOut, o.format.precision, logger),
+		}},
+	}
+	if o.late == syncbuffer.LateSide {
+		p.Bolts = append(p.Bolts, pipeline.Bolt{
+			Name: "late", Inputs: []pipeline.Input{{From: "out", Stream: topology.LateStream, Grouping: "global"}},
+			Buffer: syncbuffer.Config{Late: syncbuffer.LatePass},
+			Sink:   &pipeline.Sink{Type: "file", File: o.lateOut, Append: o.appendOut, Precision: o.format.precision},
+		})
+	}
+	return p
+}
+
+// buildUsage tells whether err, of Pipeline.Build, is the flags' fault
+// (a configuration a source refused) rather than a file's.
+func buildUsage(err error) bool {
+	_, ok := errors.AsType[*fs.PathError](err)
+	return !ok
+}
+
 // unreplayed returns how many records the replay read but neither emitted
 // nor set aside: those read ahead of a replay stopped early.
 func unreplayed(st replaysrc.Status) uint64 {
@@ -270,15 +261,4 @@ func serveControl(addr string, h http.Handler, report reporter, logger *slog.Log
 	}
 	report.prose(fmt.Sprintf("replay: control on http://%s (POST /speed?factor=F|max, /pause, /resume; GET /status)", bound))
 	return stop, nil
-}
-
-// openSink returns a file sink writing to path, created when missing:
-// truncated, or with appendTo added to after cutting a torn last line off,
-// which it logs, at the sink's first write (a restore cuts the file at its
-// checkpoint instead). "-" is stdout, which the sink leaves open.
-func openSink(path string, appendTo bool, stdout io.Writer, prec particle.Precision, logger *slog.Logger) (*file.Sink, error) {
-	if path == "-" || path == "" {
-		return file.NewSink(stdout, prec), nil
-	}
-	return file.OpenSink(path, file.SinkConfig{Precision: prec, Append: appendTo, Logger: logger})
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sensorstorm/sensorstorm/connectors/file"
+	replaysrc "github.com/sensorstorm/sensorstorm/connectors/replay"
 	"github.com/sensorstorm/sensorstorm/particle"
 )
 
@@ -186,19 +187,6 @@ func (t *tagFlag) Set(s string) error {
 	return nil
 }
 
-// parseInstant parses a --from or --to: RFC 3339 or nanoseconds since the
-// Unix epoch.
-func parseInstant(s string) (time.Time, error) {
-	if ns, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return time.Unix(0, ns).UTC(), nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("want RFC 3339 (2006-11-13T18:00:00Z) or epoch nanoseconds, got %q", s)
-	}
-	return t, nil
-}
-
 // instantFlag is a --from or --to.
 type instantFlag struct{ t time.Time }
 
@@ -210,7 +198,7 @@ func (f *instantFlag) String() string {
 }
 
 func (f *instantFlag) Set(s string) error {
-	t, err := parseInstant(s)
+	t, err := replaysrc.ParseInstant(s)
 	if err != nil {
 		return err
 	}

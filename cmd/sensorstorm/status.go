@@ -120,13 +120,6 @@ func pageReplay(src *replaysrc.Source) func() statuspage.ReplayStatus {
 	}
 }
 
-// staticInstances returns the Config.Instances of a status page for a
-// topology whose components are made before it runs: m's instances by
-// component.
-func staticInstances(m map[string][]any) func(string) []any {
-	return func(name string) []any { return m[name] }
-}
-
 // metricsRegistry returns a registry of topo's metrics, the process's,
 // and those of extra (a cluster worker's transport).
 func metricsRegistry(topo topology.View, extra ...prometheus.Collector) *prometheus.Registry {

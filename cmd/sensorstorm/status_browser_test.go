@@ -324,3 +324,10 @@ func TestStatusPageShowsAnyConnectorInChromium(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, shot, 0o644))
 	t.Logf("screenshot: %s", path)
 }
+
+// staticInstances returns the Config.Instances of a status page for a
+// topology whose components are made before it runs: m's instances by
+// component.
+func staticInstances(m map[string][]any) func(string) []any {
+	return func(name string) []any { return m[name] }
+}
