@@ -111,14 +111,22 @@ func (p *Pipeline) setDefaults() {
 	}
 }
 
-// Check reports files that cannot be read (recordings, TLS certificates
-// and keys) and sink files that cannot be created (their directory is
-// missing), with their place in the pipeline file; dir resolves relative
-// paths, and defaults to the directory of the pipeline file. It does not
-// connect to MQTT brokers. With Parse, it catches what Build would.
+// Check reports what Parse reports between components (names used
+// twice, inputs from unknown components, cycles, MQTT client ids or
+// spool directories shared), for a pipeline made in Go; files that
+// cannot be read (recordings, TLS certificates and keys) and sink files
+// that cannot be created (their directory is missing), with their place
+// in the pipeline file; dir resolves relative paths, and defaults to the
+// directory of the pipeline file. It does not connect to MQTT brokers.
+// With Parse, it catches what Build would.
 func (p *Pipeline) Check(dir string) error {
 	dir = p.dir(dir)
+	d := &decoder{file: p.File}
+	d.check(p)
 	var errs []error
+	for _, e := range d.errs {
+		errs = append(errs, e)
+	}
 	check := func(paths []string, what string, at pos) {
 		for _, path := range paths {
 			if path == "-" {
@@ -146,6 +154,10 @@ func (p *Pipeline) Check(dir string) error {
 		}
 	}
 	for _, b := range p.Bolts {
+		if b.Sink == nil && b.factory == nil {
+			errs = append(errs, &Error{File: p.File, Line: b.pos.line, Column: b.pos.col,
+				Err: fmt.Errorf("bolt %q: op %s: an operation's parameters come from a pipeline file (Parse); in Go, build the topology with package stream or topology", b.Name, b.Op)})
+		}
 		switch {
 		case b.Sink == nil:
 		case b.Sink.MQTT != nil:

@@ -78,6 +78,26 @@ func TestBuildPipelineMadeInGo(t *testing.T) {
 	assert.Regexp(t, `^source "r": open .*missing.lp: no such file or directory$`, err.Error())
 }
 
+// A pipeline made in Go is checked as a parsed one is: Build refuses
+// what Parse would, naming the components.
+func TestBuildChecksAPipelineMadeInGo(t *testing.T) {
+	p := &pipeline.Pipeline{
+		Sources: []pipeline.Source{{Name: "r", Type: "file", File: &pipeline.FileSource{Paths: []string{"-"}, Speed: replay.Max}}},
+		Bolts: []pipeline.Bolt{
+			{Name: "a", Inputs: []pipeline.Input{{From: "b"}}, Sink: &pipeline.Sink{Type: "file", File: "-"}},
+			{Name: "b", Inputs: []pipeline.Input{{From: "a"}, {From: "gone"}}, Sink: &pipeline.Sink{Type: "file", File: "-"}},
+			{Name: "r", Inputs: []pipeline.Input{{From: "b"}}, Sink: &pipeline.Sink{Type: "file", File: "-"}},
+			{Name: "mean", Inputs: []pipeline.Input{{From: "r"}}, Op: "window-mean"},
+		},
+	}
+	_, err := p.Build(pipeline.Options{Stdin: strings.NewReader("")})
+	require.ErrorIs(t, err, pipeline.ErrInvalid)
+	assert.ErrorContains(t, err, `component name "r" used twice`)
+	assert.ErrorContains(t, err, `bolt "b": input from unknown component "gone"`)
+	assert.ErrorContains(t, err, "cycle a -> b -> a")
+	assert.ErrorContains(t, err, `bolt "mean": op window-mean: an operation's parameters come from a pipeline file`)
+}
+
 // A file sink with Append adds to its file.
 func TestFileSinkAppends(t *testing.T) {
 	dir := t.TempDir()

@@ -104,7 +104,8 @@ type Bolt struct {
 	Inputs      []Input
 	Buffer      syncbuffer.Config
 	// Op is the operation's type ("window-mean", "dedup", ...), or empty
-	// for a sink.
+	// for a sink. Its parameters come from a pipeline file: Build refuses
+	// an Op set in Go, which Parse did not decode.
 	Op string
 	// Sink is set for sinks.
 	Sink *Sink
