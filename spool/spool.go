@@ -324,6 +324,26 @@ func (s *Spool) Durable() uint64 {
 func (s *Spool) Complete(seq uint64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.complete(seq)
+}
+
+// CompleteAll is Complete of each of seqs under one lock, for a caller
+// that learns of many completions at once. It returns how many were
+// durable records not completed yet.
+func (s *Spool) CompleteAll(seqs []uint64) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, seq := range seqs {
+		if s.complete(seq) {
+			n++
+		}
+	}
+	return n
+}
+
+// complete is Complete with s.mu held.
+func (s *Spool) complete(seq uint64) bool {
 	i, ok := slices.BinarySearchFunc(s.segs, seq, func(g *segment, seq uint64) int {
 		switch {
 		case seq < g.first:

@@ -293,6 +293,25 @@ func TestModel(t *testing.T) {
 				delete(durable, seq)
 				completedUnsynced = append(completedUnsynced, seq)
 			},
+			"completeAll": func(t *rapid.T) {
+				// Records durable or not, completed or not, some twice:
+				// only the durable ones not completed count.
+				known := append(slices.Collect(maps.Keys(durable)), slices.Collect(maps.Keys(unsynced))...)
+				known = append(known, completedUnsynced...)
+				slices.Sort(known)
+				var seqs []uint64
+				want := 0
+				for range rapid.IntRange(0, 6).Draw(t, "n") {
+					seq := rapid.SampledFrom(append(known, 0)).Draw(t, "seq")
+					seqs = append(seqs, seq)
+					if _, ok := durable[seq]; ok {
+						want++
+						delete(durable, seq)
+						completedUnsynced = append(completedUnsynced, seq)
+					}
+				}
+				assert.Equal(t, want, s.CompleteAll(seqs))
+			},
 			"crash":  func(t *rapid.T) { reopen(true) },
 			"reopen": func(t *rapid.T) { reopen(false) },
 		})

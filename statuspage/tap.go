@@ -265,8 +265,8 @@ func (t *Tap) DeadLetters(next topology.DeadLetterSink) topology.DeadLetterSink 
 }
 
 // Source returns a source factory whose sources offer every particle they
-// emit to the tap. A source that is a topology.Acknowledger stays one. A
-// nil Tap returns f.
+// emit to the tap. A source that is a topology.Acknowledger or a
+// topology.BatchAcknowledger stays one. A nil Tap returns f.
 func (t *Tap) Source(f topology.SourceFactory) topology.SourceFactory {
 	if t == nil {
 		return f
@@ -274,7 +274,10 @@ func (t *Tap) Source(f topology.SourceFactory) topology.SourceFactory {
 	return func(instance int) topology.Source {
 		src := f(instance)
 		tapped := tappedSource{src: src, tap: t}
-		if a, ok := src.(topology.Acknowledger); ok {
+		switch a := src.(type) {
+		case topology.BatchAcknowledger:
+			return tappedBatchAcknowledger{tappedSource: tapped, BatchAcknowledger: a}
+		case topology.Acknowledger:
 			return tappedAcknowledger{tappedSource: tapped, Acknowledger: a}
 		}
 		return tapped
@@ -297,6 +300,11 @@ func (s tappedSource) Run(ctx context.Context, out topology.SourceEmitter) error
 type tappedAcknowledger struct {
 	tappedSource
 	topology.Acknowledger
+}
+
+type tappedBatchAcknowledger struct {
+	tappedSource
+	topology.BatchAcknowledger
 }
 
 type tappedEmitter struct {

@@ -157,6 +157,11 @@ func (s *ackSource) Redeliver(uint64) (particle.Particle, error) {
 	return particle.Particle{}, errors.New("not kept")
 }
 
+// batchAckSource is an ackSource that takes acknowledgements in batches.
+type batchAckSource struct{ *ackSource }
+
+func (s *batchAckSource) AckBatch(ids []uint64) { s.acked = append(s.acked, ids...) }
+
 func TestTappedSourcesOfferWhatTheyEmitAndStayAcknowledgers(t *testing.T) {
 	tap := statuspage.NewTap(statuspage.TapConfig{})
 	defer tap.Watch()()
@@ -172,6 +177,12 @@ func TestTappedSourcesOfferWhatTheyEmitAndStayAcknowledgers(t *testing.T) {
 	topo.AddSource("acking", tap.Source(topology.Single(acking)), topology.SourceConfig{})
 	_, isAck := tap.Source(topology.Single(plain))(0).(topology.Acknowledger)
 	require.False(t, isAck, "a source that did not want acks gets none")
+	_, isBatch := tap.Source(topology.Single(acking))(0).(topology.BatchAcknowledger)
+	require.False(t, isBatch, "a source that takes acks one at a time gets them so")
+	batched := tap.Source(topology.Single(&batchAckSource{acking}))(0).(topology.BatchAcknowledger)
+	batched.AckBatch([]uint64{3, 4})
+	require.Equal(t, []uint64{3, 4}, acking.acked, "a source that takes acks in batches gets them so")
+	acking.acked = nil
 	topo.AddBolt("out", nopFactory(), topology.BoltConfig{}).Input("plain", topology.Global()).Input("acking", topology.Global())
 	require.NoError(t, topo.Run(context.Background()))
 	var keys []string

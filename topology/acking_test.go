@@ -141,6 +141,40 @@ func TestAckingEveryTreeCompletesThroughBranchesAndFanOut(t *testing.T) {
 	assert.Equal(t, uint64(500), topo.Stats("src").Acked.Load())
 }
 
+// batchSource is a trackedSource that is a BatchAcknowledger, and counts
+// the acknowledgements that came one at a time.
+type batchSource struct {
+	*trackedSource
+	single atomic.Int64
+}
+
+func (s *batchSource) Ack(id uint64) {
+	s.single.Add(1)
+	s.trackedSource.Ack(id)
+}
+
+func (s *batchSource) AckBatch(ids []uint64) {
+	for _, id := range ids {
+		s.trackedSource.Ack(id)
+	}
+}
+
+// A BatchAcknowledger's trees are acknowledged through AckBatch, each
+// once.
+func TestAckingBatchAcknowledger(t *testing.T) {
+	src := &batchSource{trackedSource: newTrackedSource(500)}
+	topo := newTopology(t, ackingConfig(streamclock.System{}, nil))
+	topo.AddSource("src", topology.Single(src), topology.SourceConfig{})
+	topo.AddBolt("sink", operation.Stateless(operation.Func(func(context.Context, particle.Particle, operation.Emitter) error {
+		return nil
+	})), topology.BoltConfig{Parallelism: 2}).Input("src", topology.Fields("k"))
+	require.NoError(t, topo.Run(context.Background()))
+
+	src.assertEachEndedOnce(t)
+	assert.Empty(t, src.failed)
+	assert.Zero(t, src.single.Load(), "acknowledgements one at a time")
+}
+
 // A window-like operation holds inputs from many roots and emits one
 // aggregate anchored to all of them: no root completes before the
 // aggregate itself was processed. Large windows index their roots.

@@ -91,10 +91,14 @@ func (s *sourceInstance) deliverOutcomes(ctx context.Context, q *outcomes) {
 // deliver calls the source's callbacks for b and gives back the trees'
 // pending tokens.
 func (s *sourceInstance) deliver(b *outcomeBatch) {
-	for _, id := range b.acks {
-		s.ackr.Ack(id)
-	}
 	if len(b.acks) > 0 {
+		if all, ok := s.ackr.(BatchAcknowledger); ok {
+			all.AckBatch(b.acks)
+		} else {
+			for _, id := range b.acks {
+				s.ackr.Ack(id)
+			}
+		}
 		s.pending.give(len(b.acks))
 	}
 	for _, f := range b.fails {

@@ -59,6 +59,17 @@ type Acknowledger interface {
 	Redeliver(msgID uint64) (particle.Particle, error)
 }
 
+// BatchAcknowledger is an Acknowledger that takes the acknowledgements of
+// trees that finished together in one call, so that what it does per
+// acknowledgement under a lock (finding the input, completing it) it does
+// under one lock per batch. With acking, the engine calls AckBatch
+// instead of Ack; msgIDs is the engine's, reused once AckBatch returns.
+type BatchAcknowledger interface {
+	Acknowledger
+	// AckBatch is Ack of each of msgIDs, in order.
+	AckBatch(msgIDs []uint64)
+}
+
 // SourceEmitter is what a source emits into. Its methods are safe for
 // concurrent use.
 type SourceEmitter interface {

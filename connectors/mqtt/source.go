@@ -158,10 +158,14 @@ type Source struct {
 	taken atomic.Int64
 	room  chan struct{} // a message was emitted; size one: one wake-up is enough
 	ok    []*message    // emit's scratch: the messages of a batch worth decoding
+	// emitted and acked are the scratch space of emit and AckBatch for
+	// the messages they complete.
+	emitted, acked completing
 
 	broker atomic.Pointer[string] // see Broker
 
-	inflight inflight.Table[*message] // the messages with particles in the pipeline
+	inflight inflight.Table[*message] // the messages being decoded or with particles in the pipeline
+	numbers  []uint32                 // emit's scratch: the numbers inflight gave a batch
 
 	positions spool.Positions // with Config.Checkpoints
 	copies    copies          // in ModeSpool
@@ -183,9 +187,9 @@ type message struct {
 	// message is being emitted.
 	remaining atomic.Int32
 	done      bool // ModeTree: may be acknowledged; guarded by Source.mu
-	// number is the message's in Source.inflight, 0 until it emitted a
-	// particle; emitted counts its particles emitted. Both are written by
-	// the goroutine that emits.
+	// number is the message's in Source.inflight, 0 for one not decoded;
+	// emitted counts its particles emitted. Both are written by the
+	// goroutine that emits.
 	number  uint32
 	emitted uint32
 }
@@ -207,8 +211,8 @@ const (
 const oversizePrefix = 256
 
 var (
-	_ topology.Source       = (*Source)(nil)
-	_ topology.Acknowledger = (*Source)(nil)
+	_ topology.Source            = (*Source)(nil)
+	_ topology.BatchAcknowledger = (*Source)(nil)
 )
 
 // NewSource returns a Source for cfg, after applying defaults and
@@ -816,6 +820,12 @@ func (s *Source) emit(out topology.SourceEmitter, msgs []*message) error {
 	}
 	s.ok = ok
 	defer clear(s.ok)
+	// Numbered under one lock, those that turn out to have no particle
+	// too: the lock taken once a message cost more than their numbers.
+	s.numbers = s.inflight.AddAll(s.numbers[:0], ok)
+	for i, m := range ok {
+		m.number = s.numbers[i]
+	}
 	// Counted once per batch: the counters share cache lines with those
 	// the engine's goroutines update as trees complete.
 	var emitted uint64
@@ -824,9 +834,6 @@ func (s *Source) emit(out topology.SourceEmitter, msgs []*message) error {
 		if s.cfg.Checkpoints && s.positions.Next(m.seq, uint64(m.emitted)) {
 			m.emitted++
 			return nil
-		}
-		if m.number == 0 {
-			m.number = s.inflight.Add(m)
 		}
 		m.remaining.Add(1)
 		id := inflight.ID(m.number, m.emitted)
@@ -845,8 +852,9 @@ func (s *Source) emit(out topology.SourceEmitter, msgs []*message) error {
 		return err
 	}
 	for _, m := range msgs {
-		s.finishOne(m)
+		s.emitted.finish(m)
 	}
+	s.completeAll(&s.emitted)
 	return nil
 }
 
@@ -865,6 +873,21 @@ func (s *Source) Ack(msgID uint64) {
 	if m, ok := s.inflight.Get(msgID); ok {
 		s.finishOne(m)
 	}
+}
+
+// AckBatch implements topology.BatchAcknowledger: the engine acknowledges
+// trees that finished together with one call, which finds their messages
+// under one lock of the in-flight table and completes those done under
+// one more and one of the spool, where Ack takes each once a particle.
+// Like Ack, it never waits on the network.
+func (s *Source) AckBatch(msgIDs []uint64) {
+	c := &s.acked
+	c.found = s.inflight.GetAll(c.found[:0], msgIDs)
+	for _, m := range c.found {
+		c.finish(m)
+	}
+	clear(c.found)
+	s.completeAll(c)
 }
 
 // Fail implements topology.Acknowledger. The engine has sent the particle
@@ -888,30 +911,84 @@ func (s *Source) Redeliver(msgID uint64) (particle.Particle, error) {
 	return redecode(s.cfg.Payload, m, inflight.Place(msgID))
 }
 
+// finishOne counts a particle of m, or its emit, finished, and completes
+// m when that was the last.
 func (s *Source) finishOne(m *message) {
 	if m.remaining.Add(-1) != 0 {
 		return
 	}
-	if m.number != 0 {
-		s.inflight.Remove(m.number)
+	// On the stack: Ack and Fail may run on any goroutine, and Ack once
+	// a particle with acking off.
+	var numbers [1]uint32
+	var seqs [1]uint64
+	s.complete([]*message{m}, numbers[:0], seqs[:0])
+}
+
+// completing gathers messages all of whose particles finished, to
+// complete them together. Each goroutine that completes messages has its
+// own.
+type completing struct {
+	found   []*message // AckBatch's: the messages of the ids acknowledged
+	done    []*message
+	numbers []uint32
+	seqs    []uint64
+}
+
+// finish counts a particle of m, or its emit, finished, and adds m to
+// those to complete when that was the last.
+func (c *completing) finish(m *message) {
+	if m.remaining.Add(-1) == 0 {
+		c.done = append(c.done, m)
 	}
+}
+
+// completeAll completes the messages c gathered and empties c.
+func (s *Source) completeAll(c *completing) {
+	c.numbers, c.seqs = s.complete(c.done, c.numbers[:0], c.seqs[:0])
+	clear(c.done)
+	c.done = c.done[:0]
+}
+
+// complete completes done, messages all of whose particles finished,
+// taking each lock once: their numbers are freed and, but with
+// checkpoints, their records leave the spool or, in ModeTree, they may be
+// acknowledged. numbers and seqs are scratch space, returned to be used
+// again.
+func (s *Source) complete(done []*message, numbers []uint32, seqs []uint64) ([]uint32, []uint64) {
+	if len(done) == 0 {
+		return numbers, seqs
+	}
+	for _, m := range done {
+		if m.number != 0 {
+			numbers = append(numbers, m.number)
+		}
+	}
+	s.inflight.RemoveAll(numbers)
 	if s.cfg.Checkpoints {
-		// The record leaves the spool once a checkpoint covers it.
-		return
+		// The records leave the spool once a checkpoint covers them.
+		return numbers, seqs
 	}
-	s.stats.Completed.Add(1)
+	s.stats.Completed.Add(uint64(len(done)))
 	switch {
-	case m.seq != 0:
-		s.spool.Complete(m.seq)
+	case s.spool != nil:
+		for _, m := range done {
+			if m.seq != 0 {
+				seqs = append(seqs, m.seq)
+			}
+		}
+		s.spool.CompleteAll(seqs)
 	case s.cfg.Mode == ModeTree:
 		s.mu.Lock()
-		m.done = true
+		for _, m := range done {
+			m.done = true
+		}
 		s.mu.Unlock()
 		select {
 		case s.ackKick <- struct{}{}:
 		default:
 		}
 	}
+	return numbers, seqs
 }
 
 // startAcks starts the goroutine that sends ModeTree's acknowledgements,

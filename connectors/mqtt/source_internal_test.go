@@ -3,6 +3,7 @@ package mqtt
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	paho "github.com/eclipse/paho.mqtt.golang"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
 
 	"github.com/sensorstorm/sensorstorm/particle"
 )
@@ -144,4 +146,84 @@ func TestEmitErrorEndsTheSource(t *testing.T) {
 	s.queue <- &message{topic: "t/1", payload: []byte("m v=1 2")}
 	require.NoError(t, s.emitLoop(ctx, &refusing{err: context.Canceled}))
 	require.NoError(t, s.Close())
+}
+
+// countedMessage is a paho message that counts its acknowledgements.
+type countedMessage struct {
+	paho.Message
+	topic   string
+	payload []byte
+	acks    *[]string
+}
+
+func (m *countedMessage) Topic() string   { return m.topic }
+func (m *countedMessage) Payload() []byte { return m.payload }
+func (m *countedMessage) Qos() byte       { return 1 }
+func (m *countedMessage) Duplicate() bool { return false }
+func (m *countedMessage) Retained() bool  { return false }
+func (m *countedMessage) Ack()            { *m.acks = append(*m.acks, m.topic) }
+
+// TestAckBatchMatchesAModel emits messages of one to four readings, in
+// batches, and acknowledges their particles in any order, one at a time
+// (Ack) or in batches (AckBatch): the broker gets the acknowledgements of
+// the longest prefix of messages all of whose particles were acknowledged,
+// in order, each once, and the in-flight table ends empty.
+func TestAckBatchMatchesAModel(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s, err := NewSource(Config{ConnConfig: ConnConfig{Brokers: []string{"tcp://x:1"}}, Topics: []string{"t/#"}, Mode: ModeTree})
+		require.NoError(t, err)
+		var acks, topics []string
+		left := map[string]int{} // particles not acknowledged, by message
+		owner := map[uint64]string{}
+		out := &emitter{}
+		for i := range rapid.IntRange(1, 12).Draw(t, "messages") {
+			topic := fmt.Sprint("t/", i)
+			n := rapid.IntRange(1, 4).Draw(t, "readings")
+			var payload []byte
+			for j := range n {
+				payload = fmt.Appendf(payload, "m v=%d %d\n", j, j+1)
+			}
+			s.arrive(nil, &countedMessage{topic: topic, payload: payload, acks: &acks})
+			topics = append(topics, topic)
+			left[topic] = n
+			if rapid.Bool().Draw(t, "emit") {
+				emitArrivals(t, s, out, owner)
+			}
+		}
+		emitArrivals(t, s, out, owner)
+		pending := rapid.Permutation(out.ids).Draw(t, "order")
+		for len(pending) > 0 {
+			n := rapid.IntRange(1, len(pending)).Draw(t, "batch")
+			if n == 1 && rapid.Bool().Draw(t, "one") {
+				s.Ack(pending[0])
+			} else {
+				s.AckBatch(pending[:n])
+			}
+			for _, id := range pending[:n] {
+				left[owner[id]]--
+			}
+			pending = pending[n:]
+			s.release()
+			want := 0
+			for want < len(topics) && left[topics[want]] == 0 {
+				want++
+			}
+			require.Equal(t, topics[:want], append([]string{}, acks...))
+		}
+		require.Zero(t, s.inflight.Len())
+		require.Equal(t, uint64(len(topics)), s.Stats().Completed.Load())
+	})
+}
+
+// emitArrivals emits what arrived at s into out, and records the topic of
+// each particle's message in owner.
+func emitArrivals(t *rapid.T, s *Source, out *emitter, owner map[uint64]string) {
+	from := len(out.ids)
+	require.NoError(t, s.emit(out, s.arrivals))
+	s.arrivals = s.arrivals[:0]
+	for _, id := range out.ids[from:] {
+		m, ok := s.inflight.Get(id)
+		require.True(t, ok)
+		owner[id] = m.topic
+	}
 }

@@ -9,6 +9,11 @@
 //	...
 //	m, ok := pending.Get(msgID)           // in Ack, Fail, Redeliver
 //
+// AddAll, GetAll and RemoveAll do the same for many inputs under one
+// lock: for a source that emits inputs in batches and takes its
+// acknowledgements so (topology.BatchAcknowledger), the lock taken once an
+// input is a cost to count.
+//
 // # What it is not
 //
 // Not a queue and not a retry policy: the engine retries and times out
@@ -40,6 +45,21 @@ type entry[T any] struct {
 func (f *Table[T]) Add(v T) uint32 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	return f.add(v)
+}
+
+// AddAll numbers every v of vs under one lock and appends their numbers to
+// numbers, in order.
+func (f *Table[T]) AddAll(numbers []uint32, vs []T) []uint32 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, v := range vs {
+		numbers = append(numbers, f.add(v))
+	}
+	return numbers
+}
+
+func (f *Table[T]) add(v T) uint32 {
 	if n := len(f.free); n > 0 {
 		i := f.free[n-1]
 		f.free = f.free[:n-1]
@@ -58,6 +78,24 @@ func (f *Table[T]) Add(v T) uint32 {
 func (f *Table[T]) Get(msgID uint64) (T, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	return f.get(msgID)
+}
+
+// GetAll appends to vs the inputs of the message ids that name one, in
+// order, under one lock: a source acknowledging a batch of particles
+// (topology.BatchAcknowledger) takes it once, not once a particle.
+func (f *Table[T]) GetAll(vs []T, msgIDs []uint64) []T {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, id := range msgIDs {
+		if v, ok := f.get(id); ok {
+			vs = append(vs, v)
+		}
+	}
+	return vs
+}
+
+func (f *Table[T]) get(msgID uint64) (T, bool) {
 	if i := msgID >> 32; i < uint64(len(f.ins)) && f.ins[i].live {
 		return f.ins[i].v, true
 	}
@@ -69,6 +107,19 @@ func (f *Table[T]) Get(msgID uint64) (T, bool) {
 func (f *Table[T]) Remove(i uint32) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.remove(i)
+}
+
+// RemoveAll frees the numbers of is for reuse, under one lock.
+func (f *Table[T]) RemoveAll(is []uint32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, i := range is {
+		f.remove(i)
+	}
+}
+
+func (f *Table[T]) remove(i uint32) {
 	if i == 0 || int(i) >= len(f.ins) || !f.ins[i].live {
 		return
 	}
