@@ -161,10 +161,47 @@ func TestEncoderMatchesLineProtocol(t *testing.T) {
 	})
 }
 
+// TestCheckEncodableAgreesWithEncode checks that CheckEncodable, which
+// writes nothing, fails exactly where Encode fails, with its error, on any
+// particle: also on those where InfluxDB and line protocol disagree
+// (control characters in names and values), which
+// TestEncoderMatchesLineProtocol leaves out.
+func TestCheckEncodableAgreesWithEncode(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		p := particle.Particle{Time: rapid.Int64().Draw(t, "time"), Measurement: anyNameGen().Draw(t, "measurement")}
+		for range rapid.IntRange(0, 4).Draw(t, "tags") {
+			p.Tags = append(p.Tags, particle.Tag{Key: anyNameGen().Draw(t, "tag key"), Value: anyNameGen().Draw(t, "tag value")})
+		}
+		for range rapid.IntRange(0, 5).Draw(t, "fields") {
+			p.Fields = append(p.Fields, particle.Field{Key: anyNameGen().Draw(t, "field key"), Value: anyValueGen().Draw(t, "value")})
+		}
+		var e particle.Encoder
+		err := e.Encode(&p)
+		checkErr := particle.CheckEncodable(&p)
+		if err != nil {
+			require.EqualError(t, checkErr, err.Error())
+			return
+		}
+		require.NoError(t, checkErr)
+	})
+}
+
 // TestCheckEncodableAllocatesNothing checks that checking a particle of a
 // usual size costs no allocation: sources check every particle.
 func TestCheckEncodableAllocatesNothing(t *testing.T) {
 	p := particle.Particle{Measurement: "env", Tags: []particle.Tag{{Key: "room", Value: "a"}},
 		Fields: []particle.Field{{Key: "temp", Value: particle.Float(21.5)}, {Key: "hum", Value: particle.Int(40)}}}
 	require.Zero(t, testing.AllocsPerRun(100, func() { _ = particle.CheckEncodable(&p) }))
+}
+
+// BenchmarkCheckEncodable measures the check every source runs on every
+// particle it takes in.
+func BenchmarkCheckEncodable(b *testing.B) {
+	p := particle.Particle{Time: 1_700_000_000_000_000_000, Measurement: "env", Tags: []particle.Tag{{Key: "room", Value: "kitchen"}, {Key: "sensor", Value: "t-17"}},
+		Fields: []particle.Field{{Key: "temp", Value: particle.Float(21.53)}, {Key: "hum", Value: particle.Int(40)}, {Key: "ok", Value: particle.Bool(true)}}}
+	for b.Loop() {
+		if err := particle.CheckEncodable(&p); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
