@@ -63,7 +63,9 @@ type Acknowledger interface {
 // trees that finished together in one call, so that what it does per
 // acknowledgement under a lock (finding the input, completing it) it does
 // under one lock per batch. With acking, the engine calls AckBatch
-// instead of Ack; msgIDs is the engine's, reused once AckBatch returns.
+// instead of Ack, on the source instance's own goroutine, so calls to it
+// never overlap (an implementation may keep scratch space for it);
+// msgIDs is the engine's, reused once AckBatch returns.
 type BatchAcknowledger interface {
 	Acknowledger
 	// AckBatch is Ack of each of msgIDs, in order.
