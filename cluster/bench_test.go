@@ -24,83 +24,118 @@ import (
 const benchRepeats = 40
 
 // BenchmarkWorkers runs the three-stage pipeline (pipelines/library1-mean.yaml)
-// over a long recording made from the test recording (see benchRepeats)
-// on one worker and on two, on a 3-node cluster with replicas 3, and
-// reports the particles per second from the start of the runs to the end
-// of the sink; ns/op counts the runs alone, not the start of the workers.
-// Each run's output must be the single-process run's. It also reports the
-// CPU time of the process per particle (the workers and the three NATS
-// servers), the bytes the workers published to JetStream per particle
-// (payloads confirmed, before replication) and the cores it kept busy:
-// on a machine the workers share, a
-// second worker adds no cores, only what its units' waits leave idle.
+// over a long recording made from the test recording (see benchRepeats):
+// in one process (process), on one worker against one NATS node
+// (nodes=1/workers=1, replicas 1) and on one and two workers against a
+// 3-node cluster with replicas 3 (nodes=3/workers=N). It reports the
+// particles per second from the start of the runs to the end of the
+// sink; ns/op counts the runs alone, not the start of the workers. Each
+// run's output must be the single-process run's. It also reports the CPU
+// time of the process per particle (the workers and the NATS servers),
+// the bytes the workers published to JetStream per particle (payloads
+// confirmed, before replication) and the cores it kept busy: on a machine
+// the workers share, a second worker adds no cores, only what its units'
+// waits leave idle.
 // Each op is one whole run: run it with -benchtime=1x. -count repeats
-// each sub-benchmark in a row; for runs of workers=1 and workers=2 that
-// alternate, which a shared machine needs for a fair comparison, run the
-// test binary in a loop, in the package's directory:
+// each sub-benchmark in a row; for runs that alternate, which a shared
+// machine needs for a fair comparison, run the test binary in a loop, in
+// the package's directory:
 //
 //	go test -c -o /tmp/cluster.test ./cluster && cd cluster
 //	for i in $(seq 8); do /tmp/cluster.test -test.run '^$' -test.bench Workers -test.benchtime 1x; done
 func BenchmarkWorkers(b *testing.B) {
 	file, particles := longRecording(b, benchRepeats)
 	want := sortedLines(singleProcess(b, file))
-	c := natstest.StartCluster(b, 3)
-	for _, n := range []int{1, 2} {
-		b.Run(fmt.Sprintf("workers=%d", n), func(b *testing.B) {
-			var (
-				elapsed, cpu time.Duration
-				jsBytes      uint64
-			)
-			for i := range b.N {
-				b.StopTimer()
-				name := fmt.Sprintf("bench-%d-%d-%d", n, i, time.Now().UnixNano())
-				workers := make([]*clusterWorker, n)
-				for j := range workers {
-					workers[j] = startWorker(b, c, file, name, fmt.Sprintf("w%d", j+1))
-				}
-				// Every worker sees all, so that none pulls for a unit it
-				// hands over once the run started.
-				deadline := time.Now().Add(10 * time.Second)
-				for slices.ContainsFunc(workers, func(w *clusterWorker) bool { return len(w.w.Workers()) < n }) {
-					if time.Now().After(deadline) {
-						b.Fatalf("%d workers did not see each other", n)
-					}
-					time.Sleep(20 * time.Millisecond)
-				}
-				b.StartTimer()
-				start, cpu0 := time.Now(), cpuTime(b)
-				for _, w := range workers {
-					w.run()
-				}
-				deadline = time.Now().Add(10 * time.Minute)
-				for ended(workers, "out") == 0 {
-					if time.Now().After(deadline) {
-						b.Fatal("the sink did not end")
-					}
-					time.Sleep(5 * time.Millisecond)
-				}
-				elapsed += time.Since(start)
-				cpu += cpuTime(b) - cpu0
-				b.StopTimer()
-				var out strings.Builder
-				for _, w := range workers {
-					w.stop()
-					if w.err != nil {
-						b.Fatalf("worker %s: %v", w.name, w.err)
-					}
-					out.WriteString(w.out.String())
-					jsBytes += w.w.Transport().Stats().PublishedBytes.Load()
-				}
-				if got := sortedLines(out.String()); !slices.Equal(got, want) {
-					b.Fatalf("%d lines of output, not the %d of the single-process run", len(got), len(want))
-				}
+	b.Run("process", func(b *testing.B) {
+		var elapsed, cpu time.Duration
+		for range b.N {
+			start, cpu0 := time.Now(), cpuTime(b)
+			got := singleProcess(b, file)
+			elapsed += time.Since(start)
+			cpu += cpuTime(b) - cpu0
+			if !slices.Equal(sortedLines(got), want) {
+				b.Fatal("the single-process run's output changed")
 			}
-			b.ReportMetric(float64(particles*b.N)/elapsed.Seconds(), "particles/s")
-			b.ReportMetric(float64(cpu.Nanoseconds())/float64(particles*b.N), "cpu-ns/particle")
-			b.ReportMetric(cpu.Seconds()/elapsed.Seconds(), "cores")
-			b.ReportMetric(float64(jsBytes)/float64(particles*b.N), "js-B/particle")
-		})
+		}
+		reportRun(b, particles, elapsed, cpu, 0)
+	})
+	for _, nodes := range []int{1, 3} {
+		c := natstest.StartCluster(b, nodes)
+		for _, n := range []int{1, 2} {
+			if nodes == 1 && n > 1 {
+				continue
+			}
+			b.Run(fmt.Sprintf("nodes=%d/workers=%d", nodes, n), func(b *testing.B) {
+				benchmarkCluster(b, c, nodes, n, file, particles, want)
+			})
+		}
 	}
+}
+
+// benchmarkCluster runs file on n workers of the NATS cluster c of nodes
+// nodes, with as many replicas, and reports as BenchmarkWorkers says.
+func benchmarkCluster(b *testing.B, c *natstest.Cluster, nodes, n int, file string, particles int, want []string) {
+	var (
+		elapsed, cpu time.Duration
+		jsBytes      uint64
+	)
+	for i := range b.N {
+		b.StopTimer()
+		name := fmt.Sprintf("bench-%d-%d-%d-%d", nodes, n, i, time.Now().UnixNano())
+		workers := make([]*clusterWorker, n)
+		for j := range workers {
+			cfg := testConfig(name, fmt.Sprintf("w%d", j+1))
+			cfg.Edges.Replicas = nodes
+			workers[j] = startWorkerWith(b, c, file, cfg)
+		}
+		// Every worker sees all, so that none pulls for a unit it
+		// hands over once the run started.
+		deadline := time.Now().Add(10 * time.Second)
+		for slices.ContainsFunc(workers, func(w *clusterWorker) bool { return len(w.w.Workers()) < n }) {
+			if time.Now().After(deadline) {
+				b.Fatalf("%d workers did not see each other", n)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		b.StartTimer()
+		start, cpu0 := time.Now(), cpuTime(b)
+		for _, w := range workers {
+			w.run()
+		}
+		deadline = time.Now().Add(10 * time.Minute)
+		for ended(workers, "out") == 0 {
+			if time.Now().After(deadline) {
+				b.Fatal("the sink did not end")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		elapsed += time.Since(start)
+		cpu += cpuTime(b) - cpu0
+		b.StopTimer()
+		var out strings.Builder
+		for _, w := range workers {
+			w.stop()
+			if w.err != nil {
+				b.Fatalf("worker %s: %v", w.name, w.err)
+			}
+			out.WriteString(w.out.String())
+			jsBytes += w.w.Transport().Stats().PublishedBytes.Load()
+		}
+		if got := sortedLines(out.String()); !slices.Equal(got, want) {
+			b.Fatalf("%d lines of output, not the %d of the single-process run", len(got), len(want))
+		}
+	}
+	reportRun(b, particles, elapsed, cpu, jsBytes)
+}
+
+// reportRun reports the figures of b.N runs of particles each that took
+// elapsed and cpu and published jsBytes to JetStream.
+func reportRun(b *testing.B, particles int, elapsed, cpu time.Duration, jsBytes uint64) {
+	total := float64(particles * b.N)
+	b.ReportMetric(total/elapsed.Seconds(), "particles/s")
+	b.ReportMetric(float64(cpu.Nanoseconds())/total, "cpu-ns/particle")
+	b.ReportMetric(cpu.Seconds()/elapsed.Seconds(), "cores")
+	b.ReportMetric(float64(jsBytes)/total, "js-B/particle")
 }
 
 // longRecording writes the test recording repeated times into a
