@@ -129,13 +129,16 @@ func benchmarkCluster(b *testing.B, c *natstest.Cluster, nodes, n int, file stri
 }
 
 // reportRun reports the figures of b.N runs of particles each that took
-// elapsed and cpu and published jsBytes to JetStream.
+// elapsed and cpu and published jsBytes to JetStream (none reported if
+// 0: the runs crossed no JetStream, or their bytes were not counted).
 func reportRun(b *testing.B, particles int, elapsed, cpu time.Duration, jsBytes uint64) {
 	total := float64(particles * b.N)
 	b.ReportMetric(total/elapsed.Seconds(), "particles/s")
 	b.ReportMetric(float64(cpu.Nanoseconds())/total, "cpu-ns/particle")
 	b.ReportMetric(cpu.Seconds()/elapsed.Seconds(), "cores")
-	b.ReportMetric(float64(jsBytes)/total, "js-B/particle")
+	if jsBytes > 0 {
+		b.ReportMetric(float64(jsBytes)/total, "js-B/particle")
+	}
 }
 
 // longRecording writes the test recording repeated times into a

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -57,7 +58,14 @@ func workerProcess(settings string) int {
 	defer nc.Close()
 	cfg := testConfig(name, worker)
 	cfg.RebalanceDelay = delay
-	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if r, err := strconv.Atoi(os.Getenv(replicasEnv)); err == nil {
+		cfg.Edges.Replicas = r
+	}
+	level := slog.LevelInfo
+	if os.Getenv("DEBUGLOG") == "debug" {
+		level = slog.LevelDebug
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	w, err := cluster.Join(term, nc, cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
@@ -87,6 +95,7 @@ func workerProcess(settings string) int {
 				}
 				fmt.Fprintln(os.Stderr, "worker: handed over")
 			})
+			awaitWorkers(w)
 			err = built.Run(runCtx)
 			stopRun()
 			stopAnnouncing()
@@ -98,6 +107,28 @@ func workerProcess(settings string) int {
 		return 1
 	}
 	return 0
+}
+
+// replicasEnv, when set, is the number of replicas of a worker process's
+// stream and buckets, instead of testConfig's.
+const replicasEnv = "SENSORSTORM_TEST_REPLICAS"
+
+// waitWorkersEnv, when set to a number N, makes a worker process start
+// its pipeline only once it sees N workers, so that the units are
+// assigned among them from the start (BenchmarkPinnedWorkers).
+const waitWorkersEnv = "SENSORSTORM_TEST_WAIT_WORKERS"
+
+// awaitWorkers waits, for at most a minute, until w sees as many workers
+// as waitWorkersEnv says, then writes "worker: started at NANOS" to
+// stderr, the Unix time in nanoseconds.
+func awaitWorkers(w *cluster.Worker) {
+	n, _ := strconv.Atoi(os.Getenv(waitWorkersEnv))
+	for deadline := time.Now().Add(time.Minute); len(w.Workers()) < n && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n > 0 {
+		fmt.Fprintf(os.Stderr, "worker: started at %d\n", time.Now().UnixNano())
+	}
 }
 
 // testConfig is the configuration of the test workers: units and leases
@@ -310,6 +341,32 @@ func roomsPipeline(t *testing.T, dir, speed string) string {
 	return file
 }
 
+// roomsOutput runs issue 27's pipeline in one process and returns the
+// directory of its output, out.lp.
+func roomsOutput(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	singleProcess(t, roomsPipeline(t, dir, "max"))
+	return dir
+}
+
+// workerFiles returns the lines of the files the workers' sinks wrote in
+// dir (out.WORKER.lp), checking that none holds a NUL byte.
+func workerFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "out.*.lp"))
+	require.NoError(t, err)
+	slices.Sort(files)
+	var got []string
+	for _, f := range files {
+		out := readFile(t, f)
+		require.NotContains(t, out, "\x00", "NUL bytes in %s", f)
+		t.Logf("%s: %d lines", filepath.Base(f), len(lines(out)))
+		got = append(got, lines(out)...)
+	}
+	return got
+}
+
 // SIGKILL of the worker holding the source's lease in the first seconds
 // of a replay (as it takes the lease, once it recorded a checkpoint, or
 // once the first windows are out), started again under the same name or
@@ -321,13 +378,7 @@ func roomsPipeline(t *testing.T, dir, speed string) string {
 // of the sink that took over, or merely closed, truncated what the other
 // had written: 6 to 15 of the 21 lines went missing.
 func TestKilledLeaseHolderRestarted(t *testing.T) {
-	one := t.TempDir()
-	p, err := pipeline.Load(roomsPipeline(t, one, "max"))
-	require.NoError(t, err)
-	built, err := p.Build(pipeline.Options{})
-	require.NoError(t, err)
-	require.NoError(t, built.Run(context.Background()))
-	want := lines(readFile(t, filepath.Join(one, "out.lp")))
+	want := lines(readFile(t, filepath.Join(roomsOutput(t), "out.lp")))
 	require.Len(t, want, 21)
 
 	leased := func(nc *nats.Conn, name, _ string) bool {
@@ -393,16 +444,7 @@ func TestKilledLeaseHolderRestarted(t *testing.T) {
 				}
 			}
 			// Each worker wrote its own file.
-			files, err := filepath.Glob(filepath.Join(dir, "out.*.lp"))
-			require.NoError(t, err)
-			var got []string
-			for _, f := range files {
-				out := readFile(t, f)
-				require.NotContains(t, out, "\x00", "NUL bytes in %s", f)
-				t.Logf("%s: %d lines", filepath.Base(f), len(lines(out)))
-				got = append(got, lines(out)...)
-			}
-			requireNoneLost(t, want, got)
+			requireNoneLost(t, want, workerFiles(t, dir))
 		})
 	}
 }
