@@ -39,8 +39,10 @@ type receiver struct {
 
 	mu   sync.Mutex // guards what follows: done callbacks come from the engine
 	seen *identitySet
-	// pending holds the messages taken and not yet acknowledged.
+	// pending holds the messages taken and not yet acknowledged, under
+	// their first delivery; bySeq the same by stream sequence.
 	pending map[jetstream.Msg]*inFlight
+	bySeq   map[uint64]*inFlight
 	// failed holds the first particle of each message that failed, by
 	// stream sequence, until it comes again: the frontier stays before
 	// it.
@@ -60,9 +62,12 @@ type receiver struct {
 
 // inFlight is a message taken and not yet acknowledged.
 type inFlight struct {
-	seq  uint64 // its stream sequence
-	data span   // where its data particles handed on lie
-	done bool   // the engine finished it
+	seq uint64 // its stream sequence
+	// latest is its newest delivery, if the server delivered it again
+	// while it was in progress here: acknowledgements go to it.
+	latest jetstream.Msg
+	data   span // where its data particles handed on lie
+	done   bool // the engine finished it
 	// end is one more than the input whose end of stream it carried, 0
 	// for none.
 	end int
@@ -71,8 +76,9 @@ type inFlight struct {
 func newReceiver(in *inlet, feed edge.Feed, c *catchUp) *receiver {
 	return &receiver{
 		in: in, feed: feed, c: c, wake: make(chan struct{}, 1),
-		seen: newIdentitySet(in.t.cfg.DedupWindow), pending: map[jetstream.Msg]*inFlight{}, failed: map[uint64]syncbuffer.Key{},
-		ends: map[int]bool{},
+		seen: newIdentitySet(in.t.cfg.DedupWindow), pending: map[jetstream.Msg]*inFlight{}, bySeq: map[uint64]*inFlight{},
+		failed: map[uint64]syncbuffer.Key{},
+		ends:   map[int]bool{},
 	}
 }
 
@@ -156,7 +162,8 @@ func (r *receiver) finished(m jetstream.Msg, ids []identity, err error) {
 			delete(r.ends, f.end-1)
 		}
 	}
-	delete(r.pending, m)
+	r.drop(m, f)
+	target := f.delivery(m)
 	r.mu.Unlock()
 	r.c.settled.Add(1)
 	switch {
@@ -166,9 +173,9 @@ func (r *receiver) finished(m jetstream.Msg, ids []identity, err error) {
 		r.in.t.cfg.Logger.Warn("message failed: delivered again", "subject", m.Subject(), "err", err)
 	}
 	if ack {
-		_ = m.Ack()
+		_ = target.Ack()
 	} else {
-		_ = m.Nak()
+		_ = target.Nak()
 	}
 }
 
@@ -204,21 +211,62 @@ func (r *receiver) receiveAll(ctx context.Context, msgs []jetstream.Msg) error {
 	return nil
 }
 
-// keep counts m among the messages in progress, kept alive until settled.
-func (r *receiver) keep(m jetstream.Msg) {
+// keep counts m among the messages in progress, kept alive until
+// settled, and reports whether m is new here. A message the server
+// delivered again while it is in progress here (its in-progress signals
+// came late: a loaded machine) is not: its particles are in the engine
+// already, where a window may hold them. Taken as a new message, its
+// particles would all be dropped as copies and the message acknowledged
+// at once, and the server would forget what the window holds, which a
+// worker taking the unit over after a crash would then never receive. So
+// it is the same message, acknowledged through this newest delivery once
+// the engine finished the first.
+func (r *receiver) keep(m jetstream.Msg) bool {
 	var seq uint64
 	if md, err := m.Metadata(); err == nil {
 		seq = md.Sequence.Stream
 	}
 	r.mu.Lock()
-	r.pending[m] = &inFlight{seq: seq}
-	r.mu.Unlock()
+	defer r.mu.Unlock()
+	if f := r.bySeq[seq]; f != nil && seq != 0 {
+		f.latest = m
+		stats := &r.in.t.stats
+		stats.Received.Add(1)
+		stats.Redelivered.Add(1)
+		r.c.settled.Add(1)
+		return false
+	}
+	f := &inFlight{seq: seq}
+	r.pending[m] = f
+	if seq != 0 {
+		r.bySeq[seq] = f
+	}
+	return true
+}
+
+// delivery returns the delivery of the message first delivered as m that
+// acknowledgements go to.
+func (f *inFlight) delivery(m jetstream.Msg) jetstream.Msg {
+	if f.latest != nil {
+		return f.latest
+	}
+	return m
+}
+
+// drop removes m, in flight as f, from the messages in progress.
+func (r *receiver) drop(m jetstream.Msg, f *inFlight) {
+	delete(r.pending, m)
+	if r.bySeq[f.seq] == f {
+		delete(r.bySeq, f.seq)
+	}
 }
 
 // forget settles m without the engine.
 func (r *receiver) forget(m jetstream.Msg) {
 	r.mu.Lock()
-	delete(r.pending, m)
+	if f := r.pending[m]; f != nil {
+		r.drop(m, f)
+	}
 	r.mu.Unlock()
 	r.c.settled.Add(1)
 }
@@ -298,8 +346,8 @@ func (r *receiver) stop(ctx context.Context) {
 	var back []jetstream.Msg
 	for m, f := range r.pending {
 		if f.done {
-			back = append(back, m)
-			delete(r.pending, m)
+			back = append(back, f.delivery(m))
+			r.drop(m, f)
 		}
 	}
 	r.mu.Unlock()
@@ -360,8 +408,10 @@ func (r *receiver) settle(ctx context.Context) (waiting bool) {
 	if save {
 		r.saved, r.hasSaved = frontier, true
 	}
-	for _, m := range ready {
-		delete(r.pending, m)
+	for i, m := range ready {
+		f := r.pending[m]
+		r.drop(m, f)
+		ready[i] = f.delivery(m)
 	}
 	r.mu.Unlock()
 	for _, m := range ready {
@@ -393,7 +443,7 @@ func (r *receiver) keepAlive(ctx context.Context, interval time.Duration) {
 		r.mu.Lock()
 		msgs = msgs[:0]
 		for m, f := range r.pending {
-			msgs = append(msgs, inProgress{m: m, seq: f.seq})
+			msgs = append(msgs, inProgress{m: f.delivery(m), seq: f.seq})
 		}
 		r.mu.Unlock()
 		slices.SortFunc(msgs, func(a, b inProgress) int { return cmp.Compare(a.seq, b.seq) })

@@ -280,3 +280,40 @@ func TestReceiverAcknowledgesBehindTheFrontier(t *testing.T) {
 		}
 	})
 }
+
+// A message the server delivers again while the first delivery is in
+// progress here (its in-progress signals came late) is the same message:
+// not handed on again, and acknowledged once, through the newest
+// delivery, when the engine finished the first. Taken as new, its
+// particles were dropped as copies and the message acknowledged at once,
+// while a window still held them: after a crash, the worker taking the
+// unit over never received them.
+func TestReceiverTakesAMessageDeliveredAgainInProgressOnce(t *testing.T) {
+	ctx := context.Background()
+	kv := &memoryKV{vals: map[string][]byte{}}
+	feed := &modelFeed{}
+	r := newTestReceiver(kv, feed)
+	var enc encoder
+	b := edge.Batch{Items: []edge.Item{{Particle: particle.Particle{Time: 1, Origin: 1, Seq: 1, Measurement: "m"}}}}
+	data, err := enc.appendBatch(nil, stamp{sender: 1, number: 1}, &b)
+	require.NoError(t, err)
+	first := &testMsg{seq: 7, data: data}
+	require.True(t, r.keep(first))
+	require.NoError(t, r.receiveAll(ctx, []jetstream.Msg{first}))
+	require.Len(t, feed.batches, 1)
+
+	again := &testMsg{seq: 7, data: data}
+	require.False(t, r.keep(again), "the same message, in progress")
+	require.Len(t, feed.batches, 1, "not handed on again")
+	r.settle(ctx)
+	require.Zero(t, first.acked+again.acked, "nothing acknowledged while the first is in progress")
+
+	feed.released, feed.ok = keyOf(&b.Items[0].Particle), true
+	feed.batches[0].done(nil)
+	r.settle(ctx)
+	require.Equal(t, 0, first.acked, "the first delivery is not acknowledged")
+	require.Equal(t, 1, again.acked, "the newest delivery is, once")
+	require.Empty(t, r.pending)
+	require.Empty(t, r.bySeq)
+	require.True(t, r.keep(&testMsg{seq: 7, data: data}), "a delivery after the acknowledgement is new")
+}

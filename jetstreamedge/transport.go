@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -376,11 +377,9 @@ func (in *inlet) Run(ctx context.Context, feed edge.Feed) error {
 		case <-q.ready:
 		case <-poll:
 		}
-		msgs := q.take()
-		for _, m := range msgs {
-			// Kept alive while held back too.
-			r.keep(m)
-		}
+		// Kept alive while held back too; a message delivered again while
+		// in progress here is the one taken already (receiver.keep).
+		msgs := slices.DeleteFunc(q.take(), func(m jetstream.Msg) bool { return !r.keep(m) })
 		now := time.Now()
 		admitted, began := c.admit(now, msgs)
 		if began {
