@@ -394,11 +394,15 @@ func TestChainRestartsWithItsHead(t *testing.T) {
 	topo.AddSource("src", topology.Single(topology.SourceFunc(func(context.Context, topology.SourceEmitter) error { return nil })), topology.SourceConfig{})
 	pass := operation.Func(func(_ context.Context, in particle.Particle, out operation.Emitter) error { out.Emit(in); return nil })
 	topo.AddBolt("head", operation.Stateless(pass), topology.BoltConfig{}).Input("src", topology.Global())
-	topo.AddBolt("count", func() operation.Operation { return &countHeld{} }, topology.BoltConfig{}).Input("head", topology.Forward())
+	// Declared before the bolt it takes from: a chain is in the order of
+	// its edges.
+	topo.AddBolt("count", func() operation.Operation { return &countHeld{} }, topology.BoltConfig{}).Input("mid", topology.Forward())
+	topo.AddBolt("mid", operation.Stateless(pass), topology.BoltConfig{}).Input("head", topology.Forward())
 	tr.processed = topo.Stats("count")
 	requireCountsOwnBatch(t, topo, tr)
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
+	assert.NotContains(t, tr.queues, "mid/0", "a chained instance has no edge of its own")
 	assert.NotContains(t, tr.queues, "count/0", "a chained instance has no edge of its own")
 	assert.Contains(t, tr.queues, "sink/0")
 }

@@ -604,7 +604,14 @@ func (t *Topology) build(drainCtx context.Context) (*run, error) {
 		}
 	}
 	if t.cfg.Transport != nil {
-		t.chain(byName)
+		for _, spec := range t.bolts {
+			if from := spec.chainedTo(); from != "" {
+				for i, b := range byName[spec.name] {
+					b.up = byName[from][i]
+				}
+			}
+		}
+		chain(r.bolts)
 	}
 	if t.cfg.Acking.Enabled {
 		acks, err := newAckService(t.timeouts(r.bolts), r.sources, feeds, (len(r.sources)+len(feeds))*t.cfg.Acking.MaxPending, r.wallNanos)
@@ -627,48 +634,23 @@ func (t *Topology) build(drainCtx context.Context) (*run, error) {
 }
 
 // chain gives every chain head (an instance fed by a Transport) the
-// instances chained to it: those of the bolts whose inputs all come on
-// forward edges, from the head or from an instance chained to it.
-func (t *Topology) chain(byName map[string][]*boltInstance) {
-	var headOf func(b *boltInstance) *boltInstance
-	headOf = func(b *boltInstance) *boltInstance {
-		switch {
-		case b.inlet != nil:
-			return b
-		case b.up == nil:
-			return nil
+// instances chained to it: those whose up is the head or an instance
+// chained to it.
+func chain(bolts []*boltInstance) {
+	depth := map[*boltInstance]int{}
+	for _, b := range bolts {
+		head, n := b.up, 1
+		for head != nil && head.inlet == nil {
+			head, n = head.up, n+1
 		}
-		return headOf(b.up)
-	}
-	for _, spec := range t.bolts {
-		if from := spec.chainedTo(); from != "" {
-			for i, b := range byName[spec.name] {
-				b.up = byName[from][i]
-			}
+		if head != nil {
+			b.head, depth[b] = head, n
+			head.chain = append(head.chain, b)
 		}
 	}
-	for _, spec := range t.bolts {
-		for _, b := range byName[spec.name] {
-			if b.up != nil {
-				b.head = headOf(b.up)
-			}
-			if b.head != nil {
-				b.head.chain = append(b.head.chain, b)
-			}
-		}
-	}
-	depth := func(b *boltInstance) int {
-		n := 0
-		for ; b.inlet == nil; b = b.up {
-			n++
-		}
-		return n
-	}
-	for _, spec := range t.bolts {
-		for _, b := range byName[spec.name] {
-			// An instance stops after the one it takes from: see stopChain.
-			slices.SortStableFunc(b.chain, func(x, y *boltInstance) int { return depth(x) - depth(y) })
-		}
+	for _, b := range bolts {
+		// An instance stops after the one it takes from: see stopChain.
+		slices.SortStableFunc(b.chain, func(x, y *boltInstance) int { return depth[x] - depth[y] })
 	}
 }
 
