@@ -212,3 +212,34 @@ func counts(s *jetstreamedge.Stats) map[string]uint64 {
 		"publish_failed": s.PublishFailed.Load(), "held_back": s.HeldBack.Load(), "gaps_skipped": s.GapsSkipped.Load(),
 	}
 }
+
+// The instances of a bolt fed on forward edges are chained to their
+// upstream instances: no unit of their own, in the transport's list or
+// in the cluster's status, and the edges into them never cross JetStream:
+// only dedup's and out's instances receive messages. The output is the
+// single-process output.
+func TestChainedInstancesAreNoUnits(t *testing.T) {
+	want := singleProcess(t, threeStages)
+	c := natstestCluster(t)
+	name := fmt.Sprintf("chain-%d", time.Now().UnixNano())
+	w := startWorker(t, c, threeStages, name, "w1")
+	w.run()
+	select {
+	case <-w.ran:
+	case <-time.After(90 * time.Second):
+		t.Fatalf("the worker did not finish the run: transport %+v", counts(w.w.Transport().Stats()))
+	}
+	heads := []string{"dedup_0", "dedup_1", "out_0"}
+	require.ElementsMatch(t, heads, w.w.Transport().Units())
+	require.Equal(t, heads, w.w.Transport().ActiveUnits(time.Time{}))
+	st := status(t, w.nc, name)
+	var inStatus []string
+	for _, u := range st.Units {
+		inStatus = append(inStatus, u.Consumer)
+	}
+	require.ElementsMatch(t, heads, inStatus, "the status lists the chain heads alone")
+	require.Equal(t, uint64(2), w.built.Stats("stats10m").Ended.Load(), "both chained instances ended")
+	w.stop()
+	require.NoError(t, w.err)
+	require.Equal(t, want, w.out.String())
+}

@@ -31,7 +31,10 @@
 // the server delivers its messages to one worker at a time, and when that
 // worker stops pulling, pins another and delivers the unacknowledged
 // messages to it again, before any newer one, so that it rebuilds the
-// instance's windows as they were. Every worker assigns the units among
+// instance's windows as they were. The instances of a bolt chained by
+// forward edges (topology.Forward) are no units: each belongs to the unit
+// of its chain's head, runs, moves and starts afresh with it, and the
+// edges into it stay in the process. Every worker assigns the units among
 // the workers announced the same way, without talking to the others
 // (rendezvous hashing capped at an even share), and pulls only for its
 // own. A recording is replayed by the worker holding its lease
@@ -48,7 +51,7 @@
 // Not a scheduler: units and live instances spread by count, not by load,
 // and where they go is the hashing's choice, not the fewest moves'. Every
 // worker runs a copy of every bolt instance, idle where it does not own
-// it. Recordings are not balanced: the first worker to ask replays one to
+// its unit. Recordings are not balanced: the first worker to ask replays one to
 // its end, and a replay is never handed over. A sink writing outside
 // JetStream writes at least once: what a worker that died or handed it
 // over had not acknowledged is written again. See DESIGN.md, "Beyond one

@@ -31,7 +31,8 @@ func TestLeavingWorkerHandsItsUnitsOver(t *testing.T) {
 	first := startWorkerWith(t, c, paced, config("w1"))
 	first.run()
 	defer first.stop()
-	const n = 5
+	// dedup's instances, each with its chained stats10m instance, and out.
+	const n = 3
 	require.Eventually(t, func() bool { return len(first.w.Transport().HeldUnits()) == n },
 		30*time.Second, 20*time.Millisecond, "the first worker alone runs every unit")
 	second := startWorkerWith(t, c, paced, config("w2"))

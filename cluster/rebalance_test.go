@@ -12,8 +12,9 @@ import (
 // A worker that joins a running pipeline gets its share of the units: the
 // first worker, pinned for every unit, hands over those assigned to the
 // newcomer, and the output is still the single-process output. The units
-// handed over rebuild their windows from the messages given back, and
-// both workers end the run on their own.
+// handed over rebuild their windows from the messages given back, those
+// of the instances chained to them too, and both workers end the run on
+// their own.
 func TestJoiningWorkerTakesItsShare(t *testing.T) {
 	want := singleProcess(t, threeStages)
 	c := natstestCluster(t)
@@ -21,14 +22,15 @@ func TestJoiningWorkerTakesItsShare(t *testing.T) {
 	const paced = "testdata/library1-mean-paced.yaml"
 	first := startWorker(t, c, paced, name, "w1")
 	first.run()
-	// The units of the three stages: dedup and stats10m have two
-	// instances each, out one.
-	const n = 5
+	// The units of the three stages: dedup's two instances, each the head
+	// of a chain with the instance of stats10m of its index, and out's one.
+	const n = 3
 	var units []string
 	require.Eventually(t, func() bool {
 		units = first.w.Transport().Units()
 		return len(units) == n && len(first.w.Transport().ActiveUnits(time.Time{})) == n
 	}, 30*time.Second, 20*time.Millisecond, "the first worker alone runs every unit")
+	require.ElementsMatch(t, []string{"dedup_0", "dedup_1", "out_0"}, units, "a chained instance moves with its head")
 	joined := time.Now()
 	second := startWorker(t, c, paced, name, "w2")
 	second.run()

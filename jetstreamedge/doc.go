@@ -4,9 +4,11 @@
 // change to operations, buffers or the acker.
 //
 // Every worker builds the whole topology with a Transport of the same
-// pipeline; the edges into each bolt instance go through one subject of the
-// pipeline's stream, and the server delivers each subject's messages to
-// one worker at a time:
+// pipeline; the edges into each bolt instance the topology asks for go
+// through one subject of the pipeline's stream (a bolt chained to another
+// by forward edges asks for none: its instances run with their upstream
+// ones, see topology.Forward), and the server delivers each subject's
+// messages to one worker at a time:
 //
 //	tr, err := jetstreamedge.New(ctx, nc, jetstreamedge.Config{Pipeline: "mean", Replicas: 3})
 //	if err != nil {

@@ -115,6 +115,20 @@ type Stats struct {
 // receives from it (after a catch-up, below, all those the server had
 // pending).
 //
+// # Chains
+//
+// A bolt chained to the unit's instance by forward edges (topology.Forward)
+// runs in the same process, behind it, and starts afresh with it; none of
+// what follows needs to know. A particle's tree then ends in the chain
+// (a window of a chained instance holds its messages as a window of the
+// unit's own would), so a message is acknowledged once the chain is done
+// with it, and the frontier, a position in the release order of the
+// unit's own buffer, is past only what the whole chain finished. A unit
+// that moved takes again the messages behind the chain's open windows and
+// rebuilds them; a result fired again is derived from the same newest
+// input, through the chain, and keeps its identity. The end of stream of
+// a unit is acknowledged, and the unit marked ended, once the chain ended.
+//
 // # Acknowledgements and copies
 //
 // A worker acknowledges a message only once every particle in it
@@ -266,8 +280,8 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Transport, error) {
 // Stats returns the transport's counters.
 func (t *Transport) Stats() *Stats { return &t.stats }
 
-// Edge implements edge.Transport: every bolt instance is fed through
-// its subject.
+// Edge implements edge.Transport: every bolt instance the topology asks
+// for is fed through its subject, a unit of its own.
 func (t *Transport) Edge(bolt string, index int) (edge.Outlet, edge.Inlet, bool) {
 	subject := SubjectPrefix(t.cfg.Pipeline) + Token(bolt) + "." + fmt.Sprint(index)
 	in := &inlet{t: t, subject: subject, consumer: ConsumerName(bolt, index)}

@@ -468,6 +468,10 @@ func (d *decoder) check(p *Pipeline) {
 		declare(b.Name, b.pos)
 	}
 	d.checkMQTT(p)
+	parallelism := map[string]int{}
+	for _, b := range p.Bolts {
+		parallelism[b.Name] = b.Parallelism
+	}
 	for _, b := range p.Bolts {
 		for _, in := range b.Inputs {
 			if in.From != "" && !names[in.From] {
@@ -476,9 +480,25 @@ func (d *decoder) check(p *Pipeline) {
 			if in.From == b.Name && in.From != "" {
 				d.failAt(in.pos, "bolt %q: input from itself", b.Name)
 			}
+			if in.Grouping == "forward" && names[in.From] {
+				d.checkForward(b, in, parallelism)
+			}
 		}
 	}
 	d.checkCycles(p)
+}
+
+// checkForward checks a forward input of b, from a known component: it
+// comes from a bolt of b's parallelism (see topology.Forward), parallelism
+// giving the bolts'.
+func (d *decoder) checkForward(b Bolt, in Input, parallelism map[string]int) {
+	up, ok := parallelism[in.From]
+	switch {
+	case !ok:
+		d.failAt(in.pos, "bolt %q: forward input from source %q: a forward edge starts at a bolt", b.Name, in.From)
+	case up != b.Parallelism:
+		d.failAt(in.pos, "bolt %q: forward input from %q: parallelism %d, %q's %d: a forward edge joins bolts of the same parallelism", b.Name, in.From, b.Parallelism, in.From, up)
+	}
 }
 
 // checkCycles reports a cycle among the bolts, which the engine refuses:

@@ -151,3 +151,35 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// goodForward chains a bolt to one of the same parallelism.
+const goodForward = `sources:
+  - name: wsn
+    file: {paths: [testdata/library1-r1.lp], speed: max}
+bolts:
+  - name: dedup
+    input: {from: wsn, grouping: fields, fields: [node]}
+    parallelism: 2
+    op: {type: dedup, by: [node, seq], within: 1m}
+  - name: mean10m
+    input: {from: dedup, grouping: forward}
+    parallelism: 2
+    op: {type: window-mean, size: 10m, fields: [temperature], by: [node]}
+  - name: out
+    input: {from: mean10m, grouping: global}
+    sink: {file: "-"}
+`
+
+func TestParseForward(t *testing.T) {
+	p, err := pipeline.Parse([]byte(goodForward), "p.yaml")
+	require.NoError(t, err)
+	assert.Equal(t, "forward", p.Bolts[1].Inputs[0].Grouping)
+	testParseErrors(t, goodForward, []parseErrorCase{
+		{"parallelism mismatch", "    parallelism: 2\n    op: {type: window-mean", "    parallelism: 3\n    op: {type: window-mean",
+			[]string{`p.yaml:10:19: bolt "mean10m": forward input from "dedup": parallelism 3, "dedup"'s 2: a forward edge joins bolts of the same parallelism`}},
+		{"from a source", "{from: dedup, grouping: forward}", "{from: wsn, grouping: forward}",
+			[]string{`p.yaml:10:19: bolt "mean10m": forward input from source "wsn": a forward edge starts at a bolt`}},
+		{"with fields", "grouping: forward}", "grouping: forward, fields: [node]}",
+			[]string{`bolt "mean10m": fields given for a forward grouping`}},
+	})
+}

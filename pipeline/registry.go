@@ -137,6 +137,7 @@ var (
 		builtin[groupingType]{"fields", groupingType{fields: true, make: func(f []string) topology.Grouping { return topology.Fields(f...) }}},
 		builtin[groupingType]{"global", groupingType{make: func([]string) topology.Grouping { return topology.Global() }}},
 		builtin[groupingType]{"all", groupingType{make: func([]string) topology.Grouping { return topology.All() }}},
+		builtin[groupingType]{"forward", groupingType{make: func([]string) topology.Grouping { return topology.Forward() }}},
 	)
 )
 
@@ -210,7 +211,7 @@ func RegisterSink[C any](name string, newSink func(C) (operation.Operation, erro
 }
 
 // RegisterGrouping makes the grouping name available to the inputs of
-// pipeline files, like shuffle, fields, global and all; newGrouping makes
+// pipeline files, like shuffle, fields, global, all and forward; newGrouping makes
 // the grouping of each input that names it. RegisterGrouping panics if
 // name is empty or taken; call it before parsing, as from an init
 // function.

@@ -102,6 +102,14 @@ type boltInstance struct {
 	abandon   chan struct{}
 	stopInlet func()
 	eosAcks   ackOps
+	// up is the instance that a chained instance takes all its input
+	// from, on forward edges; head is the instance up those edges that an
+	// edge.Inlet feeds, which runs it and stops and restarts it with
+	// itself. chain, of a head, lists the instances chained to it, each
+	// after its up; done closes when a chained instance's run returned.
+	up, head *boltInstance
+	chain    []*boltInstance
+	done     chan struct{}
 	// drainedInputs marks the inputs that sent no new data since drained
 	// or ended; once all have, the instance drains its own outputs.
 	drainedInputs []bool
@@ -164,9 +172,6 @@ var _ operation.Emitter = (*boltInstance)(nil)
 func (b *boltInstance) run(ctx context.Context) error {
 	ticks, stop := b.topo.cfg.Wall.NewTicker(b.topo.cfg.HousekeepingInterval)
 	defer stop()
-	if b.stopInlet != nil {
-		defer b.stopInlet()
-	}
 	b.pushRestored(ctx)
 	for b.ended < b.inputs {
 		// A full buffer takes nothing more until the watermark moves: the
@@ -205,8 +210,6 @@ func (b *boltInstance) run(ctx context.Context) error {
 	if err := b.router.endOfStream(ctx); err != nil {
 		return err
 	}
-	b.acks.append(&b.eosAcks)
-	b.flushAcks()
 	b.stats.Ended.Add(1)
 	if b.ckpt != nil {
 		b.finalShare(ctx)

@@ -58,6 +58,32 @@ func (d direct) Route(p *particle.Particle, n int, dst []int) []int {
 	return append(dst, i)
 }
 
+// Forward sends what instance i of a bolt emits to instance i of the
+// receiving bolt only: the two bolts have the same parallelism, and each
+// receiving instance has one input from the sending bolt, not one per
+// sending instance, so that its sync buffer waits for no sibling. A bolt
+// keyed like the one it takes from (Fields on the same names, with the
+// same parallelism) gets the same particles from it as with Fields, and
+// gives the same output. Only a bolt can send on a forward edge.
+//
+// With a Transport, a bolt whose inputs are all forward edges from one
+// bolt is chained to it: its instances run in the process that runs their
+// upstream instances, never across a process boundary (see
+// topology/edge.Transport).
+func Forward() Grouping { return forward{} }
+
+type forward struct{}
+
+// Route picks the one instance the wiring gives each sender.
+func (forward) Route(_ *particle.Particle, _ int, dst []int) []int { return append(dst, 0) }
+
+// isForward reports whether g is Forward, which the wiring, not Route,
+// carries out.
+func isForward(g Grouping) bool {
+	_, ok := g.(forward)
+	return ok
+}
+
 // Fields sends particles with equal values of the named tags or fields to
 // the same instance. A name is looked up among the tags first, then among
 // the fields; missing names hash as empty. The hash is FNV-1a over the

@@ -184,9 +184,11 @@ func (f *feed) failAll(err error) {
 	f.b.topo.acks.apply(&ops, new(finished))
 }
 
-// runRemote runs an instance fed by its edge.Inlet until it ends, fails or ctx
-// ends, afresh every time the edge.Inlet releases it (edge.ErrReleased).
-func (b *boltInstance) runRemote(srcCtx, drainCtx context.Context) error {
+// runRemote runs an instance fed by its edge.Inlet, and the instances
+// chained to it, until they end, fail or ctx ends, afresh every time the
+// edge.Inlet releases it (edge.ErrReleased). fail takes the errors of the
+// chained instances as they return.
+func (b *boltInstance) runRemote(srcCtx, drainCtx context.Context, fail func(error)) error {
 	for {
 		inCtx, stopInlet := context.WithCancelCause(srcCtx)
 		b.abandon = make(chan struct{})
@@ -207,7 +209,18 @@ func (b *boltInstance) runRemote(srcCtx, drainCtx context.Context) error {
 			}
 			close(b.abandon)
 		}()
+		b.startChain(drainCtx, fail)
 		err := b.run(drainCtx)
+		b.stopChain()
+		if b.ended == b.inputs {
+			// The batches that carried end of stream are done once the
+			// whole chain ended: a chained instance may still have
+			// flushed windows in its end.
+			b.acks.append(&b.eosAcks)
+			b.flushAcks()
+		}
+		// The inlet runs until the chain ended, so that it acknowledges the
+		// messages whose trees end in a chained instance.
 		b.stopInlet()
 		<-inletDone
 		switch {
@@ -221,19 +234,60 @@ func (b *boltInstance) runRemote(srcCtx, drainCtx context.Context) error {
 		case srcCtx.Err() != nil:
 			return nil
 		}
-		b.topo.cfg.Logger.Info("instance released to another process: starting afresh", "component", b.name, "instance", b.index)
+		b.topo.cfg.Logger.Info("instance released to another process: starting afresh", "component", b.name, "instance", b.index, "chained", len(b.chain))
 		b.restart()
 	}
 }
 
-// restart discards the instance's state once it stopped: what it finished
-// is acknowledged, the rest fails, and it starts as built.
+// startChain runs the instances chained to b, each in a goroutine of its
+// own, as a local instance runs.
+func (b *boltInstance) startChain(ctx context.Context, fail func(error)) {
+	for _, c := range b.chain {
+		c.abandon, c.done = make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(c.done)
+			fail(c.run(ctx))
+		}()
+	}
+}
+
+// stopChain waits, once b's run returned, for the instances chained to b
+// to return: each whose up stopped without ending its streams is
+// abandoned, only once its up returned, which may have been blocked
+// handing it a batch; the others end with their up.
+func (b *boltInstance) stopChain() {
+	for _, c := range b.chain {
+		if c.up.ended < c.up.inputs {
+			close(c.abandon)
+		}
+		<-c.done
+	}
+}
+
+// restart discards the state of the instance and of the instances chained
+// to it once they all stopped: what they finished is acknowledged, the
+// rest fails, and they start as built. A chained instance holds inputs
+// whose trees fail with the unit's: kept, its windows would fire them on
+// this process while the unit's next holder takes them again.
 func (b *boltInstance) restart() {
+	for _, c := range b.chain {
+		c.discard()
+	}
+	b.discard()
+	b.feed.failAll(edge.ErrReleased)
+	b.feed.setReleased(b.buf.Released())
+}
+
+// discard acknowledges what the instance finished, drops what it holds
+// and makes it as built.
+func (b *boltInstance) discard() {
 	b.flushAcks()
 	for len(b.inbox) > 0 {
 		b.topo.pool.put(<-b.inbox)
 	}
-	b.feed.failAll(edge.ErrReleased)
+	for i := range b.queued {
+		b.queued[i].Store(0)
+	}
 	b.stats.Buffered.Add(-b.buffered)
 	b.stats.BufferedBytes.Add(-b.bytes)
 	buf, err := syncbuffer.New(b.buf.Config(), b.inputs, envelopeKey, envelopeIsMeta)
@@ -244,7 +298,6 @@ func (b *boltInstance) restart() {
 	buf.MeasureWith(envelopeSize)
 	b.buf = buf
 	b.op, b.caps = b.newOperation()
-	b.feed.setReleased(buf.Released())
 	b.ended, b.eosAcks, b.drainedInputs, b.drained = 0, ackOps{}, make([]bool, b.inputs), 0
 	b.endedInputs, b.lastWM, b.nextTick = make([]bool, b.inputs), math.MinInt64, math.MinInt64
 	b.acks.reset()

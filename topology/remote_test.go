@@ -316,11 +316,12 @@ func (o *countHeld) Flush(_ context.Context, out operation.Emitter) error {
 	return nil
 }
 
-// releasing is a Transport whose inlet of the bolt count delivers one
-// batch, waits until it was processed, and releases the instance; then
-// it delivers another batch and end of stream.
+// releasing is a Transport whose inlet of the bolt named bolt delivers
+// one batch, waits until processed counts it, and releases the instance;
+// then it delivers another batch and end of stream.
 type releasing struct {
 	*loopback
+	bolt      string
 	processed *topology.ComponentStats
 	runs      int
 	dones     [2]chan error
@@ -329,7 +330,7 @@ type releasing struct {
 
 func (r *releasing) Edge(bolt string, index int) (edge.Outlet, edge.Inlet, bool) {
 	out, in, ok := r.loopback.Edge(bolt, index)
-	if bolt == "count" {
+	if bolt == r.bolt {
 		return out, r, ok
 	}
 	return out, in, ok
@@ -346,7 +347,7 @@ func (r *releasing) Run(ctx context.Context, feed edge.Feed) error {
 	const promise = int64(time.Hour)
 	b := &edge.Batch{High: promise, Promise: promise, EOS: run == 1}
 	for i := range 2 + run {
-		b.Items = append(b.Items, edge.Item{Particle: particle.Particle{Time: int64(i + 1), Origin: 9, Seq: uint64(10*run + i), Measurement: "m"}, High: int64(i + 1)})
+		b.Items = append(b.Items, edge.Item{Particle: particle.Particle{Time: int64(10*run + i + 1), Origin: 9, Seq: uint64(10*run + i), Measurement: "m"}, High: int64(10*run + i + 1)})
 	}
 	done := r.dones[run]
 	if err := feed.Deliver(ctx, b, func(err error) { done <- err }); err != nil {
@@ -372,12 +373,45 @@ func (r *releasing) Run(ctx context.Context, feed edge.Feed) error {
 // its operation held is gone when it runs again. Once it ended, its
 // inlet's context tells so.
 func TestReleasedInstanceStartsAfresh(t *testing.T) {
-	tr := &releasing{loopback: newLoopback(), dones: [2]chan error{make(chan error, 1), make(chan error, 1)}}
+	tr := &releasing{loopback: newLoopback(), bolt: "count", dones: [2]chan error{make(chan error, 1), make(chan error, 1)}}
 	topo, err := topology.New(topology.Config{Replay: true, Transport: tr, Acking: topology.AckingConfig{Enabled: true}})
 	require.NoError(t, err)
 	topo.AddSource("src", topology.Single(topology.SourceFunc(func(context.Context, topology.SourceEmitter) error { return nil })), topology.SourceConfig{})
 	topo.AddBolt("count", func() operation.Operation { return &countHeld{} }, topology.BoltConfig{}).Input("src", topology.Global())
 	tr.processed = topo.Stats("count")
+	requireCountsOwnBatch(t, topo, tr)
+}
+
+// A bolt chained to a remote-fed one by forward edges is no edge of the
+// Transport's: it runs with its chain's head, holds inputs of the head's
+// remote batches, and starts afresh with it when the head is released,
+// so that what it held fails with the head's batches. The head's end of
+// stream is done once the chained instance ended too.
+func TestChainRestartsWithItsHead(t *testing.T) {
+	tr := &releasing{loopback: newLoopback(), bolt: "head", dones: [2]chan error{make(chan error, 1), make(chan error, 1)}}
+	topo, err := topology.New(topology.Config{Replay: true, Transport: tr, Acking: topology.AckingConfig{Enabled: true}})
+	require.NoError(t, err)
+	topo.AddSource("src", topology.Single(topology.SourceFunc(func(context.Context, topology.SourceEmitter) error { return nil })), topology.SourceConfig{})
+	pass := operation.Func(func(_ context.Context, in particle.Particle, out operation.Emitter) error { out.Emit(in); return nil })
+	topo.AddBolt("head", operation.Stateless(pass), topology.BoltConfig{}).Input("src", topology.Global())
+	// Declared before the bolt it takes from: a chain is in the order of
+	// its edges.
+	topo.AddBolt("count", func() operation.Operation { return &countHeld{} }, topology.BoltConfig{}).Input("mid", topology.Forward())
+	topo.AddBolt("mid", operation.Stateless(pass), topology.BoltConfig{}).Input("head", topology.Forward())
+	tr.processed = topo.Stats("count")
+	requireCountsOwnBatch(t, topo, tr)
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	assert.NotContains(t, tr.queues, "mid/0", "a chained instance has no edge of its own")
+	assert.NotContains(t, tr.queues, "count/0", "a chained instance has no edge of its own")
+	assert.Contains(t, tr.queues, "sink/0")
+}
+
+// requireCountsOwnBatch adds to topo a sink of what count emits, runs it
+// on tr and checks that the batch held when the instance was released
+// failed and the second run counted only its own.
+func requireCountsOwnBatch(t *testing.T, topo *topology.Topology, tr *releasing) {
+	t.Helper()
 	var got []int64
 	topo.AddBolt("sink", operation.Stateless(operation.Func(func(_ context.Context, in particle.Particle, _ operation.Emitter) error {
 		n, _ := in.Field("n")

@@ -143,6 +143,11 @@ func (t *Topology) validate() error {
 			if in.grouping == nil {
 				errs = append(errs, fmt.Errorf("bolt %s: input from %s has no grouping", b.name, in.from))
 			}
+			if isForward(in.grouping) {
+				if err := t.checkForward(b, in.from); err != nil {
+					errs = append(errs, err)
+				}
+			}
 			deps[b.name] = append(deps[b.name], in.from)
 		}
 	}
@@ -153,6 +158,35 @@ func (t *Topology) validate() error {
 		return fmt.Errorf("%w: %w", ErrInvalidTopology, errors.Join(errs...))
 	}
 	return nil
+}
+
+// checkForward checks a forward edge from the component from into b: it
+// starts at a bolt of b's parallelism. A source cannot send on one: a bolt
+// chained to it would run wherever the source runs, outside the units a
+// Transport assigns.
+func (t *Topology) checkForward(b *Bolt, from string) error {
+	for _, s := range t.sources {
+		if s.name == from {
+			return fmt.Errorf("bolt %s: forward input from source %s: a forward edge starts at a bolt", b.name, from)
+		}
+	}
+	if p := t.parallelism(from); p != 0 && p != b.cfg.Parallelism {
+		return fmt.Errorf("bolt %s: forward input from %s: parallelism %d, %s's %d: a forward edge joins bolts of the same parallelism", b.name, from, b.cfg.Parallelism, from, p)
+	}
+	return nil
+}
+
+// chainedTo returns the bolt that b's inputs all come from on forward
+// edges, or "" if they do not.
+func (b *Bolt) chainedTo() string {
+	from := ""
+	for _, in := range b.inputs {
+		if !isForward(in.grouping) || (from != "" && in.from != from) {
+			return ""
+		}
+		from = in.from
+	}
+	return from
 }
 
 func findCycle(deps map[string][]string) string {
@@ -268,8 +302,12 @@ func (t *Topology) Run(ctx context.Context) error {
 		}
 	}
 	for _, b := range r.bolts {
-		if b.inlet != nil {
-			wg.Go(func() { fail(b.runRemote(srcCtx, drainCtx)) })
+		switch {
+		case b.head != nil:
+			// Its chain's head runs it.
+			continue
+		case b.inlet != nil:
+			wg.Go(func() { fail(b.runRemote(srcCtx, drainCtx, fail)) })
 			continue
 		}
 		wg.Go(func() { fail(b.run(drainCtx)) })
@@ -471,6 +509,10 @@ func (t *Topology) build(drainCtx context.Context) (*run, error) {
 	for _, spec := range t.bolts {
 		inputs := 0
 		for _, in := range spec.inputs {
+			if isForward(in.grouping) {
+				inputs++
+				continue
+			}
 			inputs += t.parallelism(in.from)
 		}
 		bufCfg := spec.cfg.Buffer
@@ -510,7 +552,7 @@ func (t *Topology) build(drainCtx context.Context) (*run, error) {
 			}
 			b.router = newRouter(r.pool)
 			b.router.barriers = t.cfg.Checkpoints.Store != nil
-			if t.cfg.Transport != nil {
+			if t.cfg.Transport != nil && spec.chainedTo() == "" {
 				if out, in, ok := t.cfg.Transport.Edge(spec.name, i); ok {
 					b.outlet, b.inlet = out, in
 					b.feed = &feed{b: b, origin: uint32(len(r.sources) + len(feeds) + 1), pending: newTokens(t.cfg.Acking.MaxPending),
@@ -524,31 +566,52 @@ func (t *Topology) build(drainCtx context.Context) (*run, error) {
 		}
 	}
 	// Wire every input: each upstream instance is one input of every
-	// downstream instance, numbered in declaration order.
+	// downstream instance, numbered in declaration order; on a forward
+	// edge, upstream instance i is one input of downstream instance i
+	// alone, numbered as one.
+	targetOf := func(down *boltInstance, input int) target {
+		if down.outlet != nil {
+			return target{inbox: &remoteInbox{out: down.outlet, run: r}, input: input}
+		}
+		ib := chanInbox{ch: down.inbox}
+		if down.queued != nil {
+			ib.queued = &down.queued[input]
+		}
+		if t.cfg.Acking.Enabled {
+			// Only the acker's progress timeout needs the backlog.
+			ib.backlog, ib.wall = &down.backlog, r.wallNanos
+		}
+		return target{inbox: ib, input: input}
+	}
 	for _, spec := range t.bolts {
 		next := 0
 		for _, in := range spec.inputs {
+			if isForward(in.grouping) {
+				for i, up := range instances[in.from] {
+					up.addOutput(in.stream, in.grouping, []target{targetOf(byName[spec.name][i], next)})
+				}
+				next++
+				continue
+			}
 			for _, up := range instances[in.from] {
 				var targets []target
 				for _, down := range byName[spec.name] {
-					if down.outlet != nil {
-						targets = append(targets, target{inbox: &remoteInbox{out: down.outlet, run: r}, input: next})
-						continue
-					}
-					ib := chanInbox{ch: down.inbox}
-					if down.queued != nil {
-						ib.queued = &down.queued[next]
-					}
-					if t.cfg.Acking.Enabled {
-						// Only the acker's progress timeout needs the backlog.
-						ib.backlog, ib.wall = &down.backlog, r.wallNanos
-					}
-					targets = append(targets, target{inbox: ib, input: next})
+					targets = append(targets, targetOf(down, next))
 				}
 				up.addOutput(in.stream, in.grouping, targets)
 				next++
 			}
 		}
+	}
+	if t.cfg.Transport != nil {
+		for _, spec := range t.bolts {
+			if from := spec.chainedTo(); from != "" {
+				for i, b := range byName[spec.name] {
+					b.up = byName[from][i]
+				}
+			}
+		}
+		chain(r.bolts)
 	}
 	if t.cfg.Acking.Enabled {
 		acks, err := newAckService(t.timeouts(r.bolts), r.sources, feeds, (len(r.sources)+len(feeds))*t.cfg.Acking.MaxPending, r.wallNanos)
@@ -568,6 +631,27 @@ func (t *Topology) build(drainCtx context.Context) (*run, error) {
 		}
 	}
 	return r, nil
+}
+
+// chain gives every chain head (an instance fed by a Transport) the
+// instances chained to it: those whose up is the head or an instance
+// chained to it.
+func chain(bolts []*boltInstance) {
+	depth := map[*boltInstance]int{}
+	for _, b := range bolts {
+		head, n := b.up, 1
+		for head != nil && head.inlet == nil {
+			head, n = head.up, n+1
+		}
+		if head != nil {
+			b.head, depth[b] = head, n
+			head.chain = append(head.chain, b)
+		}
+	}
+	for _, b := range bolts {
+		// An instance stops after the one it takes from: see stopChain.
+		slices.SortStableFunc(b.chain, func(x, y *boltInstance) int { return depth[x] - depth[y] })
+	}
 }
 
 // restore starts r's checkpoints and restores the newest complete one:

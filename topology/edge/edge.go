@@ -43,6 +43,14 @@ var (
 // process's copy of the instance receives anything is the Transport's
 // business.
 //
+// The engine does not ask for the edges into an instance of a bolt chained
+// by forward edges (topology.Forward): it runs in the process of its
+// upstream instance, and so, up the chain, of the chain's head, the first
+// instance the Transport feeds. What an Inlet does to its instance it
+// does to the whole chain: a chain stops, ends and starts afresh with its
+// head, and a batch from the Inlet is done once the particles in it
+// completed their trees through the chain.
+//
 // Delivery is acknowledged hop by hop: a particle sent through an Outlet
 // completes its local tree once the Outlet reports it durable, and a batch
 // taken from an Inlet is reported done once every particle in it completed
@@ -72,14 +80,15 @@ type Inlet interface {
 	// streams: what it had not finished is the Transport's to deliver
 	// again, to whichever process takes the instance over.
 	//
-	// When the instance ended its streams, ctx ends with the cause
-	// ErrEnded (context.Cause).
+	// When the instance ended its streams, and so did those chained to
+	// it, ctx ends with the cause ErrEnded (context.Cause).
 	//
 	// When Run returns ErrReleased, the rest of the process goes on: the
 	// instance stops, the batches it finished are reported done, the
 	// others fail (their done callbacks get an error), and it discards
 	// its state (a fresh operation from the bolt's factory, an empty sync
-	// buffer); then Run is called again with the same Feed, to deliver
+	// buffer), and so do the instances chained to it; then Run is called
+	// again with the same Feed, to deliver
 	// from scratch when the instance comes back to this process.
 	Run(ctx context.Context, feed Feed) error
 }
