@@ -28,8 +28,8 @@ type outlet struct {
 
 	// mu guards what follows, and numbers go out in order under it. It
 	// is never held across a network round trip: nats.go's error handler
-	// takes it, on the one goroutine that confirms every outlet's
-	// publishes.
+	// has it taken, on the one goroutine that confirms every outlet's
+	// publishes (or, for a publish that timed out, on one of its own).
 	mu     sync.Mutex
 	number uint64     // of the last message published
 	failed []*pending // messages to publish again, in number order

@@ -235,7 +235,11 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Transport, error) {
 			t.confirmed(m, nil)
 		}),
 		jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, m *nats.Msg, err error) {
-			t.confirmed(m, err)
+			// When a publish times out, nats.go calls this holding the
+			// lock its PublishMsgAsync takes, which Send calls holding
+			// the outlet's: confirmed, which takes the outlet's lock to
+			// try again, must not wait for it there.
+			go t.confirmed(m, err)
 		}),
 		// The transport bounds what is in flight itself, below this.
 		jetstream.WithPublishAsyncMaxPending(2*cfg.MaxInFlight),

@@ -12,6 +12,9 @@
 # chromium-driver when they are missing. The InfluxDB sink's tests start
 # their own InfluxDB 1.x and VictoriaMetrics servers: as root this script
 # installs the Debian packages influxdb and victoria-metrics when they are
+# missing. The cluster's tests in network namespaces run NATS nodes and
+# workers each in a namespace of its own: they need root and the ip command,
+# and as root this script installs the Debian package iproute2 when it is
 # missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +26,17 @@ if ! command -v mosquitto >/dev/null 2>&1 && [ ! -x /usr/sbin/mosquitto ]; then
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mosquitto >/dev/null
 	else
 		echo "mosquitto is missing: install the Debian package 'mosquitto' (the MQTT tests need it)" >&2
+		exit 1
+	fi
+fi
+
+if ! command -v ip >/dev/null 2>&1; then
+	if [ "$(id -u)" = 0 ]; then
+		echo "installing iproute2 (Debian package) for the tests in network namespaces"
+		apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 >/dev/null
+	else
+		echo "ip is missing: install the Debian package 'iproute2' (the tests in network namespaces need it)" >&2
 		exit 1
 	fi
 fi
