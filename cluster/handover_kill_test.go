@@ -28,7 +28,7 @@ func TestKilledDuringHandOver(t *testing.T) {
 	for _, tc := range []struct {
 		killed, restart string
 	}{
-		{"giver", "same name"},
+		{"giver", "new name"},
 		{"taker", "new name"},
 	} {
 		t.Run(tc.killed+"/"+tc.restart, func(t *testing.T) {
