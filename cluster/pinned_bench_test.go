@@ -23,7 +23,8 @@ import (
 // particles per second from the moment the workers started their
 // pipelines (once they saw each other) to the moment the sink's output is
 // complete, and the CPU time of the workers and of the benchmark's
-// process per particle.
+// process per particle (over the whole run, their ends included, so that
+// its "cores" overstates the cores busy while the output came).
 // The output must be the single-process run's. Run it with
 // -benchtime=1x.
 func BenchmarkPinnedWorkers(b *testing.B) {
