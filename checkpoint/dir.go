@@ -49,6 +49,22 @@ func OpenDir(root string) (*Dir, error) {
 	return &Dir{root: root, grace: pruneGrace}, nil
 }
 
+var _ Partitioned = (*Dir)(nil)
+
+// Partition implements Partitioned: a partition is a Dir in the folder
+// units/NAME under d's.
+func (d *Dir) Partition(name string) (Store, error) {
+	if name == "" {
+		return nil, fmt.Errorf("checkpoint: partition: %w", ErrInvalidName)
+	}
+	p, err := OpenDir(filepath.Join(d.root, "units", escape(name)))
+	if err != nil {
+		return nil, err
+	}
+	p.grace = d.grace
+	return p, nil
+}
+
 func (d *Dir) folder(id uint64) string {
 	return filepath.Join(d.root, fmt.Sprintf("%0*d", idDigits, id))
 }

@@ -31,6 +31,16 @@ type Store interface {
 	Prune(ctx context.Context, keep int) error
 }
 
+// Partitioned is a Store that keeps apart the checkpoints of parts that
+// checkpoint independently, each with ids of its own: the units of a
+// pipeline run on several workers.
+type Partitioned interface {
+	Store
+	// Partition returns the store of the part named name. Its
+	// checkpoints are not the Store's own, nor another partition's.
+	Partition(name string) (Store, error)
+}
+
 // Manifest is what makes a checkpoint complete.
 type Manifest struct {
 	// ID is the checkpoint's id; ids only grow.

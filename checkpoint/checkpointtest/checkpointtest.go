@@ -39,7 +39,20 @@ func snapshot(id uint64, instance string) []byte {
 
 // TestStore runs the contract's cases, each on a new empty Store that
 // open returns. Close or remove it with t.Cleanup.
+// A checkpoint.Partitioned Store's partitions keep the contract too, and
+// are kept apart.
 func TestStore(t *testing.T, open func(t *testing.T) checkpoint.Store) {
+	testCases(t, open)
+	if _, ok := open(t).(checkpoint.Partitioned); ok {
+		t.Run("Partition", func(t *testing.T) {
+			testCases(t, func(t *testing.T) checkpoint.Store { return partition(t, open(t), "unit/1") })
+		})
+		t.Run("PartitionsAreApart", func(t *testing.T) { testPartitionsApart(t, open(t).(checkpoint.Partitioned)) })
+	}
+}
+
+// testCases runs the contract's cases.
+func testCases(t *testing.T, open func(t *testing.T) checkpoint.Store) {
 	for _, c := range []struct {
 		name string
 		run  func(t *testing.T, s checkpoint.Store)
@@ -54,6 +67,43 @@ func TestStore(t *testing.T, open func(t *testing.T) checkpoint.Store) {
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, open(t)) })
 	}
+}
+
+// partition returns s's partition name.
+func partition(t *testing.T, s checkpoint.Store, name string) checkpoint.Store {
+	t.Helper()
+	p, err := s.(checkpoint.Partitioned).Partition(name)
+	if err != nil {
+		t.Fatalf("Partition(%q): %v", name, err)
+	}
+	return p
+}
+
+// testPartitionsApart checks that a partition's checkpoints are neither
+// the store's nor another partition's, and that pruning one leaves the
+// others be: names that differ in case or by a dot stay apart too.
+func testPartitionsApart(t *testing.T, s checkpoint.Partitioned) {
+	a, b, c := partition(t, s, "bolt/a.b/0"), partition(t, s, "bolt/a_b/0"), partition(t, s, "Bolt/a.b/0")
+	write(t, s, 7, true)
+	write(t, a, 1, true)
+	write(t, a, 2, true)
+	write(t, a, 3, true)
+	write(t, b, 5, true)
+	checkListed(t, s, 7)
+	checkListed(t, a, 3, 2, 1)
+	checkListed(t, b, 5)
+	checkListed(t, c)
+	if err := a.Prune(context.Background(), 1); err != nil {
+		t.Fatalf("Prune: %v", err)
+	}
+	checkListed(t, a, 3)
+	checkRestores(t, a, 3)
+	checkRestores(t, b, 5)
+	checkRestores(t, s, 7)
+	if err := s.Prune(context.Background(), 1); err != nil {
+		t.Fatalf("Prune: %v", err)
+	}
+	checkRestores(t, a, 3)
 }
 
 // write stores checkpoint id of instances and, if commit, its manifest.

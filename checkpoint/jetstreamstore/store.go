@@ -52,6 +52,39 @@ type Store struct {
 	objects   jetstream.ObjectStore
 	manifests jetstream.KeyValue
 	bucket    string
+	// objectPrefix and keyPrefix put a partition's objects and manifest
+	// keys apart from the others: empty for the buckets' own checkpoints.
+	objectPrefix, keyPrefix string
+}
+
+var _ checkpoint.Partitioned = (*Store)(nil)
+
+// Partition returns the store of the checkpoints named name, kept in the
+// same buckets apart from s's own and from every other partition's: a
+// unit of a pipeline checkpoints into its own partition. A partition of a
+// partition is a partition of s's buckets.
+func (s *Store) Partition(name string) (checkpoint.Store, error) {
+	if name == "" {
+		return nil, fmt.Errorf("jetstreamstore: partition: %w", checkpoint.ErrInvalidName)
+	}
+	key := keySafe(name)
+	return &Store{objects: s.objects, manifests: s.manifests, bucket: s.bucket,
+		objectPrefix: "units/" + key + "/", keyPrefix: "units." + key + "."}, nil
+}
+
+// keySafe makes name a key-value key token: letters, digits, '-', '_'
+// and '/' stay, every other byte is =XX.
+func keySafe(name string) string {
+	var b strings.Builder
+	for i := range len(name) {
+		switch c := name[i]; {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_', c == '/':
+			b.WriteByte(c)
+		default:
+			fmt.Fprintf(&b, "=%02X", c)
+		}
+	}
+	return b.String()
 }
 
 var _ checkpoint.Store = (*Store)(nil)
@@ -89,12 +122,22 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Store, error
 // idKey is a checkpoint id as a key that sorts as the id does.
 func idKey(id uint64) string { return fmt.Sprintf("%020d", id) }
 
-// objectName is the name of instance's snapshot of checkpoint id.
-func objectName(id uint64, instance string) string { return idKey(id) + "/" + instance }
+// manifestKey is the key of the manifest of checkpoint id.
+func (s *Store) manifestKey(id uint64) string { return s.keyPrefix + idKey(id) }
 
-// objectID returns the checkpoint id of a snapshot's object name.
-func objectID(name string) (uint64, bool) {
-	key, _, ok := strings.Cut(name, "/")
+// objectName is the name of instance's snapshot of checkpoint id.
+func (s *Store) objectName(id uint64, instance string) string {
+	return s.objectPrefix + idKey(id) + "/" + instance
+}
+
+// objectID returns the checkpoint id of a snapshot's object name, false
+// for an object of another partition.
+func (s *Store) objectID(name string) (uint64, bool) {
+	rest, ok := strings.CutPrefix(name, s.objectPrefix)
+	if !ok {
+		return 0, false
+	}
+	key, _, ok := strings.Cut(rest, "/")
 	if !ok {
 		return 0, false
 	}
@@ -107,7 +150,7 @@ func (s *Store) Put(ctx context.Context, id uint64, instance string, snapshot []
 	if instance == "" {
 		return fmt.Errorf("jetstreamstore: put %d: %w", id, checkpoint.ErrInvalidName)
 	}
-	if _, err := s.objects.PutBytes(ctx, objectName(id, instance), snapshot); err != nil {
+	if _, err := s.objects.PutBytes(ctx, s.objectName(id, instance), snapshot); err != nil {
 		return fmt.Errorf("jetstreamstore: put %d %q: %w", id, instance, err)
 	}
 	return nil
@@ -116,13 +159,13 @@ func (s *Store) Put(ctx context.Context, id uint64, instance string, snapshot []
 // Commit implements checkpoint.Store.
 func (s *Store) Commit(ctx context.Context, m checkpoint.Manifest) error {
 	for _, in := range m.Instances {
-		if _, err := s.objects.GetInfo(ctx, objectName(m.ID, in)); err != nil {
+		if _, err := s.objects.GetInfo(ctx, s.objectName(m.ID, in)); err != nil {
 			return fmt.Errorf("jetstreamstore: commit %d: snapshot of %q: %w", m.ID, in, notExist(err))
 		}
 	}
 	data, err := m.MarshalBinary()
 	if err == nil {
-		_, err = s.manifests.Put(ctx, idKey(m.ID), data)
+		_, err = s.manifests.Put(ctx, s.manifestKey(m.ID), data)
 	}
 	if err != nil {
 		return fmt.Errorf("jetstreamstore: commit %d: %w", m.ID, err)
@@ -132,14 +175,14 @@ func (s *Store) Commit(ctx context.Context, m checkpoint.Manifest) error {
 
 // Checkpoints implements checkpoint.Store.
 func (s *Store) Checkpoints(ctx context.Context) ([]uint64, error) {
-	keys, err := s.manifests.ListKeys(ctx)
+	keys, err := s.manifests.ListKeysFiltered(ctx, s.keyPrefix+"*")
 	if err != nil {
 		return nil, fmt.Errorf("jetstreamstore: list %s-manifests: %w", s.bucket, err)
 	}
 	defer keys.Stop()
 	var ids []uint64
 	for key := range keys.Keys() {
-		if id, err := strconv.ParseUint(key, 10, 64); err == nil {
+		if id, err := strconv.ParseUint(strings.TrimPrefix(key, s.keyPrefix), 10, 64); err == nil {
 			ids = append(ids, id)
 		}
 	}
@@ -155,14 +198,14 @@ func (s *Store) Checkpoints(ctx context.Context) ([]uint64, error) {
 
 // Manifest implements checkpoint.Store.
 func (s *Store) Manifest(ctx context.Context, id uint64) (checkpoint.Manifest, error) {
-	e, err := s.manifests.Get(ctx, idKey(id))
+	e, err := s.manifests.Get(ctx, s.manifestKey(id))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return checkpoint.Manifest{}, fmt.Errorf("checkpoint %d: %w", id, checkpoint.ErrNotFound)
 	}
 	if err != nil {
 		return checkpoint.Manifest{}, fmt.Errorf("jetstreamstore: manifest %d: %w", id, err)
 	}
-	file := s.bucket + "-manifests/" + idKey(id)
+	file := s.bucket + "-manifests/" + s.manifestKey(id)
 	var m checkpoint.Manifest
 	if err := m.UnmarshalBinary(e.Value()); err != nil {
 		var corrupt *checkpoint.CorruptError
@@ -182,7 +225,7 @@ func (s *Store) Manifest(ctx context.Context, id uint64) (checkpoint.Manifest, e
 // is refused with a *checkpoint.CorruptError whose Err is
 // checkpoint.ErrChecksum.
 func (s *Store) Get(ctx context.Context, id uint64, instance string) ([]byte, error) {
-	name := objectName(id, instance)
+	name := s.objectName(id, instance)
 	b, err := s.objects.GetBytes(ctx, name)
 	switch {
 	case err == nil:
@@ -203,7 +246,7 @@ func (s *Store) Prune(ctx context.Context, keep int) error {
 	}
 	oldest := ids[max(keep, 1)-1]
 	for _, id := range ids[max(keep, 1):] {
-		if err := s.manifests.Purge(ctx, idKey(id)); err != nil {
+		if err := s.manifests.Purge(ctx, s.manifestKey(id)); err != nil {
 			return fmt.Errorf("jetstreamstore: prune manifest %d: %w", id, err)
 		}
 	}
@@ -215,7 +258,7 @@ func (s *Store) Prune(ctx context.Context, keep int) error {
 		return fmt.Errorf("jetstreamstore: prune: list %s: %w", s.bucket, err)
 	}
 	for _, o := range objects {
-		if id, ok := objectID(o.Name); ok && id < oldest {
+		if id, ok := s.objectID(o.Name); ok && id < oldest {
 			if err := s.objects.Delete(ctx, o.Name); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
 				return fmt.Errorf("jetstreamstore: prune %s: %w", o.Name, err)
 			}

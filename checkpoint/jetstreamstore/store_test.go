@@ -3,6 +3,7 @@ package jetstreamstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -34,7 +35,7 @@ func TestStoreKeepsTheStoreContract(t *testing.T) {
 	n := 0
 	checkpointtest.TestStore(t, func(t *testing.T) checkpoint.Store {
 		n++
-		s, err := jetstreamstore.New(context.Background(), js, jetstreamstore.Config{Bucket: "ckpt-" + string(rune('a'+n))})
+		s, err := jetstreamstore.New(context.Background(), js, jetstreamstore.Config{Bucket: fmt.Sprint("ckpt-", n)})
 		require.NoError(t, err)
 		return s
 	})
