@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sensorstorm/sensorstorm/checkpoint"
 	"math"
 	"runtime/debug"
 	"sync/atomic"
@@ -154,6 +155,12 @@ type boltInstance struct {
 	curDeferred bool
 	// ckpt is the instance's side of checkpoints; nil without them.
 	ckpt *boltCheckpoint
+	// unit is the coordinator of the checkpoints of the unit the instance
+	// heads, while its Inlet runs, and unitStore where they go: with a
+	// Transport, an instance an Inlet feeds checkpoints with the
+	// instances chained to it.
+	unit      *coordinator
+	unitStore checkpoint.Store
 
 	// released and emitted hold the envelope being processed and the one
 	// being emitted, so that taking their address does not allocate.

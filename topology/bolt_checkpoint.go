@@ -42,6 +42,34 @@ type boltCheckpoint struct {
 	// idents are the identities of the inputs whose anchors the operation
 	// keeps: what it emits anchored to them is derived from the newest.
 	idents map[operation.Anchor]ident
+	// inBuffer are the identities of the data particles in the sync
+	// buffer restored: a unit's feed drops copies of them.
+	inBuffer map[particleID]struct{}
+}
+
+// newBoltCheckpoint returns the checkpoint side of an instance with
+// inputs inputs, as built.
+func newBoltCheckpoint(inputs int) *boltCheckpoint {
+	return &boltCheckpoint{arrived: make([]bool, inputs), waiting: -1, channel: state.NewWriter(nil),
+		idents: map[operation.Anchor]ident{}}
+}
+
+// particleID is a particle's identity.
+type particleID struct {
+	origin uint32
+	seq    uint64
+}
+
+// coordinator returns the coordinator the instance reports to: its
+// unit's, or the run's.
+func (b *boltInstance) coordinator() *coordinator {
+	switch {
+	case b.unit != nil:
+		return b.unit
+	case b.head != nil && b.head.unit != nil:
+		return b.head.unit
+	}
+	return b.topo.ckpt
 }
 
 // ident is the identity of a held input, and the count of the particles
@@ -169,7 +197,7 @@ func (b *boltInstance) maybeCompleteCheckpoint() {
 	}
 	rep := ckptReport{id: c.id, instance: b.instanceName(), snapshot: withChannel(c.snapshot, c.recorded, c.channel), acks: c.cut, err: c.snapErr}
 	c.cut, c.snapshot, c.waiting = ackOps{}, nil, -1
-	b.topo.ckpt.send(rep)
+	b.coordinator().send(rep)
 }
 
 // withChannel appends to a snapshot the in-flight data recorded after it.
@@ -180,11 +208,14 @@ func withChannel(snapshot []byte, recorded int, channel *state.Writer) []byte {
 }
 
 // finalShare hands the coordinator the instance's final share once it ended its
-// streams: its state after the flush, which every later checkpoint holds.
-// A sink restored from it keeps the output it wrote.
+// streams: its state after the flush, which every later checkpoint holds,
+// and the acknowledgements it deferred since the last one. A sink
+// restored from it keeps the output it wrote.
 func (b *boltInstance) finalShare(ctx context.Context) {
 	snap, err := b.snapshot(ctx)
-	b.topo.ckpt.end(ckptReport{instance: b.instanceName(), snapshot: withChannel(snap, 0, state.NewWriter(nil)), err: err})
+	acks := b.ckpt.deferred
+	b.ckpt.deferred = ackOps{}
+	b.coordinator().end(ckptReport{instance: b.instanceName(), snapshot: withChannel(snap, 0, state.NewWriter(nil)), acks: acks, err: err})
 }
 
 // inputEnded counts an input that ended as arrived for the checkpoint in
@@ -306,7 +337,15 @@ func (b *boltInstance) restore(snap []byte) error {
 	if err := r.Err(); err != nil {
 		return err
 	}
-	if err := b.buf.Restore(state.NewReader(bufState), readEnvelope); err != nil {
+	b.ckpt.inBuffer = map[particleID]struct{}{}
+	collect := func(r *state.Reader) (envelope, error) {
+		env, err := readEnvelope(r)
+		if err == nil && env.p.Meta == nil {
+			b.ckpt.inBuffer[particleID{env.p.Origin, env.p.Seq}] = struct{}{}
+		}
+		return env, err
+	}
+	if err := b.buf.Restore(state.NewReader(bufState), collect); err != nil {
 		return fmt.Errorf("sync buffer: %w", err)
 	}
 	n := r.ReadLen()

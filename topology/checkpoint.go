@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -22,9 +21,17 @@ const DefaultCheckpointInterval = 5 * time.Second
 // instance's state and every source's position, from which a run that
 // stopped or was killed resumes (DESIGN.md, "Checkpoints and exactly-once
 // output").
+//
+// With a Transport, every instance an Inlet feeds checkpoints as a unit of
+// its own, with the instances chained to it: its checkpoints start at its
+// Inlet, between two batches, record the Inlet's position (edge.Resumer),
+// and go to the unit's partition of the Store. A unit restores its newest
+// checkpoint whenever it starts, on this process or another; the sources
+// and the instances no Inlet feeds take none.
 type CheckpointConfig struct {
 	// Store keeps the checkpoints; nil turns checkpoints off. A run
-	// restores the newest complete checkpoint it finds there.
+	// restores the newest complete checkpoint it finds there. With a
+	// Transport, it must be a checkpoint.Partitioned.
 	Store checkpoint.Store `yaml:"-"`
 	// Interval is the wall time between two checkpoints. A checkpoint
 	// also starts early when a source waits for pending trees, and when
@@ -134,8 +141,15 @@ type coordinator struct {
 	r        *run
 	store    checkpoint.Store
 	interval time.Duration
-	reports  chan ckptReport
-	wake     chan struct{}
+	// sources and bolts are the instances whose shares a checkpoint
+	// needs: the run's, or a unit's bolt instances (its head and those
+	// chained to it), whose feed starts its checkpoints and holds its
+	// position.
+	sources []*sourceInstance
+	bolts   []*boltInstance
+	feed    *feed
+	reports chan ckptReport
+	wake    chan struct{}
 	// participants counts the instances whose share a checkpoint needs.
 	participants int
 	// restored is the checkpoint the run started from, if any.
@@ -160,13 +174,17 @@ type coordinator struct {
 	held ackOps
 }
 
-func newCoordinator(r *run, cfg CheckpointConfig, participants int) *coordinator {
+func newCoordinator(r *run, cfg CheckpointConfig, store checkpoint.Store, sources []*sourceInstance, bolts []*boltInstance, f *feed) *coordinator {
 	interval := cfg.Interval
 	if interval <= 0 {
 		interval = DefaultCheckpointInterval
 	}
+	participants := len(sources) + len(bolts)
+	if f != nil {
+		participants++
+	}
 	return &coordinator{
-		r: r, store: cfg.Store, interval: interval, participants: participants,
+		r: r, store: store, interval: interval, participants: participants, sources: sources, bolts: bolts, feed: f,
 		reports: make(chan ckptReport, participants), wake: make(chan struct{}, 1),
 		ended: map[string]ckptReport{}, endCh: make(chan struct{}, 1), next: 1,
 		taken: make(chan struct{}),
@@ -216,11 +234,14 @@ func (c *coordinator) take(ctx context.Context) error {
 	c.next++
 	c.mu.Unlock()
 	start := c.r.cfg.Wall.Now()
-	for _, s := range c.r.sources {
+	for _, s := range c.sources {
 		s.wantBarrier.Store(id)
 	}
-	for _, s := range c.r.sources {
+	for _, s := range c.sources {
 		s.barrierNow()
+	}
+	if c.feed != nil {
+		c.feed.barrier(ctx, id)
 	}
 	shares := make(map[string]ckptReport, c.participants)
 	var errs []error
@@ -232,6 +253,10 @@ func (c *coordinator) take(ctx context.Context) error {
 				if rep.err != nil {
 					errs = append(errs, fmt.Errorf("%s: %w", name, rep.err))
 				}
+				// Its acknowledgements go with one checkpoint, as a
+				// share's: applied twice, the acker would undo them.
+				rep.acks = ackOps{}
+				c.ended[name] = rep
 			}
 		}
 		c.mu.Unlock()
@@ -272,11 +297,14 @@ func (c *coordinator) take(ctx context.Context) error {
 	}
 	acks.reset()
 	for _, rep := range shares {
-		if p := rep.source; p != nil && p.own != nil {
+		if p := rep.source; p != nil && p.own != nil && p.src != nil {
 			if pos, ok := positionerOf(p.src.src); ok {
 				pos.Committed(p.own)
 			}
 		}
+	}
+	if c.feed != nil {
+		c.feed.resumer.Committed(shares[c.feed.instanceName()].source.own)
 	}
 	now := c.r.cfg.Wall.Now()
 	c.mu.Lock()
@@ -356,10 +384,10 @@ func (c *coordinator) commit(ctx context.Context, id uint64, shares map[string]c
 		}
 	}
 	w.PutLen(positions)
-	for _, s := range c.r.sources {
-		rep, ok := shares[s.instanceName()]
+	for _, name := range c.positioned() {
+		rep, ok := shares[name]
 		if !ok || rep.source == nil {
-			return 0, fmt.Errorf("no position from source %s", s.instanceName())
+			return 0, fmt.Errorf("no position from %s", name)
 		}
 		w.PutString(rep.instance)
 		w.PutUvarint(rep.source.seq)
@@ -367,7 +395,7 @@ func (c *coordinator) commit(ctx context.Context, id uint64, shares map[string]c
 		w.PutBool(rep.source.own != nil)
 		w.PutBytes(rep.source.own)
 	}
-	for _, b := range c.r.bolts {
+	for _, b := range c.bolts {
 		name := b.instanceName()
 		rep, ok := shares[name]
 		if !ok {
@@ -387,6 +415,19 @@ func (c *coordinator) commit(ctx context.Context, id uint64, shares map[string]c
 	return bytes, nil
 }
 
+// positioned names the participants whose positions a checkpoint
+// records: the sources, or a unit's feed.
+func (c *coordinator) positioned() []string {
+	var names []string
+	for _, s := range c.sources {
+		names = append(names, s.instanceName())
+	}
+	if c.feed != nil {
+		names = append(names, c.feed.instanceName())
+	}
+	return names
+}
+
 // manifestVersion is the version of the coordinator's part of a manifest.
 const manifestVersion = 1
 
@@ -403,16 +444,17 @@ type restoredRun struct {
 // parallelism.
 var ErrCheckpointMismatch = errors.New("topology: checkpoint of another topology")
 
-// loadCheckpoint reads the newest complete checkpoint of store for a run
-// of sources and bolts: nil, nil when there is none.
-func loadCheckpoint(ctx context.Context, store checkpoint.Store, sources []*sourceInstance, bolts []*boltInstance, logger *slog.Logger) (*restoredRun, error) {
+// loadCheckpoint reads the newest complete checkpoint of c's store: nil,
+// nil when there is none.
+func (c *coordinator) loadCheckpoint(ctx context.Context) (*restoredRun, error) {
+	store, bolts, positioned := c.store, c.bolts, c.positioned()
 	ids, err := store.Checkpoints(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("topology: restore: %w", err)
 	}
 	var damaged error
 	for _, id := range ids {
-		rr, err := loadOne(ctx, store, id, sources, bolts)
+		rr, err := loadOne(ctx, store, id, positioned, bolts)
 		var ce *checkpoint.CorruptError
 		if !errors.As(err, &ce) {
 			return rr, err
@@ -422,13 +464,16 @@ func loadCheckpoint(ctx context.Context, store checkpoint.Store, sources []*sour
 		}
 		// An older checkpoint is restored only if every source can go
 		// back to its position: a recording can, a Positioner's log has
-		// let go of what the newer one covered.
-		for _, s := range sources {
+		// let go of what the newer one covered, and so has a unit's Inlet.
+		for _, s := range c.sources {
 			if _, ok := positionerOf(s.src); ok {
 				return nil, fmt.Errorf("%w; source %s cannot replay from an older one", damaged, s.instanceName())
 			}
 		}
-		logger.Error("checkpoint damaged: restoring the one before", "err", err)
+		if c.feed != nil {
+			return nil, fmt.Errorf("%w; %s cannot deliver again what an older one holds", damaged, c.feed.instanceName())
+		}
+		c.r.cfg.Logger.Error("checkpoint damaged: restoring the one before", "err", err)
 	}
 	if damaged != nil {
 		return nil, damaged
@@ -437,7 +482,7 @@ func loadCheckpoint(ctx context.Context, store checkpoint.Store, sources []*sour
 }
 
 // loadOne reads checkpoint id of store.
-func loadOne(ctx context.Context, store checkpoint.Store, id uint64, sources []*sourceInstance, bolts []*boltInstance) (*restoredRun, error) {
+func loadOne(ctx context.Context, store checkpoint.Store, id uint64, positioned []string, bolts []*boltInstance) (*restoredRun, error) {
 	m, err := store.Manifest(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("topology: restore checkpoint %d: %w", id, err)
@@ -461,9 +506,9 @@ func loadOne(ctx context.Context, store checkpoint.Store, id uint64, sources []*
 		return nil, fmt.Errorf("topology: restore checkpoint %d: manifest: %w", m.ID, err)
 	}
 	var missing []string
-	for _, s := range sources {
-		if _, ok := rr.positions[s.instanceName()]; !ok {
-			missing = append(missing, s.instanceName())
+	for _, name := range positioned {
+		if _, ok := rr.positions[name]; !ok {
+			missing = append(missing, name)
 		}
 	}
 	for _, b := range bolts {
@@ -478,9 +523,9 @@ func loadOne(ctx context.Context, store checkpoint.Store, id uint64, sources []*
 		}
 		rr.snapshots[name] = snap
 	}
-	if len(missing) > 0 || len(m.Instances) != len(bolts) || len(rr.positions) != len(sources) {
-		return nil, fmt.Errorf("%w: checkpoint %d holds %d bolt and %d source instances, this run has %d and %d; missing: %v",
-			ErrCheckpointMismatch, m.ID, len(m.Instances), len(rr.positions), len(bolts), len(sources), missing)
+	if len(missing) > 0 || len(m.Instances) != len(bolts) || len(rr.positions) != len(positioned) {
+		return nil, fmt.Errorf("%w: checkpoint %d holds %d bolt instances and %d positions, this run has %d and %d; missing: %v",
+			ErrCheckpointMismatch, m.ID, len(m.Instances), len(rr.positions), len(bolts), len(positioned), missing)
 	}
 	return rr, nil
 }

@@ -3,6 +3,7 @@ package topology
 import (
 	"errors"
 	"fmt"
+	"github.com/sensorstorm/sensorstorm/checkpoint"
 	"log/slog"
 	"time"
 
@@ -203,8 +204,8 @@ func (c *Config) Validate() error {
 	if c.Transport != nil && !c.Acking.Enabled {
 		errs = append(errs, errors.New("a transport needs acking: delivery across processes is acknowledged hop by hop"))
 	}
-	if c.Transport != nil && c.Checkpoints.Store != nil {
-		errs = append(errs, errors.New("checkpoints across processes are not built yet: a transport moves state by redelivery"))
+	if _, ok := c.Checkpoints.Store.(checkpoint.Partitioned); c.Transport != nil && c.Checkpoints.Store != nil && !ok {
+		errs = append(errs, fmt.Errorf("checkpoints with a transport need a checkpoint.Partitioned store, not %T: every unit checkpoints apart", c.Checkpoints.Store))
 	}
 	if c.Checkpoints.Interval < 0 {
 		errs = append(errs, errors.New("negative checkpoint interval"))

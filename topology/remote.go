@@ -29,11 +29,19 @@ func (ri *remoteInbox) deliver(ctx context.Context, b *batch) error {
 	if ri.run.stopped() {
 		return errAbandoned
 	}
+	if b.quiet {
+		// Barriers only: a unit's checkpoint ends at its edges.
+		ri.run.pool.put(b)
+		return nil
+	}
 	rb := &ri.scratch
 	*rb = edge.Batch{Input: b.input, Items: rb.Items[:0], High: b.high, Promise: b.promise, Drained: b.drained, EOS: b.eos}
 	var edges []anchor
 	for i := range b.items {
 		env := &b.items[i]
+		if barrierOf(env) != 0 {
+			continue
+		}
 		rb.Items = append(rb.Items, edge.Item{Particle: env.p, High: env.high, Replay: env.replay})
 		env.each(func(a anchor) { edges = append(edges, a) })
 	}
@@ -80,6 +88,19 @@ type feed struct {
 	// release.
 	released    syncbuffer.Key
 	hasReleased bool
+
+	// deliverMu puts a unit's barriers between two batches (see barrier).
+	// It guards what follows.
+	deliverMu sync.Mutex
+	// position is the Position of the last batch delivered; ended tells
+	// that the instance ended its streams and takes no barrier.
+	position uint64
+	ended    bool
+	// restored are the data particles of the sync buffer its unit
+	// restored, whose copies are dropped.
+	restored map[particleID]struct{}
+	// resumer is the Inlet, when the instance checkpoints as a unit.
+	resumer edge.Resumer
 }
 
 // feedTree is the tree of a batch delivered and not yet finished.
@@ -128,10 +149,12 @@ func (f *feed) Deliver(ctx context.Context, rb *edge.Batch, done func(error)) er
 		return err
 	}
 	r := f.b.topo
-	if err := f.pending.take(ctx, func() error { return nil }); err != nil {
+	if err := f.pending.take(ctx, f.blocked); err != nil {
 		done(err)
 		return err
 	}
+	f.deliverMu.Lock()
+	defer f.deliverMu.Unlock()
 	bt := r.pool.get(rb.Input)
 	bt.high, bt.promise, bt.drained, bt.eos = rb.High, rb.Promise, rb.Drained, rb.EOS
 	// One tree per batch: every particle is an edge of it, and so is the
@@ -140,6 +163,9 @@ func (f *feed) Deliver(ctx context.Context, rb *edge.Batch, done func(error)) er
 	xor := bt.self.edge
 	for i := range rb.Items {
 		it := &rb.Items[i]
+		if _, ok := f.restored[particleID{it.Particle.Origin, it.Particle.Seq}]; ok && it.Particle.Meta == nil {
+			continue
+		}
 		e := f.edges.Next()
 		xor ^= e
 		bt.items = append(bt.items, envelope{p: it.Particle, high: it.High, replay: it.Replay, first: anchor{edge: e}, tracked: true})
@@ -169,6 +195,18 @@ func (f *feed) Deliver(ctx context.Context, rb *edge.Batch, done func(error)) er
 		r.acks.apply(&ops, new(finished))
 		return err
 	}
+	if rb.Position != 0 {
+		f.position = rb.Position
+	}
+	return nil
+}
+
+// blocked asks the unit for a checkpoint when Deliver waits for unfinished
+// batches: those whose inputs a window holds finish with it.
+func (f *feed) blocked() error {
+	if u := f.b.unit; u != nil {
+		u.request()
+	}
 	return nil
 }
 
@@ -190,6 +228,11 @@ func (f *feed) failAll(err error) {
 // chained instances as they return.
 func (b *boltInstance) runRemote(srcCtx, drainCtx context.Context, fail func(error)) error {
 	for {
+		if b.unitStore != nil {
+			if err := b.startUnit(drainCtx); err != nil {
+				return err
+			}
+		}
 		inCtx, stopInlet := context.WithCancelCause(srcCtx)
 		b.abandon = make(chan struct{})
 		b.stopInlet = func() {
@@ -199,6 +242,13 @@ func (b *boltInstance) runRemote(srcCtx, drainCtx context.Context, fail func(err
 				stopInlet(nil)
 			}
 		}
+		unitDone := make(chan struct{})
+		go func() {
+			defer close(unitDone)
+			if b.unit != nil {
+				b.unit.run(inCtx)
+			}
+		}()
 		var inErr error
 		inletDone := make(chan struct{})
 		go func() {
@@ -218,11 +268,15 @@ func (b *boltInstance) runRemote(srcCtx, drainCtx context.Context, fail func(err
 			// flushed windows in its end.
 			b.acks.append(&b.eosAcks)
 			b.flushAcks()
+			if b.unit != nil && err == nil {
+				err = b.endUnit(drainCtx)
+			}
 		}
 		// The inlet runs until the chain ended, so that it acknowledges the
 		// messages whose trees end in a chained instance.
 		b.stopInlet()
 		<-inletDone
+		<-unitDone
 		switch {
 		case err != nil:
 			return err
@@ -306,4 +360,8 @@ func (b *boltInstance) discard() {
 	b.heldInputs, b.curAnchor = map[operation.Anchor]*held{}, 0
 	clear(b.claimed)
 	b.router.reset()
+	if b.ckpt != nil {
+		// What it deferred fails with the unit's trees.
+		b.ckpt = newBoltCheckpoint(b.inputs)
+	}
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/sensorstorm/sensorstorm/acker"
 	"github.com/sensorstorm/sensorstorm/operation"
-	"github.com/sensorstorm/sensorstorm/state"
 	"github.com/sensorstorm/sensorstorm/streamclock"
 	"github.com/sensorstorm/sensorstorm/syncbuffer"
 )
@@ -544,8 +543,7 @@ func (t *Topology) build(drainCtx context.Context) (*run, error) {
 				}
 			}
 			if t.cfg.Checkpoints.Store != nil {
-				b.ckpt = &boltCheckpoint{arrived: make([]bool, inputs), waiting: -1, channel: state.NewWriter(nil),
-					idents: map[operation.Anchor]ident{}}
+				b.ckpt = newBoltCheckpoint(inputs)
 			}
 			if bufCfg.IdleTimeout >= 0 {
 				b.queued = make([]atomic.Int64, inputs)
@@ -612,6 +610,11 @@ func (t *Topology) build(drainCtx context.Context) (*run, error) {
 			}
 		}
 		chain(r.bolts)
+		if t.cfg.Checkpoints.Store != nil {
+			if err := t.units(r); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if t.cfg.Acking.Enabled {
 		acks, err := newAckService(t.timeouts(r.bolts), r.sources, feeds, (len(r.sources)+len(feeds))*t.cfg.Acking.MaxPending, r.wallNanos)
@@ -625,7 +628,7 @@ func (t *Topology) build(drainCtx context.Context) (*run, error) {
 		s.router.beforeDeliver = s.beforeDeliver
 		s.moveHorizon()
 	}
-	if t.cfg.Checkpoints.Store != nil {
+	if t.cfg.Checkpoints.Store != nil && t.cfg.Transport == nil {
 		if err := t.restore(drainCtx, r); err != nil {
 			return nil, err
 		}
@@ -657,8 +660,8 @@ func chain(bolts []*boltInstance) {
 // restore starts r's checkpoints and restores the newest complete one:
 // every bolt instance's state, and every source's position.
 func (t *Topology) restore(ctx context.Context, r *run) error {
-	r.ckpt = newCoordinator(r, t.cfg.Checkpoints, len(r.sources)+len(r.bolts))
-	rr, err := loadCheckpoint(ctx, t.cfg.Checkpoints.Store, r.sources, r.bolts, t.cfg.Logger)
+	r.ckpt = newCoordinator(r, t.cfg.Checkpoints, t.cfg.Checkpoints.Store, r.sources, r.bolts, nil)
+	rr, err := r.ckpt.loadCheckpoint(ctx)
 	if err != nil || rr == nil {
 		return err
 	}

@@ -93,6 +93,28 @@ type Inlet interface {
 	Run(ctx context.Context, feed Feed) error
 }
 
+// Resumer is implemented by an Inlet whose instance checkpoints as a unit
+// of its own (topology.Config.Checkpoints with a Transport): the instance
+// and those chained to it snapshot their state between two batches, and
+// the checkpoint records the Inlet's position there, as a
+// topology.Positioner's.
+type Resumer interface {
+	Inlet
+	// Position returns the Inlet's position after the batch whose
+	// Position is delivered (0: before the first of this Run): enough for
+	// a restore to take every batch after it and none before. It is
+	// called between two Deliver calls.
+	Position(delivered uint64) ([]byte, error)
+	// Committed tells that a checkpoint holding position is complete:
+	// the batches before it are never asked for again. A batch is done
+	// for the Inlet once its done callback reported nil and a checkpoint
+	// after it was committed.
+	Committed(position []byte)
+	// Resume is called before each Run with the position of the
+	// checkpoint the instance restored, nil if it restored none.
+	Resume(position []byte) error
+}
+
 // Feed is the instance's side of an Inlet.
 type Feed interface {
 	// Deliver hands b to the instance, blocking while its inbox is full
@@ -125,6 +147,10 @@ type Batch struct {
 	// Drained tells that only replays of failed particles follow from the
 	// sender; EOS that nothing follows.
 	Drained, EOS bool
+	// Position numbers the batches an Inlet delivers in one Run, from 1
+	// in delivery order; 0 for none. A unit's checkpoint asks its Inlet
+	// for its position after the last batch before the cut (see Resumer).
+	Position uint64
 }
 
 // Item is one particle of a Batch.

@@ -1,0 +1,124 @@
+package topology
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/sensorstorm/sensorstorm/checkpoint"
+	"github.com/sensorstorm/sensorstorm/metaparticle"
+	"github.com/sensorstorm/sensorstorm/particle"
+	"github.com/sensorstorm/sensorstorm/topology/edge"
+)
+
+// Unit checkpoints. With a Transport, the edges into an instance an Inlet
+// feeds are a log the Inlet reads (a JetStream consumer), so a unit (the
+// instance and those chained to it) needs no cut across the run: it
+// checkpoints on its own, as a Kafka Streams task commits its state with
+// its input offsets. Its checkpoint starts at its feed, between two
+// batches, with a barrier on every input at once; it holds the unit's
+// snapshots and the Position of the last batch before the barrier, and
+// once it is complete the Inlet may let go of every batch up to it.
+
+// units readies the unit checkpoints of r: every instance an Inlet feeds
+// gets its partition of the store; those no Inlet feeds, directly or up
+// their chain, take no checkpoints.
+func (t *Topology) units(r *run) error {
+	stores := t.cfg.Checkpoints.Store.(checkpoint.Partitioned)
+	for _, b := range r.bolts {
+		switch {
+		case b.inlet != nil:
+			res, ok := b.inlet.(edge.Resumer)
+			if !ok {
+				return fmt.Errorf("topology: bolt %s[%d]: checkpoints need an Inlet that resumes from a position (edge.Resumer), not %T", b.name, b.index, b.inlet)
+			}
+			store, err := stores.Partition(b.instanceName())
+			if err != nil {
+				return fmt.Errorf("topology: bolt %s[%d]: %w", b.name, b.index, err)
+			}
+			b.unitStore, b.feed.resumer = store, res
+		case b.head == nil:
+			b.ckpt, b.router.barriers = nil, false
+		}
+	}
+	return nil
+}
+
+// startUnit makes the coordinator of the unit b heads and restores the
+// unit's newest checkpoint, if any, into b and the instances chained to
+// it, which have taken nothing; it tells the Inlet where to resume.
+func (b *boltInstance) startUnit(ctx context.Context) error {
+	f, r := b.feed, b.topo
+	c := newCoordinator(r, r.cfg.Checkpoints, b.unitStore, nil, append([]*boltInstance{b}, b.chain...), f)
+	b.unit = c
+	rr, err := c.loadCheckpoint(ctx)
+	if err != nil {
+		return fmt.Errorf("topology: unit %s: %w", b.instanceName(), err)
+	}
+	var pos []byte
+	f.restored = nil
+	if rr != nil {
+		for _, m := range c.bolts {
+			if err := m.restore(rr.snapshots[m.instanceName()]); err != nil {
+				return fmt.Errorf("topology: unit %s: restore checkpoint %d: %s: %w", b.instanceName(), rr.id, m.instanceName(), err)
+			}
+		}
+		pos = rr.positions[f.instanceName()].own
+		c.next = rr.id + 1
+		c.stats.Restored, c.stats.Last = rr.id, rr.id
+		f.restored = b.ckpt.inBuffer
+		r.cfg.Logger.Info("unit restored its checkpoint", "component", b.name, "instance", b.index, "id", rr.id)
+	}
+	f.deliverMu.Lock()
+	f.position, f.ended = 0, false
+	f.deliverMu.Unlock()
+	f.setReleased(b.buf.Released())
+	if err := f.resumer.Resume(pos); err != nil {
+		return fmt.Errorf("topology: unit %s: resume: %w", b.instanceName(), err)
+	}
+	return nil
+}
+
+// endUnit takes the last checkpoint of a unit that ended its streams:
+// its instances' final states, which hold the effect of every input, so
+// that the Inlet lets go of everything.
+func (b *boltInstance) endUnit(ctx context.Context) error {
+	b.feed.deliverMu.Lock()
+	b.feed.ended = true
+	b.feed.deliverMu.Unlock()
+	if err := b.unit.final(ctx); err != nil {
+		return fmt.Errorf("topology: unit %s: %w", b.instanceName(), err)
+	}
+	return nil
+}
+
+// instanceName names the feed's position in its unit's checkpoints.
+func (f *feed) instanceName() string { return fmt.Sprintf("inlet/%s/%d", f.b.name, f.b.index) }
+
+// barrier starts checkpoint id of the feed's unit: between two batches,
+// it hands the instance a barrier on every input, and the coordinator the
+// Inlet's position after the last batch delivered before it.
+func (f *feed) barrier(ctx context.Context, id uint64) {
+	r := f.b.topo
+	f.deliverMu.Lock()
+	pos, err := f.resumer.Position(f.position)
+	if pos == nil {
+		pos = []byte{}
+	}
+	if !f.ended {
+		ib := chanInbox{ch: f.b.inbox, backlog: &f.b.backlog, wall: r.wallNanos}
+		for in := range f.b.inputs {
+			bt := r.pool.get(in)
+			bt.quiet = true
+			bt.items = append(bt.items, envelope{p: particle.Particle{Meta: metaparticle.Barrier{Checkpoint: id}, Origin: f.origin, Seq: metaSeqBit | barrierSeqBit | id}})
+			if err := ib.deliver(ctx, bt); err != nil {
+				r.pool.put(bt)
+				break
+			}
+		}
+	}
+	f.deliverMu.Unlock()
+	if err != nil {
+		err = fmt.Errorf("position: %w", err)
+	}
+	f.b.unit.send(ckptReport{id: id, instance: f.instanceName(), source: &sourcePosition{own: pos}, err: err})
+}

@@ -1,0 +1,272 @@
+package topology_test
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sensorstorm/sensorstorm/checkpoint"
+	"github.com/sensorstorm/sensorstorm/operation"
+	"github.com/sensorstorm/sensorstorm/particle"
+	"github.com/sensorstorm/sensorstorm/topology"
+	"github.com/sensorstorm/sensorstorm/topology/edge"
+)
+
+// logTransport carries the edges into the instances of one bolt through
+// logs that keep every batch until it is acknowledged, as a JetStream
+// consumer does; the edges into the other bolts stay in process.
+type logTransport struct {
+	bolt      string
+	releaseAt int // batches a Run delivers before it releases its instance, once
+	mu        sync.Mutex
+	logs      []*batchLog
+}
+
+func (lt *logTransport) Edge(bolt string, _ int) (edge.Outlet, edge.Inlet, bool) {
+	if bolt != lt.bolt {
+		return nil, nil, false
+	}
+	l := &batchLog{releaseAt: lt.releaseAt, ready: make(chan struct{}, 1)}
+	lt.mu.Lock()
+	lt.logs = append(lt.logs, l)
+	lt.mu.Unlock()
+	return l, l, true
+}
+
+// batchLog is one instance's log: an edge.Resumer that delivers, at every
+// Run, the batches not acknowledged but those the restored checkpoint
+// holds, and acknowledges a batch once it is done and a checkpoint after
+// it committed.
+type batchLog struct {
+	releaseAt int
+	ready     chan struct{}
+
+	mu        sync.Mutex
+	entries   []logEntry
+	runs      int
+	committed uint64 // the newest delivery number a committed checkpoint is after
+	released  bool
+	restored  int // Runs that resumed from a checkpoint
+}
+
+type logEntry struct {
+	b     edge.Batch
+	order uint64 // delivery number in this Run, 0 if not delivered
+	done  bool
+	acked bool
+}
+
+func (l *batchLog) Send(_ context.Context, b *edge.Batch, done func(error)) error {
+	c := *b
+	c.Items = slices.Clone(b.Items)
+	l.mu.Lock()
+	l.entries = append(l.entries, logEntry{b: c})
+	l.mu.Unlock()
+	select {
+	case l.ready <- struct{}{}:
+	default:
+	}
+	done(nil)
+	return nil
+}
+
+func (l *batchLog) Position(delivered uint64) ([]byte, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	pos := binary.AppendUvarint(nil, delivered)
+	for i, e := range l.entries {
+		if e.order != 0 && e.order <= delivered && !e.acked {
+			pos = binary.AppendUvarint(pos, uint64(i))
+		}
+	}
+	return pos, nil
+}
+
+func (l *batchLog) Committed(pos []byte) {
+	delivered, _ := binary.Uvarint(pos)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.committed = max(l.committed, delivered)
+	l.settleLocked()
+}
+
+// settleLocked acknowledges the batches done that a committed checkpoint
+// is after.
+func (l *batchLog) settleLocked() {
+	for i := range l.entries {
+		if e := &l.entries[i]; e.done && e.order != 0 && e.order <= l.committed {
+			e.acked = true
+		}
+	}
+}
+
+func (l *batchLog) Resume(pos []byte) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.committed = 0
+	for i := range l.entries {
+		l.entries[i].order, l.entries[i].done = 0, false
+	}
+	if pos == nil {
+		return nil
+	}
+	l.restored++
+	_, n := binary.Uvarint(pos)
+	for pos = pos[n:]; len(pos) > 0; pos = pos[n:] {
+		var i uint64
+		i, n = binary.Uvarint(pos)
+		if n <= 0 || i >= uint64(len(l.entries)) {
+			return errors.New("batchLog: bad position")
+		}
+		// In the restored state: never delivered again.
+		l.entries[i].acked = true
+	}
+	return nil
+}
+
+func (l *batchLog) Run(ctx context.Context, feed edge.Feed) error {
+	l.mu.Lock()
+	l.runs++
+	l.mu.Unlock()
+	var delivered uint64
+	for {
+		l.mu.Lock()
+		next := -1
+		for i, e := range l.entries {
+			if !e.acked && e.order == 0 {
+				next = i
+				break
+			}
+		}
+		if !l.released && delivered >= uint64(l.releaseAt) {
+			if l.committed > 0 {
+				l.released = true
+				l.mu.Unlock()
+				return edge.ErrReleased
+			}
+			// Until a checkpoint committed.
+			next = -1
+		}
+		var b edge.Batch
+		if next >= 0 {
+			delivered++
+			l.entries[next].order = delivered
+			b = l.entries[next].b
+			b.Items = slices.Clone(b.Items)
+			b.Position = delivered
+		}
+		l.mu.Unlock()
+		if next < 0 {
+			select {
+			case <-l.ready:
+				continue
+			case <-ctx.Done():
+				return nil
+			case <-time.After(time.Millisecond):
+				// A checkpoint may have committed: time to release.
+				continue
+			}
+		}
+		order := delivered
+		err := feed.Deliver(ctx, &b, func(err error) {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			if e := &l.entries[next]; err == nil && e.order == order {
+				e.done = true
+				l.settleLocked()
+			}
+		})
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// identified gathers the lines a bolt receives by identity, and checks
+// that a particle received twice is the same line.
+type identified struct {
+	mu     sync.Mutex
+	lines  map[[2]uint64]string
+	copies int
+	differ []string
+}
+
+func (g *identified) Process(_ context.Context, in particle.Particle, _ operation.Emitter) error {
+	line, err := particle.AppendLineProtocol(nil, &in, particle.Second)
+	if err != nil {
+		return err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	id := [2]uint64{uint64(in.Origin), in.Seq}
+	if was, ok := g.lines[id]; ok {
+		g.copies++
+		if was != string(line) {
+			g.differ = append(g.differ, fmt.Sprintf("%v: %q, then %q", id, was, line))
+		}
+		return nil
+	}
+	g.lines[id] = string(line)
+	return nil
+}
+
+// A unit released in the middle of its input restores its newest
+// checkpoint where it starts again and takes from its log only what came
+// after it: its windows hold every input once, and the output is one run's
+// without a transport, but for copies of results fired again, which keep
+// their identities.
+func TestUnitRestoresItsCheckpointWhenItStartsAgain(t *testing.T) {
+	readings := make([]reading, 0, 3000)
+	for i := range 3000 {
+		readings = append(readings, reading{t: int64(1000 + i/3), key: string(rune('a' + i%3)), value: int64(i)})
+	}
+	var want gatherLines
+	require.NoError(t, windowed(t, topology.Config{}, nil, 2, &stoppableSource{readings: readings, stopAt: -1}, &want).Run(context.Background()))
+	slices.Sort(want.lines)
+	require.Len(t, want.lines, 3*34)
+
+	for _, releaseAt := range []int{1, 2, 5} {
+		t.Run(fmt.Sprint("released after ", releaseAt), func(t *testing.T) {
+			store, err := checkpoint.OpenDir(t.TempDir())
+			require.NoError(t, err)
+			tr := &logTransport{bolt: "window", releaseAt: releaseAt}
+			cfg := topology.Config{Replay: true, Transport: tr, Acking: topology.AckingConfig{Enabled: true}}
+			cfg.Checkpoints.Store, cfg.Checkpoints.Interval = store, time.Millisecond
+			topo := newTopology(t, cfg)
+			topo.AddSource("src", topology.Single(&stoppableSource{readings: readings, stopAt: -1}), topology.SourceConfig{})
+			perKey := func() operation.Operation {
+				return operation.Aggregate(operation.Tumbling(30*time.Second), operation.ByTags("k"), sumAgg{})
+			}
+			topo.AddBolt("window", perKey, topology.BoltConfig{Parallelism: 2}).Input("src", topology.Fields("k"))
+			got := &identified{lines: map[[2]uint64]string{}}
+			topo.AddBolt("out", operation.Stateless(got), topology.BoltConfig{}).Input("window", topology.Global())
+			require.NoError(t, topo.Run(context.Background()))
+
+			require.Empty(t, got.differ, "a result fired again is the same")
+			lines := slices.Sorted(func(yield func(string) bool) {
+				for _, l := range got.lines {
+					if !yield(l) {
+						return
+					}
+				}
+			})
+			require.Equal(t, want.lines, lines)
+			for _, l := range tr.logs {
+				l.mu.Lock()
+				require.Equal(t, 2, l.runs, "released once, run again (%d batches)", len(l.entries))
+				require.Equal(t, 1, l.restored, "the second run restored a checkpoint")
+				for i, e := range l.entries {
+					require.True(t, e.acked, "batch %d of %d acknowledged", i, len(l.entries))
+				}
+				l.mu.Unlock()
+			}
+		})
+	}
+}
