@@ -103,7 +103,7 @@ func startWorkerWith(t testing.TB, c *natstest.Cluster, file string, cfg cluster
 	require.NoError(t, err)
 	p, err := pipeline.Load(file)
 	require.NoError(t, err)
-	cw.built, err = p.Build(pipeline.Options{Stdout: &cw.out, Transport: cw.w.Transport(), Lease: cw.w.LeaseSource, LeaseLiveSource: cw.w.LeaseLiveSource, Incarnation: cw.w.Incarnation(), Cluster: pipelineName, Worker: name})
+	cw.built, err = p.Build(pipeline.Options{Stdout: &cw.out, Transport: cw.w.Transport(), Checkpoints: cw.w.CheckpointStore(), Lease: cw.w.LeaseSource, LeaseLiveSource: cw.w.LeaseLiveSource, Incarnation: cw.w.Incarnation(), Cluster: pipelineName, Worker: name})
 	require.NoError(t, err)
 	runCtx, stop := context.WithCancel(context.Background())
 	cw.cancel = stop

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/sensorstorm/sensorstorm/checkpoint"
+	"github.com/sensorstorm/sensorstorm/checkpoint/jetstreamstore"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -22,6 +24,13 @@ import (
 func leaseBucket(tok string) string  { return "sensorstorm_" + tok + "_leases" }
 func workerBucket(tok string) string { return "sensorstorm_" + tok + "_workers" }
 func doneBucket(tok string) string   { return "sensorstorm_" + tok + "_done" }
+
+// CheckpointBucket returns the object store bucket that keeps the
+// checkpoints of pipeline's units (its manifests are in the key-value
+// bucket of the same name with "-manifests" appended).
+func CheckpointBucket(pipeline string) string {
+	return "sensorstorm_" + jetstreamedge.Token(pipeline) + "_checkpoints"
+}
 
 // sourceKey is the key of a source instance in the lease and done buckets.
 func sourceKey(name string, instance int) string {
@@ -77,6 +86,9 @@ type Worker struct {
 	owners map[string]string
 	lost   map[string]time.Time
 	ended  map[string]bool
+	// checkpoints keeps the units' checkpoints.
+	checkpoints *jetstreamstore.Store
+
 	// leaving tells that the worker hands its share over (Leave); left is
 	// closed then.
 	leaving bool
@@ -129,8 +141,18 @@ func Join(ctx context.Context, nc *nats.Conn, cfg Config) (*Worker, error) {
 	if err := w.refresh(ctx); err != nil {
 		return nil, fmt.Errorf("cluster: reading the workers: %w", err)
 	}
+	w.checkpoints, err = jetstreamstore.New(ctx, js, jetstreamstore.Config{Bucket: CheckpointBucket(cfg.Pipeline), Replicas: replicas})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
 	return w, nil
 }
+
+// CheckpointStore returns the store of the checkpoints of the pipeline's
+// units: give it to the pipeline's build (pipeline.Options.Checkpoints),
+// so that a unit that moves, or whose worker restarts, restores its state
+// from its last checkpoint, wherever it ran.
+func (w *Worker) CheckpointStore() checkpoint.Partitioned { return w.checkpoints }
 
 // Name returns the worker's name.
 func (w *Worker) Name() string { return w.cfg.Worker }

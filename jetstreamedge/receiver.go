@@ -58,11 +58,22 @@ type receiver struct {
 	// ends marks the inputs whose end of stream was handed to the feed
 	// and has not failed.
 	ends map[int]bool
+	// committed is, when the unit checkpoints, the delivery number of the
+	// last message before the newest checkpoint committed.
+	committed uint64
+
+	// checkpointed tells that the unit checkpoints (see position.go);
+	// delivered numbers the messages handed to the feed, in order.
+	checkpointed bool
+	delivered    uint64
 }
 
 // inFlight is a message taken and not yet acknowledged.
 type inFlight struct {
 	seq uint64 // its stream sequence
+	// order is its number among the messages handed to the feed, 0 until
+	// it is.
+	order uint64
 	// latest is its newest delivery, if the server delivered it again
 	// while it was in progress here: acknowledgements go to it.
 	latest jetstream.Msg
@@ -78,7 +89,7 @@ func newReceiver(in *inlet, feed edge.Feed, c *catchUp) *receiver {
 		in: in, feed: feed, c: c, wake: make(chan struct{}, 1),
 		seen: newIdentitySet(in.t.cfg.DedupWindow), pending: map[jetstream.Msg]*inFlight{}, bySeq: map[uint64]*inFlight{},
 		failed: map[uint64]syncbuffer.Key{},
-		ends:   map[int]bool{},
+		ends:   map[int]bool{}, checkpointed: in.checkpointed(),
 	}
 }
 
@@ -86,8 +97,15 @@ func newReceiver(in *inlet, feed edge.Feed, c *catchUp) *receiver {
 func (r *receiver) receive(ctx context.Context, m jetstream.Msg) error {
 	t := r.in.t
 	t.stats.Received.Add(1)
-	if md, err := m.Metadata(); err == nil && md.NumDelivered > 1 {
+	md, err := m.Metadata()
+	if err == nil && md.NumDelivered > 1 {
 		t.stats.Redelivered.Add(1)
+	}
+	if r.checkpointed && err == nil && r.in.inRestoredState(md.Sequence.Stream) {
+		// Its particles are in the state the unit restored.
+		t.stats.Duplicates.Add(1)
+		r.forget(m)
+		return m.Ack()
 	}
 	if _, err := decodeBatch(m.Data(), &r.b); err != nil {
 		// A message that does not decode never will: it is not delivered
@@ -106,8 +124,10 @@ func (r *receiver) receive(ctx context.Context, m jetstream.Msg) error {
 		r.forget(m)
 		return m.NakWithDelay(spareEndDelay)
 	}
+	r.delivered++
+	r.b.Position = r.delivered
 	ids := r.dropCopies(m)
-	err := r.feed.Deliver(ctx, &r.b, func(err error) { r.finished(m, ids, err) })
+	err = r.feed.Deliver(ctx, &r.b, func(err error) { r.finished(m, ids, err) })
 	clear(r.b.Items)
 	return err
 }
@@ -152,6 +172,9 @@ func (r *receiver) finished(m jetstream.Msg, ids []identity, err error) {
 		return
 	}
 	ack := err == nil && f.data.before(r.saved, r.hasSaved)
+	if r.checkpointed {
+		ack = err == nil && f.order <= r.committed
+	}
 	if err != nil {
 		// The particles come again, and must be taken then.
 		r.seen.remove(ids)
@@ -191,11 +214,21 @@ func (r *receiver) receiveAll(ctx context.Context, msgs []jetstream.Msg) error {
 		t := r.in.t
 		var from syncbuffer.Key
 		var ok bool
-		err := retry(ctx, t.cfg.Logger, "reading the frontier of "+r.in.consumer, func() (err error) {
+		load := func() (err error) {
 			from, ok, err = t.frontiers.load(ctx, r.in.consumer)
 			return err
-		})
-		if err != nil {
+		}
+		if r.checkpointed {
+			// The unit restored its state: what its buffer released, its
+			// operations took.
+			load = func() error {
+				if from, ok = r.feed.Released(); ok {
+					from = after(from)
+				}
+				return nil
+			}
+		}
+		if err := retry(ctx, t.cfg.Logger, "reading the frontier of "+r.in.consumer, load); err != nil {
 			return err
 		}
 		r.mu.Lock()
@@ -284,6 +317,7 @@ func (r *receiver) dropCopies(m jetstream.Msg) []identity {
 		r.pending[m] = f
 	}
 	delete(r.failed, f.seq)
+	f.order = r.delivered
 	if r.b.EOS {
 		f.end = r.b.Input + 1
 	}
@@ -361,6 +395,10 @@ func (r *receiver) stop(ctx context.Context) {
 // recording the frontier first if it moved past the one saved, and
 // reports whether messages done still wait for it.
 func (r *receiver) settle(ctx context.Context) (waiting bool) {
+	if r.checkpointed {
+		r.settleCommitted()
+		return false
+	}
 	released, ok := r.feed.Released()
 	r.mu.Lock()
 	frontier, known := r.saved, r.hasSaved
@@ -419,6 +457,29 @@ func (r *receiver) settle(ctx context.Context) (waiting bool) {
 		_ = m.Ack()
 	}
 	return waiting
+}
+
+// settleCommitted acknowledges the messages done that a committed
+// checkpoint of the unit is after.
+func (r *receiver) settleCommitted() {
+	var (
+		ready []jetstream.Msg
+		seqs  []uint64
+	)
+	r.mu.Lock()
+	for m, f := range r.pending {
+		if f.done && f.order != 0 && f.order <= r.committed {
+			r.drop(m, f)
+			ready = append(ready, f.delivery(m))
+			seqs = append(seqs, f.seq)
+		}
+	}
+	r.mu.Unlock()
+	r.in.noteAcked(seqs)
+	for _, m := range ready {
+		r.c.settled.Add(1)
+		_ = m.Ack()
+	}
 }
 
 // keepAlive tells the server every interval that the messages still in

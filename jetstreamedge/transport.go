@@ -321,6 +321,8 @@ type inlet struct {
 	// holding tells that this worker pulls for the unit, or handed it
 	// over and has not unpinned the consumer yet.
 	holding atomic.Bool
+	// resume is its side of its unit's checkpoints, if it takes any.
+	resume resumeState
 }
 
 // Run implements edge.Inlet: it pulls in the priority group until ctx
@@ -353,6 +355,8 @@ func (in *inlet) Run(ctx context.Context, feed edge.Feed) error {
 	// owner acknowledged out of order would stall the unit as long.
 	s := newSequencer(2*t.cfg.AckWait+t.cfg.PublishTimeout, t.cfg.Logger.With("consumer", in.consumer), &t.stats)
 	r := newReceiver(in, feed, c)
+	in.resume.run(r)
+	defer in.resume.run(nil)
 	var wg sync.WaitGroup
 	inner, stopInner := context.WithCancel(ctx)
 	defer func() {

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/sensorstorm/sensorstorm/checkpoint"
 	"github.com/sensorstorm/sensorstorm/connectors/httpwrite"
@@ -24,6 +25,12 @@ import (
 	"github.com/sensorstorm/sensorstorm/topology"
 	"github.com/sensorstorm/sensorstorm/topology/edge"
 )
+
+// DefaultUnitCheckpointInterval is the wall time between two checkpoints
+// of a unit on a cluster when the pipeline sets none: a unit's input is
+// acknowledged at its checkpoints, and JetStream delivers a consumer at
+// most its MaxAckPending messages unacknowledged.
+const DefaultUnitCheckpointInterval = time.Second
 
 // Options are what Build takes from its caller rather than from the file.
 type Options struct {
@@ -70,6 +77,12 @@ type Options struct {
 	// usual), the same on every worker, so that the worker taking an
 	// instance over resumes its broker session.
 	Cluster string
+	// Checkpoints, with a Transport, keeps the checkpoints of the units
+	// (cluster.Worker's CheckpointStore): every instance the Transport
+	// feeds checkpoints with those chained to it, every
+	// Pipeline.Checkpoints.Interval (DefaultUnitCheckpointInterval if
+	// unset), and restores its newest checkpoint wherever it starts.
+	Checkpoints checkpoint.Partitioned
 	// Worker, with Cluster, names this worker: an MQTT sink's client id
 	// ends with it, since the workers running the sink's instances
 	// connect at the same time, and a file sink writes the worker's own
@@ -367,9 +380,16 @@ func (p *Pipeline) Build(opts Options) (*Built, error) {
 		Replay: !p.Live(), Acking: acking, Logger: opts.Logger, Wall: opts.Wall, DeadLetters: opts.DeadLetters,
 		Transport: opts.Transport, Incarnation: opts.Incarnation,
 	}
+	if opts.Transport != nil && opts.Checkpoints != nil {
+		interval := p.Checkpoints.Interval
+		if interval == 0 {
+			interval = DefaultUnitCheckpointInterval
+		}
+		cfg.Checkpoints = topology.CheckpointConfig{Store: opts.Checkpoints, Interval: interval}
+	}
 	if p.Checkpoints.Dir != "" {
 		if opts.Transport != nil {
-			return nil, fmt.Errorf("pipeline: checkpoints: %w", ErrCheckpointsInCluster)
+			return nil, fmt.Errorf("pipeline: checkpoints: dir %s: %w", p.Checkpoints.Dir, ErrCheckpointsInCluster)
 		}
 		store, err := checkpoint.OpenDir(resolve(opts.Dir, p.Checkpoints.Dir))
 		if err != nil {

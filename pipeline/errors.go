@@ -34,6 +34,6 @@ func (e *Error) Unwrap() error { return e.Err }
 // Is makes every Error match ErrInvalid.
 func (e *Error) Is(target error) bool { return target == ErrInvalid }
 
-// ErrCheckpointsInCluster refuses checkpoints in a pipeline run by a
-// cluster, whose state still moves by redelivery.
-var ErrCheckpointsInCluster = errors.New("not built for a cluster yet: run the pipeline in one process")
+// ErrCheckpointsInCluster refuses a checkpoint directory in a pipeline run
+// by a cluster, which keeps its units' checkpoints in JetStream.
+var ErrCheckpointsInCluster = errors.New("a cluster keeps its checkpoints in JetStream, not in a directory: remove checkpoints: dir (checkpoints: interval applies)")

@@ -245,8 +245,10 @@ func (b *boltInstance) record(input int, env *envelope) {
 	c.recorded++
 }
 
-// snapshotVersion is the version of a bolt instance's snapshot.
-const snapshotVersion = 1
+// snapshotVersion is the version of a bolt instance's snapshot: 2 adds
+// the inputs drained and ended, which a unit restored after some of its
+// inputs ended must know.
+const snapshotVersion = 2
 
 // snapshot writes the instance's state: its numbering, watermark and
 // router progress, its operation's state and its sync buffer's.
@@ -256,6 +258,10 @@ func (b *boltInstance) snapshot(ctx context.Context) ([]byte, error) {
 	w.PutUvarint(b.seq)
 	w.PutVarint(b.lastWM)
 	w.PutVarint(b.nextTick)
+	for i := range b.inputs {
+		w.PutBool(b.drainedInputs[i])
+		w.PutBool(b.endedInputs[i])
+	}
 	w.PutVarint(b.router.promise)
 	w.PutLen(len(b.router.outputs))
 	for i := range b.router.outputs {
@@ -293,7 +299,8 @@ func (b *boltInstance) snapshot(ctx context.Context) ([]byte, error) {
 // restore loads a snapshot into an instance that has taken nothing.
 func (b *boltInstance) restore(snap []byte) error {
 	r := state.NewReader(snap)
-	if v := r.ReadUvarint(); v != snapshotVersion {
+	v := r.ReadUvarint()
+	if v != 1 && v != snapshotVersion {
 		if err := r.Err(); err != nil {
 			return err
 		}
@@ -302,6 +309,18 @@ func (b *boltInstance) restore(snap []byte) error {
 	b.seq = r.ReadUvarint()
 	b.lastWM = r.ReadVarint()
 	b.nextTick = r.ReadVarint()
+	if v >= 2 {
+		for i := range b.inputs {
+			if r.ReadBool() {
+				b.drainedInputs[i] = true
+				b.drained++
+			}
+			if r.ReadBool() {
+				b.endedInputs[i] = true
+				b.ended++
+			}
+		}
+	}
 	b.router.promise = r.ReadVarint()
 	if n := r.ReadLen(); n != len(b.router.outputs) && r.Err() == nil {
 		return fmt.Errorf("%w: %d outputs, the instance has %d", ErrCheckpointMismatch, n, len(b.router.outputs))

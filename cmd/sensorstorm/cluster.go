@@ -74,7 +74,7 @@ func (f *clusterFlags) join(ctx context.Context, p *pipeline.Pipeline, opts *pip
 		return nil, nil, fmt.Errorf("--cluster: %w", err)
 	}
 	opts.Transport, opts.Lease, opts.LeaseLiveSource, opts.Incarnation = w.Transport(), w.LeaseSource, w.LeaseLiveSource, w.Incarnation()
-	opts.Cluster, opts.Worker = name, w.Name()
+	opts.Cluster, opts.Worker, opts.Checkpoints = name, w.Name(), w.CheckpointStore()
 	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
 	var (
 		wg     sync.WaitGroup

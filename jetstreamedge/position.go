@@ -1,0 +1,200 @@
+package jetstreamedge
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/sensorstorm/sensorstorm/topology/edge"
+)
+
+// An inlet is an edge.Resumer: with checkpoints, its unit records at each
+// checkpoint the inlet's position, and the inlet acknowledges a message
+// once the engine finished it and a checkpoint after it committed, never
+// when a window fires and without a frontier. The position is the set of
+// stream sequences a restore must not take again: the messages handed to
+// the unit before the cut and not acknowledged (a window or the sync
+// buffer holds their particles, or their checkpoint is the one being
+// taken), those acknowledged since the previous checkpoint (an
+// acknowledgement may be lost with the worker), and those of the restored
+// checkpoint's that did not come again yet. JetStream delivers the others
+// again, in order (see catchUp): exactly what came after the cut. The set
+// is bounded by MaxAckPending and what two checkpoint intervals
+// acknowledge.
+var _ edge.Resumer = (*inlet)(nil)
+
+// resumeState is an inlet's side of its unit's checkpoints.
+type resumeState struct {
+	mu sync.Mutex // guards what follows
+	// on tells that the unit checkpoints: Resume was called.
+	on bool
+	// inState are the sequences of the messages the restored checkpoint
+	// holds that did not come again.
+	inState map[uint64]bool
+	// acked are the sequences acknowledged since the last position
+	// taken, and before it.
+	acked, ackedBefore []uint64
+	// current is the receiver of the Run in progress.
+	current *receiver
+	// forgetAt is when inState no longer matters: the messages a dead
+	// predecessor held came again by then.
+	forgetAt time.Time
+}
+
+// Resume implements edge.Resumer.
+func (in *inlet) Resume(position []byte) error {
+	_, seqs, err := decodePosition(position)
+	if err != nil {
+		return fmt.Errorf("jetstreamedge: resume %s: %w", in.consumer, err)
+	}
+	rs := &in.resume
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.on = true
+	rs.inState = map[uint64]bool{}
+	for _, s := range seqs {
+		rs.inState[s] = true
+	}
+	rs.acked, rs.ackedBefore = nil, nil
+	rs.forgetAt = time.Now().Add(2*in.t.cfg.AckWait + in.t.cfg.PinnedTTL)
+	return nil
+}
+
+// Position implements edge.Resumer.
+func (in *inlet) Position(delivered uint64) ([]byte, error) {
+	rs := &in.resume
+	rs.mu.Lock()
+	r := rs.current
+	set := map[uint64]bool{}
+	for _, s := range rs.acked {
+		set[s] = true
+	}
+	for _, s := range rs.ackedBefore {
+		set[s] = true
+	}
+	if time.Now().After(rs.forgetAt) {
+		rs.inState = nil
+	}
+	maps.Copy(set, rs.inState)
+	rs.ackedBefore, rs.acked = rs.acked, nil
+	rs.mu.Unlock()
+	if r != nil {
+		r.mu.Lock()
+		for _, f := range r.pending {
+			if f.order != 0 && f.order <= delivered {
+				set[f.seq] = true
+			}
+		}
+		r.mu.Unlock()
+	}
+	return encodePosition(delivered, slices.Sorted(maps.Keys(set))), nil
+}
+
+// Committed implements edge.Resumer.
+func (in *inlet) Committed(position []byte) {
+	delivered, _, err := decodePosition(position)
+	rs := &in.resume
+	rs.mu.Lock()
+	r := rs.current
+	rs.mu.Unlock()
+	if err != nil || r == nil {
+		return
+	}
+	r.mu.Lock()
+	r.committed = max(r.committed, delivered)
+	r.mu.Unlock()
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run makes r the receiver of the Run in progress, nil after it.
+func (rs *resumeState) run(r *receiver) {
+	rs.mu.Lock()
+	rs.current = r
+	rs.mu.Unlock()
+}
+
+// checkpointed reports whether the inlet's unit checkpoints.
+func (in *inlet) checkpointed() bool {
+	rs := &in.resume
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.on
+}
+
+// inRestoredState reports whether the message of stream sequence seq is
+// held by the checkpoint the unit restored, and forgets it: it does not
+// come again.
+func (in *inlet) inRestoredState(seq uint64) bool {
+	rs := &in.resume
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if !rs.inState[seq] {
+		return false
+	}
+	delete(rs.inState, seq)
+	rs.acked = append(rs.acked, seq)
+	return true
+}
+
+// noteAcked records the sequences of messages acknowledged.
+func (in *inlet) noteAcked(seqs []uint64) {
+	rs := &in.resume
+	rs.mu.Lock()
+	rs.acked = append(rs.acked, seqs...)
+	rs.mu.Unlock()
+}
+
+// errPosition refuses a position that does not decode.
+var errPosition = errors.New("malformed position")
+
+// encodePosition encodes the delivery number of the last message before
+// a cut and the sequences a restore must not take again.
+func encodePosition(delivered uint64, seqs []uint64) []byte {
+	b := binary.AppendUvarint(nil, delivered)
+	b = binary.AppendUvarint(b, uint64(len(seqs)))
+	var prev uint64
+	for _, s := range seqs {
+		b = binary.AppendUvarint(b, s-prev)
+		prev = s
+	}
+	return b
+}
+
+// decodePosition decodes a position encodePosition encoded; nil is the
+// position of a unit that restored nothing.
+func decodePosition(b []byte) (delivered uint64, seqs []uint64, err error) {
+	if b == nil {
+		return 0, nil, nil
+	}
+	next := func() uint64 {
+		v, n := binary.Uvarint(b)
+		if n <= 0 {
+			err = errPosition
+			return 0
+		}
+		b = b[n:]
+		return v
+	}
+	delivered = next()
+	count := next()
+	if err != nil || count > uint64(len(b)) {
+		return 0, nil, errPosition
+	}
+	seqs = make([]uint64, 0, count)
+	var prev uint64
+	for range count {
+		prev += next()
+		seqs = append(seqs, prev)
+	}
+	if err != nil || len(b) > 0 {
+		return 0, nil, errPosition
+	}
+	return delivered, seqs, nil
+}
