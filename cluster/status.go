@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/sensorstorm/sensorstorm/checkpoint/jetstreamstore"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -52,8 +54,13 @@ type Unit struct {
 	Pinned  bool
 	Workers []string
 	// Finished is the unit's frontier: the event time before which it
-	// finished every particle it received; zero before it recorded one.
+	// finished every particle it received; zero before it recorded one,
+	// and in a pipeline whose units checkpoint.
 	Finished time.Time
+	// Checkpoint is the id of the unit's newest complete checkpoint, 0
+	// for none; CheckpointAt when it completed.
+	Checkpoint   uint64
+	CheckpointAt time.Time
 }
 
 // ReadStatus returns the status of every pipeline with a stream on nc's
@@ -134,10 +141,17 @@ func readStatus(ctx context.Context, js jetstream.JetStream, stream, tok string)
 	if err != nil {
 		return st, err
 	}
+	checkpoints, err := unitCheckpoints(ctx, js, tok)
+	if err != nil {
+		return st, err
+	}
 	consumers := s.ListConsumers(ctx)
 	for info := range consumers.Info() {
 		u := Unit{Consumer: info.Name, Pending: info.NumPending, AckPending: info.NumAckPending,
 			Redeliver: info.NumRedelivered, Workers: units[info.Name], Finished: finished[info.Name]}
+		if c, ok := checkpoints[info.Name]; ok {
+			u.Checkpoint, u.CheckpointAt = c.ID, c.At
+		}
 		for _, g := range info.PriorityGroups {
 			u.Pinned = u.Pinned || g.PinnedClientID != ""
 		}
@@ -150,6 +164,31 @@ func readStatus(ctx context.Context, js jetstream.JetStream, stream, tok string)
 	slices.SortFunc(st.Workers, func(a, b Announcement) int { return strings.Compare(a.Worker, b.Worker) })
 	slices.Sort(st.Done)
 	return st, nil
+}
+
+// unitCheckpoints returns the newest checkpoint of each unit of the
+// pipeline whose stream token is tok, by consumer. A unit's checkpoints
+// are in the partition named after its head instance as package topology
+// names it in checkpoints: bolt/NAME/INDEX.
+func unitCheckpoints(ctx context.Context, js jetstream.JetStream, tok string) (map[string]jetstreamstore.Newest, error) {
+	newest, err := jetstreamstore.NewestOfPartitions(ctx, js, checkpointBucket(tok))
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	out := map[string]jetstreamstore.Newest{}
+	for part, n := range newest {
+		rest, ok := strings.CutPrefix(part, "bolt/")
+		i := strings.LastIndexByte(rest, '/')
+		if !ok || i < 0 {
+			continue
+		}
+		index, err := strconv.Atoi(rest[i+1:])
+		if err != nil {
+			continue
+		}
+		out[jetstreamedge.ConsumerName(rest[:i], index)] = n
+	}
+	return out, nil
 }
 
 // eachEntry calls fn with every key and value of bucket; a bucket that
@@ -200,13 +239,16 @@ func (s *Status) Write(w io.Writer) error {
 	for _, k := range s.Done {
 		fmt.Fprintf(tw, "%s\tdone\n", k)
 	}
-	fmt.Fprintln(tw, "UNIT\tPINNED\tLAG\tACK PENDING\tREDELIVERED\tFINISHED TO\tWORKERS")
+	fmt.Fprintln(tw, "UNIT\tPINNED\tLAG\tACK PENDING\tREDELIVERED\tCHECKPOINT\tFINISHED TO\tWORKERS")
 	for _, u := range s.Units {
-		finished := "-"
+		finished, checkpoint := "-", "-"
 		if !u.Finished.IsZero() {
 			finished = u.Finished.Format(time.RFC3339Nano)
 		}
-		fmt.Fprintf(tw, "%s\t%t\t%d\t%d\t%d\t%s\t%s\n", u.Consumer, u.Pinned, u.Pending, u.AckPending, u.Redeliver, finished, list(u.Workers))
+		if u.Checkpoint != 0 {
+			checkpoint = fmt.Sprintf("%d at %s", u.Checkpoint, u.CheckpointAt.UTC().Format("15:04:05.000"))
+		}
+		fmt.Fprintf(tw, "%s\t%t\t%d\t%d\t%d\t%s\t%s\t%s\n", u.Consumer, u.Pinned, u.Pending, u.AckPending, u.Redeliver, checkpoint, finished, list(u.Workers))
 	}
 	return tw.Flush()
 }

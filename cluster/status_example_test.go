@@ -21,9 +21,9 @@ func ExampleStatus_Write() {
 		Leases:   map[string]string{"source.sensors.0": "w1", "source.sensors.1": "w2"},
 		Holdings: map[string]string{"source.sensors.0": "1", "source.sensors.1": "2"},
 		Units: []cluster.Unit{
-			{Consumer: "keep_0", Pinned: true, Pending: 3, AckPending: 12, Workers: []string{"w1"}, Finished: since.Add(-time.Second)},
+			{Consumer: "keep_0", Pinned: true, Pending: 3, AckPending: 12, Workers: []string{"w1"}, Checkpoint: 41, CheckpointAt: since.Add(-time.Second)},
 			{Consumer: "keep_1", Pinned: true, AckPending: 9, Workers: []string{"w2"}},
-			{Consumer: "out_0", Pinned: true, Pending: 1, AckPending: 4, Redeliver: 2, Workers: []string{"w2"}, Finished: since.Add(-2 * time.Second)},
+			{Consumer: "out_0", Pinned: true, Pending: 1, AckPending: 4, Redeliver: 2, Workers: []string{"w2"}, Checkpoint: 40, CheckpointAt: since.Add(-1500 * time.Millisecond)},
 		},
 	}
 	if err := st.Write(os.Stdout); err != nil {
@@ -37,8 +37,8 @@ func ExampleStatus_Write() {
 	// SOURCE            STATE
 	// source.sensors.0  read by w1, holding 1
 	// source.sensors.1  read by w2, holding 2
-	// UNIT              PINNED  LAG  ACK PENDING  REDELIVERED  FINISHED TO           WORKERS
-	// keep_0            true    3    12           0            2026-12-05T05:59:59Z  w1
-	// keep_1            true    0    9            0            -                     w2
-	// out_0             true    1    4            2            2026-12-05T05:59:58Z  w2
+	// UNIT              PINNED  LAG  ACK PENDING  REDELIVERED  CHECKPOINT          FINISHED TO  WORKERS
+	// keep_0            true    3    12           0            41 at 05:59:59.000  -            w1
+	// keep_1            true    0    9            0            -                   -            w2
+	// out_0             true    1    4            2            40 at 05:59:58.500  -            w2
 }

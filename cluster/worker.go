@@ -28,9 +28,9 @@ func doneBucket(tok string) string   { return "sensorstorm_" + tok + "_done" }
 // CheckpointBucket returns the object store bucket that keeps the
 // checkpoints of pipeline's units (its manifests are in the key-value
 // bucket of the same name with "-manifests" appended).
-func CheckpointBucket(pipeline string) string {
-	return "sensorstorm_" + jetstreamedge.Token(pipeline) + "_checkpoints"
-}
+func CheckpointBucket(pipeline string) string { return checkpointBucket(jetstreamedge.Token(pipeline)) }
+
+func checkpointBucket(tok string) string { return "sensorstorm_" + tok + "_checkpoints" }
 
 // sourceKey is the key of a source instance in the lease and done buckets.
 func sourceKey(name string, instance int) string {

@@ -28,6 +28,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -273,4 +274,67 @@ func notExist(err error) error {
 		return fmt.Errorf("%w (%w)", fs.ErrNotExist, err)
 	}
 	return err
+}
+
+// Newest describes the newest complete checkpoint of a partition.
+type Newest struct {
+	ID uint64
+	// At is when its manifest was written.
+	At time.Time
+}
+
+// NewestOfPartitions returns, by partition name, the newest complete
+// checkpoint of every partition of the buckets bucket names, without
+// creating them: none when they do not exist. It reads what package
+// cluster's status shows.
+func NewestOfPartitions(ctx context.Context, js jetstream.JetStream, bucket string) (map[string]Newest, error) {
+	kv, err := js.KeyValue(ctx, bucket+"-manifests")
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("jetstreamstore: bucket %s-manifests: %w", bucket, err)
+	}
+	keys, err := kv.ListKeysFiltered(ctx, "units.*.*")
+	if err != nil {
+		return nil, fmt.Errorf("jetstreamstore: list %s-manifests: %w", bucket, err)
+	}
+	defer keys.Stop()
+	newest := map[string]string{}
+	for key := range keys.Keys() {
+		rest, _ := strings.CutPrefix(key, "units.")
+		part, id, ok := strings.Cut(rest, ".")
+		if ok && id > newest[part] {
+			newest[part] = id
+		}
+	}
+	out := map[string]Newest{}
+	for part, idKey := range newest {
+		id, err := strconv.ParseUint(idKey, 10, 64)
+		if err != nil {
+			continue
+		}
+		e, err := kv.Get(ctx, "units."+part+"."+idKey)
+		if err != nil {
+			continue
+		}
+		out[unescapeKey(part)] = Newest{ID: id, At: e.Created()}
+	}
+	return out, ctx.Err()
+}
+
+// unescapeKey undoes keySafe.
+func unescapeKey(key string) string {
+	var b strings.Builder
+	for i := 0; i < len(key); i++ {
+		if key[i] == '=' && i+2 < len(key) {
+			if c, err := strconv.ParseUint(key[i+1:i+3], 16, 8); err == nil {
+				b.WriteByte(byte(c))
+				i += 2
+				continue
+			}
+		}
+		b.WriteByte(key[i])
+	}
+	return b.String()
 }
