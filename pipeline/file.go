@@ -45,7 +45,7 @@ func openFileSink(s *Sink, name string, opts Options) (operation.Operation, io.C
 	}
 	cfg := file.SinkConfig{Precision: s.Precision, Append: s.Append, Logger: opts.Logger}
 	if opts.Cluster != "" && opts.Worker != "" {
-		path, cfg.Append = workerPath(path, opts.Worker), true
+		path, cfg.Append, cfg.Adopt = workerPath(path, opts.Worker), true, true
 		if opts.Logger != nil {
 			opts.Logger.Info("file sink on a cluster: this worker appends to a file of its own", "component", name, "path", path)
 		}

@@ -169,6 +169,7 @@ type coordinator struct {
 	// fails; lastFailed is the id of the last that failed.
 	taken      chan struct{}
 	lastFailed uint64
+	failure    error // why lastFailed failed
 	// held are the acknowledgements of checkpoints that failed: the next
 	// one to complete covers them.
 	held ackOps
@@ -282,13 +283,11 @@ func (c *coordinator) take(ctx context.Context) error {
 		acks.append(&rep.acks)
 	}
 	if err := errors.Join(errs...); err != nil {
-		c.failed(id)
-		return fmt.Errorf("checkpoint %d: %w", id, err)
+		return c.failed(id, err)
 	}
 	bytes, err := c.commit(ctx, id, shares)
 	if err != nil {
-		c.failed(id)
-		return fmt.Errorf("checkpoint %d: %w", id, err)
+		return c.failed(id, err)
 	}
 	// The checkpoint holds the effect of every input deferred to it.
 	if c.r.acks != nil {
@@ -319,12 +318,16 @@ func (c *coordinator) take(ctx context.Context) error {
 	return nil
 }
 
-func (c *coordinator) failed(id uint64) {
+// failed records that checkpoint id failed with err, and returns the
+// error that says so.
+func (c *coordinator) failed(id uint64, err error) error {
+	err = fmt.Errorf("checkpoint %d: %w", id, err)
 	c.mu.Lock()
 	c.stats.Failed++
-	c.lastFailed = id
+	c.lastFailed, c.failure = id, err
 	c.notifyLocked()
 	c.mu.Unlock()
+	return err
 }
 
 // notifyLocked wakes those waiting for a checkpoint. c.mu is held.
@@ -343,13 +346,13 @@ func (c *coordinator) final(ctx context.Context) error {
 	for {
 		c.request()
 		c.mu.Lock()
-		last, lastFailed, taken := c.stats.Last, c.lastFailed, c.taken
+		last, lastFailed, failure, taken := c.stats.Last, c.lastFailed, c.failure, c.taken
 		c.mu.Unlock()
 		switch {
 		case last >= target:
 			return nil
 		case lastFailed >= target:
-			return fmt.Errorf("topology: final checkpoint %d failed: the next run resumes from checkpoint %d", lastFailed, last)
+			return fmt.Errorf("topology: final checkpoint failed, the next run resumes from checkpoint %d: %w", last, failure)
 		}
 		select {
 		case <-ctx.Done():

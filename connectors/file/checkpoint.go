@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"os"
 
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/state"
@@ -131,6 +132,14 @@ func (s *Sink) Restore(r *state.Reader) (err error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.cfg.Adopt && !s.closed {
+		s.buf, s.held, s.ready = s.buf[:0], map[operation.Emitter][]operation.Anchor{}, false
+		if onFile && s.path != "" && path != s.path {
+			if !s.adopt(path, size, sum) {
+				return nil
+			}
+		}
+	}
 	switch {
 	case s.closed:
 		return ErrSinkClosed
@@ -176,6 +185,47 @@ func (s *Sink) Restore(r *state.Reader) (err error) {
 	}
 	s.ready = true
 	return nil
+}
+
+// adopt makes the Sink write the file at path, which a checkpoint
+// recorded with size bytes whose tail sums to sum, in place of its own,
+// and reports whether it did; when that file is missing or holds other
+// bytes, the Sink keeps its own file. s.mu is held.
+func (s *Sink) adopt(path string, size, sum uint64) bool {
+	keep := func(why string, err error) bool {
+		s.cfg.Logger.Warn("file: restored a checkpoint of another file, which it cannot continue: writing its own, where lines after the checkpoint may repeat what the other holds",
+			"file", s.path, "checkpoint_file", path, "why", why, "err", err)
+		return false
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+	if err != nil {
+		return keep("cannot open it", err)
+	}
+	other := &Sink{file: f}
+	fi, err := f.Stat()
+	if err == nil && uint64(fi.Size()) < size {
+		err = fmt.Errorf("%w: it has %d bytes, the checkpoint recorded %d", ErrNotRestorable, fi.Size(), size)
+	}
+	if err == nil {
+		var got uint32
+		if got, err = other.tailSum(int64(size)); err == nil && uint64(got) != sum {
+			err = fmt.Errorf("%w: its bytes before offset %d are not those the checkpoint recorded", ErrNotRestorable, size)
+		}
+	}
+	if err != nil {
+		f.Close()
+		return keep("it does not hold the checkpoint's bytes", err)
+	}
+	own, ownPath, created := s.file, s.path, s.created
+	if err := own.Close(); err != nil {
+		s.cfg.Logger.Warn("file: closing the file given up for the checkpoint's", "file", ownPath, "err", err)
+	}
+	if fi, err := os.Stat(ownPath); created && err == nil && fi.Size() == 0 {
+		os.Remove(ownPath)
+	}
+	s.file, s.w, s.path, s.created = f, f, path, false
+	s.cfg.Logger.Info("file: restored a checkpoint of another file: writing that file from the checkpoint on", "file", path, "instead_of", ownPath)
+	return true
 }
 
 // failRestore leaves the Sink unusable after a refused restore: every

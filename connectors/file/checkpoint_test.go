@@ -238,3 +238,72 @@ func TestOpenSinkTruncatesAtFirstWrite(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, b, "truncated at close, as it was at open before")
 }
+
+// TestSinkAdoptsTheCheckpointsFile moves a Sink between two workers, each
+// with a file of its own, as a cluster does: the second restores a
+// snapshot the first took and, where the first's file is there, goes on
+// writing it from the snapshot's length, so that the first's file is the
+// whole output and the second's is gone; where it is not, the second
+// writes its own file from the snapshot on.
+func TestSinkAdoptsTheCheckpointsFile(t *testing.T) {
+	ps := connectortest.Recording(t, recording, 0)
+	cfg := file.SinkConfig{Append: true, Adopt: true}
+	var want strings.Builder
+	for i := range ps {
+		line, err := particle.AppendLineProtocol(nil, &ps[i], particle.Nanosecond)
+		require.NoError(t, err)
+		want.Write(line)
+	}
+	for _, tc := range []struct {
+		name    string
+		missing bool // the first worker's file is not where the second runs
+	}{{name: "file there"}, {name: "file missing", missing: true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			w1, w2 := filepath.Join(dir, "out.w1.lp"), filepath.Join(dir, "out.w2.lp")
+			s1, err := file.OpenSink(w1, cfg)
+			require.NoError(t, err)
+			e := &connectortest.Emitter{}
+			feed(t, s1, e, ps[:3000])
+			snap := connectortest.Snapshot(t, s1)
+			feed(t, s1, e, ps[3000:5000])
+			file.Crash(s1)
+			if tc.missing {
+				require.NoError(t, os.Rename(w1, filepath.Join(dir, "elsewhere.lp")))
+			}
+
+			s2, err := file.OpenSink(w2, cfg)
+			require.NoError(t, err)
+			e = &connectortest.Emitter{}
+			require.NoError(t, s2.Restore(state.NewReader(snap)))
+			feed(t, s2, e, ps[3000:])
+			require.NoError(t, s2.Flush(context.Background(), e))
+			require.NoError(t, s2.Close())
+
+			if tc.missing {
+				got, err := os.ReadFile(w2)
+				require.NoError(t, err)
+				require.True(t, strings.HasSuffix(want.String(), string(got)), "the second worker's file holds what came after the checkpoint")
+				require.Len(t, got, len(want.String())-len(wantPrefix(t, ps[:3000])))
+				return
+			}
+			got, err := os.ReadFile(w1)
+			require.NoError(t, err)
+			require.True(t, want.String() == string(got), "the first worker's file is the whole output, each line once")
+			_, err = os.Stat(w2)
+			require.ErrorIs(t, err, os.ErrNotExist, "the second worker's empty file is gone")
+		})
+	}
+}
+
+// wantPrefix returns the lines of ps.
+func wantPrefix(t *testing.T, ps []particle.Particle) string {
+	t.Helper()
+	var b strings.Builder
+	for i := range ps {
+		line, err := particle.AppendLineProtocol(nil, &ps[i], particle.Nanosecond)
+		require.NoError(t, err)
+		b.Write(line)
+	}
+	return b.String()
+}

@@ -44,6 +44,18 @@ type SinkConfig struct {
 	// closes) or is restored: a restore (see [Sink.Restore]) cuts the file
 	// at the checkpoint's length instead, and keeps what comes before it.
 	Append bool `yaml:"append"`
+	// Adopt makes a restore take over the file of another path that the
+	// checkpoint recorded, as a sink that moved between the workers of a
+	// cluster does, each worker writing a file of its own: [Sink.Restore]
+	// cuts that file back to the checkpoint's length and the Sink writes
+	// it from then on, so that across the move each line is written once.
+	// Where that file is not (another machine's), or no longer holds the
+	// checkpoint's bytes, the Sink logs it and goes on with its own file,
+	// and what it writes after the checkpoint may repeat lines the other
+	// file holds. With Adopt, a restore may come after writes too: the
+	// lines not yet written are dropped, as the instance that gathered
+	// them was. Defaults to false.
+	Adopt bool `yaml:"-"`
 	// BufferSize is how many bytes of lines the Sink gathers before it
 	// writes them, whatever the watermark. Defaults to DefaultSinkBuffer.
 	BufferSize int `yaml:"buffer_size"`
