@@ -117,17 +117,11 @@ func (in *inlet) awaitOwnership(ctx context.Context, cons jetstream.Consumer) er
 		}
 	}
 	in.holding.Store(false)
-	for {
-		reassigned := t.reassignment()
-		if t.owns(in.consumer, false) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-reassigned:
-		}
+	if in.checkpointed() && !t.owns(in.consumer, false) {
+		// Given away since Acquire: the next holding restores afresh.
+		return edge.ErrReleased
 	}
+	return in.Acquire(ctx)
 }
 
 // unpin unpins the consumer if it is pinned with pin.

@@ -1,6 +1,7 @@
 package jetstreamedge
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -62,6 +63,23 @@ func (in *inlet) Resume(position []byte) error {
 	rs.acked, rs.ackedBefore = nil, nil
 	rs.forgetAt = time.Now().Add(2*in.t.cfg.AckWait + in.t.cfg.PinnedTTL)
 	return nil
+}
+
+// Acquire implements edge.Resumer: it returns once this worker owns the
+// unit (Config.Owns), as Run waits for.
+func (in *inlet) Acquire(ctx context.Context) error {
+	t := in.t
+	for {
+		reassigned := t.reassignment()
+		if t.owns(in.consumer, false) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-reassigned:
+		}
+	}
 }
 
 // Position implements edge.Resumer.

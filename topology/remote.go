@@ -229,6 +229,12 @@ func (f *feed) failAll(err error) {
 func (b *boltInstance) runRemote(srcCtx, drainCtx context.Context, fail func(error)) error {
 	for {
 		if b.unitStore != nil {
+			if err := b.feed.resumer.Acquire(srcCtx); err != nil {
+				if srcCtx.Err() != nil {
+					return nil
+				}
+				return err
+			}
 			if err := b.startUnit(drainCtx); err != nil {
 				return err
 			}

@@ -100,6 +100,13 @@ type Inlet interface {
 // topology.Positioner's.
 type Resumer interface {
 	Inlet
+	// Acquire blocks until Run, called next, will deliver to this
+	// process, or ctx ends: the engine then restores the unit's newest
+	// checkpoint, which its last holder, on any process, committed. A
+	// Run that finds the instance given to another process meanwhile
+	// returns ErrReleased at once, so that the next holding restores
+	// afresh; an instance idle here takes no checkpoint.
+	Acquire(ctx context.Context) error
 	// Position returns the Inlet's position after the batch whose
 	// Position is delivered (0: before the first of this Run): enough for
 	// a restore to take every batch after it and none before. It is
