@@ -117,7 +117,38 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Store, error
 	if err != nil {
 		return nil, fmt.Errorf("jetstreamstore: bucket %s: %w", kvName, err)
 	}
+	// Reads through the streams' leaders: a direct get may be answered by
+	// a replica that has not stored a checkpoint just committed, and a
+	// unit restoring an older one than the newest would take again what
+	// the newest covered.
+	for _, stream := range []string{"OBJ_" + cfg.Bucket, "KV_" + kvName} {
+		if err := leaderReads(ctx, js, stream); err != nil {
+			return nil, fmt.Errorf("jetstreamstore: bucket %s: %w", cfg.Bucket, err)
+		}
+	}
+	if objects, err = js.ObjectStore(ctx, cfg.Bucket); err != nil {
+		return nil, fmt.Errorf("jetstreamstore: bucket %s: %w", cfg.Bucket, err)
+	}
+	if manifests, err = js.KeyValue(ctx, kvName); err != nil {
+		return nil, fmt.Errorf("jetstreamstore: bucket %s: %w", kvName, err)
+	}
 	return &Store{objects: objects, manifests: manifests, bucket: cfg.Bucket}, nil
+}
+
+// leaderReads turns direct gets off on stream, so that its reads are
+// answered by its leader, which has every message it acknowledged.
+func leaderReads(ctx context.Context, js jetstream.JetStream, stream string) error {
+	st, err := js.Stream(ctx, stream)
+	if err != nil {
+		return err
+	}
+	cfg := st.CachedInfo().Config
+	if !cfg.AllowDirect {
+		return nil
+	}
+	cfg.AllowDirect = false
+	_, err = js.UpdateStream(ctx, cfg)
+	return err
 }
 
 // idKey is a checkpoint id as a key that sorts as the id does.

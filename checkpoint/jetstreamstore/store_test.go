@@ -35,8 +35,14 @@ func TestStoreKeepsTheStoreContract(t *testing.T) {
 	n := 0
 	checkpointtest.TestStore(t, func(t *testing.T) checkpoint.Store {
 		n++
-		s, err := jetstreamstore.New(context.Background(), js, jetstreamstore.Config{Bucket: fmt.Sprint("ckpt-", n)})
+		bucket := fmt.Sprint("ckpt-", n)
+		s, err := jetstreamstore.New(context.Background(), js, jetstreamstore.Config{Bucket: bucket})
 		require.NoError(t, err)
+		for _, stream := range []string{"OBJ_" + bucket, "KV_" + bucket + "-manifests"} {
+			st, err := js.Stream(context.Background(), stream)
+			require.NoError(t, err)
+			require.False(t, st.CachedInfo().Config.AllowDirect, "%s is read through its leader", stream)
+		}
 		return s
 	})
 }

@@ -133,6 +133,10 @@ func (s *Sink) Restore(r *state.Reader) (err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cfg.Adopt && !s.closed {
+		if s.ready {
+			// The file holds what this Sink wrote: no longer new.
+			s.created = false
+		}
 		s.buf, s.held, s.ready = s.buf[:0], map[operation.Emitter][]operation.Anchor{}, false
 		if onFile && s.path != "" && path != s.path {
 			if !s.adopt(path, size, sum) {

@@ -296,6 +296,27 @@ func TestSinkAdoptsTheCheckpointsFile(t *testing.T) {
 	}
 }
 
+// A Sink that adopts and is restored after it wrote, as a unit that comes
+// back to its worker is, cuts its own file back to the checkpoint and
+// goes on: the file it created is its own output, not a missing one.
+func TestSinkAdoptingRestoresItsOwnFileAfterWrites(t *testing.T) {
+	ps := connectortest.Recording(t, recording, 0)
+	path := filepath.Join(t.TempDir(), "out.w1.lp")
+	s, err := file.OpenSink(path, file.SinkConfig{Append: true, Adopt: true})
+	require.NoError(t, err)
+	e := &connectortest.Emitter{}
+	feed(t, s, e, ps[:3000])
+	snap := connectortest.Snapshot(t, s)
+	feed(t, s, e, ps[3000:4000])
+	require.NoError(t, s.Restore(state.NewReader(snap)))
+	feed(t, s, e, ps[3000:])
+	require.NoError(t, s.Flush(context.Background(), e))
+	require.NoError(t, s.Close())
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.True(t, wantPrefix(t, ps) == string(got), "each line once")
+}
+
 // wantPrefix returns the lines of ps.
 func wantPrefix(t *testing.T, ps []particle.Particle) string {
 	t.Helper()
