@@ -73,7 +73,9 @@ func (w *Worker) owns(consumer string, pulling bool) bool {
 	}
 	if owner == w.self || !pulling {
 		delete(w.lost, consumer)
-		return owner == w.self
+		// A unit starts here only once its last holder let go of it: it
+		// restores the checkpoint that holder committed last.
+		return owner == w.self && (pulling || !w.heldElsewhere[consumer])
 	}
 	lost, ok := w.lost[consumer]
 	if !ok {
@@ -145,12 +147,17 @@ func (w *Worker) refresh(ctx context.Context) error {
 	if err != nil && !errors.Is(err, jetstream.ErrNoKeysFound) {
 		return err
 	}
-	ended := map[string]bool{}
+	ended, heldElsewhere := map[string]bool{}, map[string]bool{}
 	for _, k := range keys {
 		var a Announcement
 		if e, err := w.workers.Get(ctx, k); err == nil && json.Unmarshal(e.Value(), &a) == nil {
 			for _, u := range a.Ended {
 				ended[u] = true
+			}
+			if k != w.self {
+				for _, u := range a.Held {
+					heldElsewhere[u] = true
+				}
 			}
 		}
 	}
@@ -160,7 +167,7 @@ func (w *Worker) refresh(ctx context.Context) error {
 	if !slices.Equal(live, w.live) {
 		w.cfg.Logger.Info("workers changed", "worker", w.cfg.Worker, "workers", live)
 	}
-	w.live, w.owners, w.ended = live, assign(w.edges.Units(), live), ended
+	w.live, w.owners, w.ended, w.heldElsewhere = live, assign(w.edges.Units(), live), ended, heldElsewhere
 	return nil
 }
 

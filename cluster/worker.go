@@ -86,6 +86,9 @@ type Worker struct {
 	owners map[string]string
 	lost   map[string]time.Time
 	ended  map[string]bool
+	// heldElsewhere are the units another worker announced it holds: a
+	// unit assigned here starts once its last holder let go of it.
+	heldElsewhere map[string]bool
 	// checkpoints keeps the units' checkpoints.
 	checkpoints *jetstreamstore.Store
 

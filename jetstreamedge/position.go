@@ -69,6 +69,19 @@ func (in *inlet) Resume(position []byte) error {
 // unit (Config.Owns), as Run waits for.
 func (in *inlet) Acquire(ctx context.Context) error {
 	t := in.t
+	if pin := in.released; pin != "" {
+		// The unit this inlet handed over last is no longer held here
+		// once unpinned: its new owner waits for that.
+		in.released = ""
+		cons, err := in.consumerOf(ctx)
+		if err == nil {
+			err = in.unpin(ctx, cons, pin)
+		}
+		if err != nil {
+			t.cfg.Logger.Warn("unpinning a unit handed over failed", "consumer", in.consumer, "err", err)
+		}
+	}
+	in.holding.Store(false)
 	for {
 		reassigned := t.reassignment()
 		if t.owns(in.consumer, false) {

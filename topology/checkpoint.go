@@ -170,6 +170,9 @@ type coordinator struct {
 	taken      chan struct{}
 	lastFailed uint64
 	failure    error // why lastFailed failed
+	// finalWanted tells that a final checkpoint was asked for: it is
+	// taken even if nothing came since the last.
+	finalWanted bool
 	// held are the acknowledgements of checkpoints that failed: the next
 	// one to complete covers them.
 	held ackOps
@@ -231,6 +234,15 @@ func (c *coordinator) run(ctx context.Context) {
 // the checkpoint.
 func (c *coordinator) take(ctx context.Context) error {
 	c.mu.Lock()
+	final := c.finalWanted
+	c.mu.Unlock()
+	if c.feed != nil && !final && !c.feed.takeFresh() {
+		// A unit that took nothing since its last checkpoint has nothing
+		// to add; and a copy that holds it without receiving (another
+		// worker's is pinned) must not write over the one that receives.
+		return nil
+	}
+	c.mu.Lock()
 	id := c.next
 	c.next++
 	c.mu.Unlock()
@@ -242,7 +254,7 @@ func (c *coordinator) take(ctx context.Context) error {
 		s.barrierNow()
 	}
 	if c.feed != nil {
-		c.feed.barrier(ctx, id)
+		c.feed.barrier(id)
 	}
 	shares := make(map[string]ckptReport, c.participants)
 	var errs []error
@@ -322,6 +334,10 @@ func (c *coordinator) take(ctx context.Context) error {
 // error that says so.
 func (c *coordinator) failed(id uint64, err error) error {
 	err = fmt.Errorf("checkpoint %d: %w", id, err)
+	if c.feed != nil {
+		// What came before it still waits for a checkpoint.
+		c.feed.markFresh()
+	}
 	c.mu.Lock()
 	c.stats.Failed++
 	c.lastFailed, c.failure = id, err
@@ -342,6 +358,7 @@ func (c *coordinator) notifyLocked() {
 func (c *coordinator) final(ctx context.Context) error {
 	c.mu.Lock()
 	target := c.next
+	c.finalWanted = true
 	c.mu.Unlock()
 	for {
 		c.request()

@@ -96,11 +96,16 @@ type feed struct {
 	// that the instance ended its streams and takes no barrier.
 	position uint64
 	ended    bool
+	// fresh tells that batches came since the unit's last checkpoint
+	// began; any that batches came since it started holding.
+	fresh, any bool
 	// restored are the data particles of the sync buffer its unit
 	// restored, whose copies are dropped.
 	restored map[particleID]struct{}
-	// resumer is the Inlet, when the instance checkpoints as a unit.
+	// resumer is the Inlet, when the instance checkpoints as a unit;
+	// headCtx ends when the instance stops taking batches.
 	resumer edge.Resumer
+	headCtx context.Context
 }
 
 // feedTree is the tree of a batch delivered and not yet finished.
@@ -198,6 +203,7 @@ func (f *feed) Deliver(ctx context.Context, rb *edge.Batch, done func(error)) er
 	if rb.Position != 0 {
 		f.position = rb.Position
 	}
+	f.fresh, f.any = true, true
 	return nil
 }
 
@@ -248,13 +254,21 @@ func (b *boltInstance) runRemote(srcCtx, drainCtx context.Context, fail func(err
 				stopInlet(nil)
 			}
 		}
+		// The unit's checkpoints go on while the instance stops, so that
+		// a unit that ended takes its last; a barrier waits for the
+		// instance only while it runs.
+		unitCtx, stopUnit := context.WithCancel(drainCtx)
+		headCtx, headStopped := context.WithCancel(unitCtx)
 		unitDone := make(chan struct{})
-		go func() {
-			defer close(unitDone)
-			if b.unit != nil {
-				b.unit.run(inCtx)
-			}
-		}()
+		if b.unit != nil {
+			b.feed.headCtx = headCtx
+			go func() {
+				defer close(unitDone)
+				b.unit.run(unitCtx)
+			}()
+		} else {
+			close(unitDone)
+		}
 		var inErr error
 		inletDone := make(chan struct{})
 		go func() {
@@ -267,6 +281,7 @@ func (b *boltInstance) runRemote(srcCtx, drainCtx context.Context, fail func(err
 		}()
 		b.startChain(drainCtx, fail)
 		err := b.run(drainCtx)
+		headStopped()
 		b.stopChain()
 		if b.ended == b.inputs {
 			// The batches that carried end of stream are done once the
@@ -282,6 +297,7 @@ func (b *boltInstance) runRemote(srcCtx, drainCtx context.Context, fail func(err
 		// messages whose trees end in a chained instance.
 		b.stopInlet()
 		<-inletDone
+		stopUnit()
 		<-unitDone
 		switch {
 		case err != nil:

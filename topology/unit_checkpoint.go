@@ -69,7 +69,7 @@ func (b *boltInstance) startUnit(ctx context.Context) error {
 		r.cfg.Logger.Info("unit restored its checkpoint", "component", b.name, "instance", b.index, "id", rr.id)
 	}
 	f.deliverMu.Lock()
-	f.position, f.ended = 0, false
+	f.position, f.ended, f.fresh, f.any = 0, false, false, false
 	f.deliverMu.Unlock()
 	f.setReleased(b.buf.Released())
 	if err := f.resumer.Resume(pos); err != nil {
@@ -84,11 +84,34 @@ func (b *boltInstance) startUnit(ctx context.Context) error {
 func (b *boltInstance) endUnit(ctx context.Context) error {
 	b.feed.deliverMu.Lock()
 	b.feed.ended = true
+	restoredEnded := !b.feed.any
 	b.feed.deliverMu.Unlock()
+	if restoredEnded {
+		// It restored the final checkpoint of a unit that ended
+		// elsewhere: nothing to add.
+		return nil
+	}
 	if err := b.unit.final(ctx); err != nil {
 		return fmt.Errorf("topology: unit %s: %w", b.instanceName(), err)
 	}
 	return nil
+}
+
+// takeFresh reports whether batches came since the last checkpoint began,
+// and starts counting afresh.
+func (f *feed) takeFresh() bool {
+	f.deliverMu.Lock()
+	defer f.deliverMu.Unlock()
+	fresh := f.fresh
+	f.fresh = false
+	return fresh
+}
+
+// markFresh has the next checkpoint taken whether or not batches come.
+func (f *feed) markFresh() {
+	f.deliverMu.Lock()
+	f.fresh = true
+	f.deliverMu.Unlock()
 }
 
 // instanceName names the feed's position in its unit's checkpoints.
@@ -97,7 +120,7 @@ func (f *feed) instanceName() string { return fmt.Sprintf("inlet/%s/%d", f.b.nam
 // barrier starts checkpoint id of the feed's unit: between two batches,
 // it hands the instance a barrier on every input, and the coordinator the
 // Inlet's position after the last batch delivered before it.
-func (f *feed) barrier(ctx context.Context, id uint64) {
+func (f *feed) barrier(id uint64) {
 	r := f.b.topo
 	f.deliverMu.Lock()
 	pos, err := f.resumer.Position(f.position)
@@ -110,7 +133,7 @@ func (f *feed) barrier(ctx context.Context, id uint64) {
 			bt := r.pool.get(in)
 			bt.quiet = true
 			bt.items = append(bt.items, envelope{p: particle.Particle{Meta: metaparticle.Barrier{Checkpoint: id}, Origin: f.origin, Seq: metaSeqBit | barrierSeqBit | id}})
-			if err := ib.deliver(ctx, bt); err != nil {
+			if err := ib.deliver(f.headCtx, bt); err != nil {
 				r.pool.put(bt)
 				break
 			}
