@@ -236,8 +236,13 @@ func (r *receiver) receiveAll(ctx context.Context, msgs []jetstream.Msg) error {
 		r.mu.Unlock()
 		r.loaded = true
 	}
-	for _, m := range msgs {
+	for i, m := range msgs {
 		if err := r.receive(ctx, m); err != nil {
+			// Given back now rather than an ack wait from now.
+			for _, rest := range msgs[i+1:] {
+				r.forget(rest)
+				_ = rest.Nak()
+			}
 			return err
 		}
 	}

@@ -375,6 +375,15 @@ func (in *inlet) Run(ctx context.Context, feed edge.Feed) error {
 		p.run(inner)
 	})
 	reassigned := t.reassignment()
+	receive := func(msgs []jetstream.Msg) error {
+		err := r.receiveAll(inner, msgs)
+		if errors.Is(err, edge.ErrReleased) {
+			// The unit starts again here (a checkpoint newer than the one
+			// it restored): what was not delivered goes back at once.
+			return in.release(p, q, c, s)
+		}
+		return err
+	}
 	for {
 		var poll <-chan time.Time
 		if deadline, ok := s.deadline(); ok || c.holding {
@@ -411,7 +420,7 @@ func (in *inlet) Run(ctx context.Context, feed edge.Feed) error {
 			// comes in its place.
 			t.cfg.Logger.Debug("catching up", "consumer", in.consumer)
 		}
-		if err := r.receiveAll(inner, s.order(now, admitted)); err != nil {
+		if err := receive(s.order(now, admitted)); err != nil {
 			return err
 		}
 		held, err := c.release(inner, time.Now())
@@ -419,10 +428,10 @@ func (in *inlet) Run(ctx context.Context, feed edge.Feed) error {
 			t.cfg.Logger.Debug("catching up", "consumer", in.consumer, "err", err)
 		}
 		now = time.Now()
-		if err := r.receiveAll(inner, s.order(now, held)); err != nil {
+		if err := receive(s.order(now, held)); err != nil {
 			return err
 		}
-		if err := r.receiveAll(inner, s.expire(now)); err != nil {
+		if err := receive(s.expire(now)); err != nil {
 			return err
 		}
 	}

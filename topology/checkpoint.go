@@ -11,6 +11,7 @@ import (
 
 	"github.com/sensorstorm/sensorstorm/checkpoint"
 	"github.com/sensorstorm/sensorstorm/state"
+	"github.com/sensorstorm/sensorstorm/topology/edge"
 )
 
 // DefaultCheckpointInterval is the wall time between checkpoints when
@@ -296,6 +297,11 @@ func (c *coordinator) take(ctx context.Context) error {
 	}
 	if err := errors.Join(errs...); err != nil {
 		return c.failed(id, err)
+	}
+	if c.feed != nil && c.feed.givenUp() {
+		// Its Inlet gave the unit up: the next holder may have restored
+		// already, and takes again what this one would cover.
+		return c.failed(id, edge.ErrReleased)
 	}
 	bytes, err := c.commit(ctx, id, shares)
 	if err != nil {

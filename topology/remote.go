@@ -96,6 +96,9 @@ type feed struct {
 	// that the instance ended its streams and takes no barrier.
 	position uint64
 	ended    bool
+	// current tells that the first batch of this holding found the
+	// state restored the newest committed.
+	current bool
 	// fresh tells that batches came since the unit's last checkpoint
 	// began; any that batches came since it started holding.
 	fresh, any bool
@@ -154,6 +157,10 @@ func (f *feed) Deliver(ctx context.Context, rb *edge.Batch, done func(error)) er
 		return err
 	}
 	r := f.b.topo
+	if err := f.checkCurrent(ctx); err != nil {
+		done(err)
+		return err
+	}
 	if err := f.pending.take(ctx, f.blocked); err != nil {
 		done(err)
 		return err

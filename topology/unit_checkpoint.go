@@ -69,7 +69,7 @@ func (b *boltInstance) startUnit(ctx context.Context) error {
 		r.cfg.Logger.Info("unit restored its checkpoint", "component", b.name, "instance", b.index, "id", rr.id)
 	}
 	f.deliverMu.Lock()
-	f.position, f.ended, f.fresh, f.any = 0, false, false, false
+	f.position, f.ended, f.fresh, f.any, f.current = 0, false, false, false, false
 	f.deliverMu.Unlock()
 	f.setReleased(b.buf.Released())
 	if err := f.resumer.Resume(pos); err != nil {
@@ -95,6 +95,46 @@ func (b *boltInstance) endUnit(ctx context.Context) error {
 		return fmt.Errorf("topology: unit %s: %w", b.instanceName(), err)
 	}
 	return nil
+}
+
+// errStale releases a unit whose first batch found a checkpoint newer than
+// the one it restored: its last holder committed it after this one
+// restored, while it still held the unit.
+var errStale = fmt.Errorf("%w: a newer checkpoint was committed since the unit restored its own", edge.ErrReleased)
+
+// checkCurrent checks, at the first batch of a unit's holding, that no
+// checkpoint newer than the one it restored was committed since: the
+// batch proves that the unit is this process's now, and its last holder
+// let go of it, but that holder may have committed once more before.
+// The unit then starts again and restores that one (errStale, an
+// edge.ErrReleased).
+func (f *feed) checkCurrent(ctx context.Context) error {
+	c := f.b.unit
+	if c == nil || f.current {
+		return nil
+	}
+	ids, err := c.store.Checkpoints(ctx)
+	if err != nil {
+		return fmt.Errorf("topology: unit %s: %w", f.b.instanceName(), err)
+	}
+	c.mu.Lock()
+	restored := c.stats.Restored
+	c.mu.Unlock()
+	if len(ids) > 0 && ids[0] > restored {
+		return fmt.Errorf("topology: unit %s restored checkpoint %d, newest %d: %w", f.b.instanceName(), restored, ids[0], errStale)
+	}
+	f.current = true
+	return nil
+}
+
+// givenUp reports whether the feed's Inlet stopped, giving the unit up.
+func (f *feed) givenUp() bool {
+	select {
+	case <-f.b.abandon:
+		return true
+	default:
+		return false
+	}
 }
 
 // takeFresh reports whether batches came since the last checkpoint began,
