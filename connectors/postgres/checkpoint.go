@@ -90,6 +90,12 @@ func (s *Sink) Snapshot(w *state.Writer) error {
 // into after the snapshot keeps what was merged: the restored run merges
 // the same again (see Sink, "Checkpoints").
 //
+// On a cluster, where a unit restores its checkpoint on whichever worker
+// it moves to, this makes the table exactly once across the move: the
+// rows a previous holder wrote after the checkpoint go, whatever worker
+// wrote them. Rows gathered and not yet written are dropped: the restored
+// run writes them again.
+//
 // It refuses, with an error wrapping operation.ErrStateMismatch, the
 // snapshot of a Sink on another table. It connects, and fails as a write
 // does when the database cannot be reached.
@@ -114,6 +120,10 @@ func (s *Sink) Restore(r *state.Reader) error {
 	}
 	s.mu.Lock()
 	s.epoch, s.epochs = epoch+1, true
+	// Rows gathered and not written (by an instance that stopped: a unit
+	// that moved on a cluster and came back) are the restored run's to
+	// write again.
+	clear(s.pending)
 	s.mu.Unlock()
 	s.cfg.Logger.Info("postgres: restored to a checkpoint: deleted the rows written after it, to write them again",
 		"table", table, "epoch", epoch, "rows", tag.RowsAffected())
