@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 
 	"github.com/sensorstorm/sensorstorm/acker"
 	"github.com/sensorstorm/sensorstorm/operation"
@@ -106,9 +107,11 @@ type feed struct {
 	// restored, whose copies are dropped.
 	restored map[particleID]struct{}
 	// resumer is the Inlet, when the instance checkpoints as a unit;
-	// headCtx ends when the instance stops taking batches.
+	// headCtx ends when the instance stops taking batches; gaveUp tells
+	// that the Inlet gave the unit to another process.
 	resumer edge.Resumer
 	headCtx context.Context
+	gaveUp  atomic.Bool
 }
 
 // feedTree is the tree of a batch delivered and not yet finished.
@@ -284,6 +287,7 @@ func (b *boltInstance) runRemote(srcCtx, drainCtx context.Context, fail func(err
 			if inCtx.Err() != nil && !errors.Is(inErr, edge.ErrReleased) {
 				inErr = nil
 			}
+			b.feed.gaveUp.Store(errors.Is(inErr, edge.ErrReleased))
 			close(b.abandon)
 		}()
 		b.startChain(drainCtx, fail)
@@ -298,6 +302,12 @@ func (b *boltInstance) runRemote(srcCtx, drainCtx context.Context, fail func(err
 			b.flushAcks()
 			if b.unit != nil && err == nil {
 				err = b.endUnit(drainCtx)
+				if err != nil && srcCtx.Err() != nil {
+					// Stopping: the unit's next holder takes its last
+					// messages again and ends as this one did.
+					b.topo.cfg.Logger.Warn("unit ended while the process stopped: its last checkpoint failed", "component", b.name, "instance", b.index, "err", err)
+					err = nil
+				}
 			}
 		}
 		// The inlet runs until the chain ended, so that it acknowledges the

@@ -71,6 +71,7 @@ func (b *boltInstance) startUnit(ctx context.Context) error {
 	f.deliverMu.Lock()
 	f.position, f.ended, f.fresh, f.any, f.current = 0, false, false, false, false
 	f.deliverMu.Unlock()
+	f.gaveUp.Store(false)
 	f.setReleased(b.buf.Released())
 	if err := f.resumer.Resume(pos); err != nil {
 		return fmt.Errorf("topology: unit %s: resume: %w", b.instanceName(), err)
@@ -127,15 +128,9 @@ func (f *feed) checkCurrent(ctx context.Context) error {
 	return nil
 }
 
-// givenUp reports whether the feed's Inlet stopped, giving the unit up.
-func (f *feed) givenUp() bool {
-	select {
-	case <-f.b.abandon:
-		return true
-	default:
-		return false
-	}
-}
+// givenUp reports whether the feed's Inlet gave the unit to another
+// process.
+func (f *feed) givenUp() bool { return f.gaveUp.Load() }
 
 // takeFresh reports whether batches came since the last checkpoint began,
 // and starts counting afresh.
