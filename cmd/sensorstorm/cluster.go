@@ -115,8 +115,9 @@ func checkNotFinished(ctx context.Context, nc *nats.Conn, p *pipeline.Pipeline, 
 	}
 	tok := jetstreamedge.Token(name)
 	return fmt.Errorf("pipeline %q already ran to its end on this cluster: its recordings are marked done, so a worker would replay nothing. "+
-		"Run it again under a new name (--pipeline-name %s-2), or delete its stream %s and its key-value buckets sensorstorm_%s_* first",
-		name, name, jetstreamedge.StreamName(name), tok)
+		"Run it again under a new name (--pipeline-name %s-2), or delete its stream %s, its key-value buckets sensorstorm_%s_* and its object store %s first "+
+		"(the units' checkpoints: a unit would restore the last run's)",
+		name, name, jetstreamedge.StreamName(name), tok, cluster.CheckpointBucket(name))
 }
 
 // leaveTimeout bounds the hand-over of an interrupted worker: a live

@@ -66,7 +66,7 @@ func TestRunOnACluster(t *testing.T) {
 	assert.Contains(t, status.String(), "pipeline library1-mean:")
 	assert.Regexp(t, `source\.wsn\.0\s+done`, status.String())
 	for _, unit := range []string{"dedup_0", "dedup_1", "out_0"} {
-		assert.Regexp(t, unit+`\s+\w+(\s+\d+){3}\s+\d{4}-\d\d-\d\dT`, status.String(), "the unit and how far it finished")
+		assert.Regexp(t, unit+`\s+\w+(\s+\d+){3}\s+\d+ at \d\d:\d\d:\d\d`, status.String(), "the unit and its newest checkpoint")
 	}
 	assert.NotContains(t, status.String(), "stats10m_", "stats10m is chained to dedup by forward edges: no unit of its own")
 
@@ -134,8 +134,9 @@ func TestMetricsRegistryHasTheTransport(t *testing.T) {
 // directory; the worker
 // holding the source's lease is killed with SIGKILL as it takes it and
 // started again under a new name. Each worker appends to its own file,
-// and together the files hold the lines of one process, none twice, no
-// NUL byte.
+// or, where its sink restored a checkpoint of another worker's file,
+// continues that one; together the files hold the lines of one process,
+// none twice, no NUL byte.
 func TestRunOnAClusterKilledLeaseHolder(t *testing.T) {
 	bin := buildBinary(t)
 	spec, err := os.ReadFile("../../cluster/testdata/library1-rooms.yaml")
@@ -195,7 +196,10 @@ func TestRunOnAClusterKilledLeaseHolder(t *testing.T) {
 	}
 	files, err := filepath.Glob(filepath.Join(dir, "out.*.lp"))
 	require.NoError(t, err)
-	require.Len(t, files, 3, "a file per worker: %v", files)
+	// A worker whose sink took over another's file, its own still empty,
+	// removed its own.
+	require.NotEmpty(t, files)
+	require.LessOrEqual(t, len(files), 3, "a file per worker at most: %v", files)
 	var got []string
 	for _, f := range files {
 		out := readFile(t, f)
