@@ -172,9 +172,13 @@ func (r *receiver) finished(m jetstream.Msg, ids []identity, err error) {
 	case err != nil:
 		r.in.t.cfg.Logger.Warn("message failed: delivered again", "subject", m.Subject(), "err", err)
 	}
-	if ack {
+	switch {
+	case r.in.t.fence.up():
+		// Settled by nobody: the server delivers it again an ack wait
+		// later, to whichever worker holds the unit then.
+	case ack:
 		_ = target.Ack()
-	} else {
+	default:
 		_ = target.Nak()
 	}
 }
@@ -351,9 +355,12 @@ func (r *receiver) stop(ctx context.Context) {
 		}
 	}
 	r.mu.Unlock()
+	fenced := r.in.t.fence.up()
 	for _, m := range back {
 		r.c.settled.Add(1)
-		_ = m.Nak()
+		if !fenced {
+			_ = m.Nak()
+		}
 	}
 }
 
@@ -361,6 +368,11 @@ func (r *receiver) stop(ctx context.Context) {
 // recording the frontier first if it moved past the one saved, and
 // reports whether messages done still wait for it.
 func (r *receiver) settle(ctx context.Context) (waiting bool) {
+	if r.in.t.fence.up() {
+		// A fenced worker records and acknowledges nothing: it may write
+		// over what the unit's next holder recorded.
+		return true
+	}
 	released, ok := r.feed.Released()
 	r.mu.Lock()
 	frontier, known := r.saved, r.hasSaved
@@ -439,6 +451,11 @@ func (r *receiver) keepAlive(ctx context.Context, interval time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
+		}
+		if r.in.t.fence.up() {
+			// Kept alive, a message would come to the unit's next holder
+			// only later.
+			continue
 		}
 		r.mu.Lock()
 		msgs = msgs[:0]

@@ -188,6 +188,7 @@ type Transport struct {
 	js        jetstream.JetStream
 	stream    jetstream.Stream
 	frontiers frontiers
+	fence     fence
 	inflight  chan struct{}
 	dones     sync.Map // *nats.Msg -> func(error)
 	encoders  sync.Pool
@@ -338,8 +339,18 @@ func (in *inlet) Run(ctx context.Context, feed edge.Feed) error {
 			in.holding.Store(false)
 		}
 	}()
-	if err := in.awaitOwnership(ctx, cons); err != nil {
-		return err
+	var raised <-chan struct{}
+	for {
+		if err := in.awaitOwnership(ctx, cons); err != nil {
+			return err
+		}
+		// A fence that rises from here on, even if it lifts again before
+		// the loop below looks, hands the unit over: its instance may
+		// hold what another worker took meanwhile.
+		var fenced bool
+		if fenced, raised = t.fence.state(); !fenced {
+			break
+		}
 	}
 	in.holding.Store(true)
 	expiry := max(t.cfg.PinnedTTL/2, time.Second)
@@ -370,6 +381,23 @@ func (in *inlet) Run(ctx context.Context, feed edge.Feed) error {
 		defer stopInner()
 		p.run(inner)
 	})
+	// The fence stops everything at once, also a delivery blocked until
+	// trees finish, which a partition keeps from finishing.
+	var fencedOff atomic.Bool
+	wg.Go(func() {
+		select {
+		case <-raised:
+			fencedOff.Store(true)
+			stopInner()
+		case <-inner.Done():
+		}
+	})
+	stopped := func(err error) error {
+		if fencedOff.Load() && ctx.Err() == nil {
+			return in.release(p, q, c, s)
+		}
+		return err
+	}
 	reassigned := t.reassignment()
 	for {
 		var poll <-chan time.Time
@@ -385,7 +413,7 @@ func (in *inlet) Run(ctx context.Context, feed edge.Feed) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return p.err
+			return stopped(p.err)
 		case <-reassigned:
 			if !t.owns(in.consumer, true) {
 				return in.release(p, q, c, s)
@@ -408,7 +436,7 @@ func (in *inlet) Run(ctx context.Context, feed edge.Feed) error {
 			t.cfg.Logger.Debug("catching up", "consumer", in.consumer)
 		}
 		if err := r.receiveAll(inner, s.order(now, admitted)); err != nil {
-			return err
+			return stopped(err)
 		}
 		held, err := c.release(inner, time.Now())
 		if err != nil {
@@ -416,10 +444,10 @@ func (in *inlet) Run(ctx context.Context, feed edge.Feed) error {
 		}
 		now = time.Now()
 		if err := r.receiveAll(inner, s.order(now, held)); err != nil {
-			return err
+			return stopped(err)
 		}
 		if err := r.receiveAll(inner, s.expire(now)); err != nil {
-			return err
+			return stopped(err)
 		}
 	}
 }

@@ -1,0 +1,114 @@
+package jetstreamedge
+
+import (
+	"context"
+	"errors"
+	"sync"
+)
+
+// ErrFenced is what Send returns while the transport is fenced (see
+// Transport.Fence): the batch was not published.
+var ErrFenced = errors.New("jetstreamedge: worker fenced off: publishing nothing")
+
+// fence tells whether the transport is fenced, and wakes what waits for
+// the fence to rise or to lift. The zero fence is down.
+type fence struct {
+	mu     sync.Mutex
+	fenced bool
+	// raised is closed when the fence rises, lifted when it lifts; each
+	// is replaced once used, and made when first asked for.
+	raised, lifted chan struct{}
+}
+
+// init makes the channels. f.mu is held.
+func (f *fence) init() {
+	if f.raised == nil {
+		f.raised, f.lifted = make(chan struct{}), make(chan struct{})
+	}
+}
+
+// set raises or lifts the fence and reports whether that changed it.
+func (f *fence) set(fenced bool) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.init()
+	if f.fenced == fenced {
+		return false
+	}
+	f.fenced = fenced
+	if fenced {
+		close(f.raised)
+		f.raised = make(chan struct{})
+	} else {
+		close(f.lifted)
+		f.lifted = make(chan struct{})
+	}
+	return true
+}
+
+// state returns whether the fence is up, and the channel closed when that
+// changes.
+func (f *fence) state() (fenced bool, changed <-chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.init()
+	if f.fenced {
+		return true, f.lifted
+	}
+	return false, f.raised
+}
+
+// up reports whether the fence is up.
+func (f *fence) up() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.fenced
+}
+
+// Fence fences the worker off, as a worker does that may have been taken
+// for gone (its lease about to expire out of its reach): from now on the
+// transport publishes nothing and settles nothing, so that nothing this
+// worker derives from here on reaches the stream, even through buffers
+// that a connection restored flushes. Send refuses new batches with
+// ErrFenced, and stops waiting for the ones before; publishes tried again
+// wait for Unfence (what they carry was derived before the fence:
+// receivers drop the copies); no message is acknowledged, given back or
+// kept alive, and no frontier is recorded, so that the server delivers
+// the messages in progress here again, an ack wait later, to the unit's
+// next holder. Every inlet hands its unit over, as when Config.Owns
+// stopped owning it, so that the instances start afresh without what they
+// held, and none pulls until Unfence.
+func (t *Transport) Fence() {
+	if t.fence.set(true) {
+		t.cfg.Logger.Warn("fenced off: publishing and acknowledging nothing, handing the units over")
+		t.Reassign()
+	}
+}
+
+// Unfence lifts the fence: the worker is back, and its inlets pull again
+// for the units it owns, which start afresh.
+func (t *Transport) Unfence() {
+	if t.fence.set(false) {
+		t.cfg.Logger.Info("fence lifted")
+		t.Reassign()
+	}
+}
+
+// Fenced reports whether the transport is fenced (Fence), and returns a
+// channel closed when that changes.
+func (t *Transport) Fenced() (fenced bool, changed <-chan struct{}) { return t.fence.state() }
+
+// awaitUnfenced returns once the fence is down or ctx ended.
+func (t *Transport) awaitUnfenced(ctx context.Context) {
+	for {
+		fenced, lifted := t.fence.state()
+		if !fenced {
+			return
+		}
+		select {
+		case <-lifted:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
