@@ -24,9 +24,12 @@ type Config struct {
 	// Worker names this worker. Defaults to the host name and the
 	// process id.
 	Worker string
-	// LeaseTTL is how long a source's lease outlives its holder: the
-	// time a dead worker's sources take to move. The holder renews it
-	// every third of it. Defaults to DefaultLeaseTTL.
+	// LeaseTTL is how long a source's lease, or a worker's announcement,
+	// outlives its holder: the time a dead worker's sources and units
+	// take to move. The holder renews a lease every third of it, an
+	// announcement every sixth, and a worker that could not renew its
+	// announcement for half of it fences itself off (Worker.Run).
+	// Defaults to DefaultLeaseTTL.
 	LeaseTTL time.Duration
 	// RebalanceDelay is how long a worker keeps running a unit, or a
 	// live source instance it leased, after it was assigned to another
@@ -61,6 +64,17 @@ func (c *Config) setDefaults() {
 	}
 	c.Edges.Pipeline, c.Edges.Logger = c.Pipeline, c.Logger
 }
+
+// fenceAfter is how long after the last announcement the server
+// confirmed a worker fences itself off: half the lease TTL, so that it
+// stops acting as an owner a half TTL before the others can take its
+// units and leases.
+func (c *Config) fenceAfter() time.Duration { return c.LeaseTTL / 2 }
+
+// announceEvery is how often a worker announces itself: three times
+// within fenceAfter, so that one announcement lost or slow does not
+// fence it off.
+func (c *Config) announceEvery() time.Duration { return c.LeaseTTL / 6 }
 
 // Validate reports the invalid fields.
 func (c *Config) Validate() error {
