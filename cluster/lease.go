@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sensorstorm/sensorstorm/acker"
+	"github.com/sensorstorm/sensorstorm/jetstreamedge"
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/topology"
 )
@@ -159,6 +160,10 @@ func (l *leasedSource) runHeld(ctx context.Context, out topology.SourceEmitter, 
 	l.ran = true
 	err = l.inner.Run(heldCtx, &trackingEmitter{SourceEmitter: out, l: l})
 	switch {
+	case errors.Is(err, jetstreamedge.ErrFenced):
+		// The transport refused a particle before the renewals learnt of
+		// the fence.
+		return errFenced
 	case errors.Is(context.Cause(heldCtx), errLeaseLost):
 		// Another worker replays the source now: this one must not end
 		// its stream until that one did.

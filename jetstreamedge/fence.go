@@ -2,13 +2,16 @@ package jetstreamedge
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"sync"
+
+	"github.com/sensorstorm/sensorstorm/topology/edge"
 )
 
 // ErrFenced is what Send returns while the transport is fenced (see
-// Transport.Fence): the batch was not published.
-var ErrFenced = errors.New("jetstreamedge: worker fenced off: publishing nothing")
+// Transport.Fence): the batch was not published. It wraps
+// edge.ErrReleased: the instance that sent it is being handed over.
+var ErrFenced = fmt.Errorf("jetstreamedge: worker fenced off, publishing nothing: %w", edge.ErrReleased)
 
 // fence tells whether the transport is fenced, and wakes what waits for
 // the fence to rise or to lift. The zero fence is down.
