@@ -42,7 +42,12 @@ type Config struct {
 	RebalanceDelay time.Duration
 	// Edges configures the transport; its Pipeline, Logger and Owns are
 	// set from this Config. Its PinnedTTL is how long a unit waits for a
-	// worker that stopped pulling without handing it over.
+	// worker that stopped pulling without handing it over; it defaults to
+	// LeaseTTL, which moves a dead worker's units no later (they move
+	// once its announcement expired too), and lets no other worker
+	// pulling for a unit get it pinned before its worker, cut off, fenced
+	// itself off (half a TTL after its last announcement, with a pull
+	// request of up to half the PinnedTTL under way).
 	Edges jetstreamedge.Config
 	// Logger receives the worker's logs. Defaults to discarding them.
 	Logger *slog.Logger
@@ -58,6 +63,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.RebalanceDelay == 0 {
 		c.RebalanceDelay = DefaultRebalanceDelay
+	}
+	if c.Edges.PinnedTTL == 0 {
+		c.Edges.PinnedTTL = c.LeaseTTL
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
