@@ -314,14 +314,18 @@ func (l *leasedSource) resume(ctx context.Context, out topology.SourceEmitter) e
 
 // checkpoint records the confirmed prefix when it moved.
 func (l *leasedSource) checkpoint(ctx context.Context) {
+	// Under the lock: resume, which holds it while it reads the bucket,
+	// sets both, and a renewal may come first when the bucket is slow.
 	l.mu.Lock()
-	n := l.prefix
+	n, recorded := l.prefix, l.recorded
 	l.mu.Unlock()
-	if n == l.recorded {
+	if n == recorded {
 		return
 	}
 	if _, err := l.w.done.Put(ctx, checkpointKey(l.key), []byte(strconv.FormatUint(n, 10))); err == nil {
+		l.mu.Lock()
 		l.recorded = n
+		l.mu.Unlock()
 	}
 }
 
