@@ -177,9 +177,13 @@ func (w *Worker) Run(ctx context.Context) error {
 		switch {
 		case err != nil && ctx.Err() == nil:
 			w.cfg.Logger.Warn("announcing the worker failed", "worker", w.cfg.Worker, "err", err)
-		case wrote && w.fence.renewed(now):
-			w.cfg.Logger.Info("announced again: rejoining without state", "worker", w.cfg.Worker)
-			w.edges.Unfence()
+		case wrote:
+			w.fence.renewed(now)
+			// The transport lifts its fence once the instances it
+			// stopped started afresh: tried at every announcement.
+			if fenced, _ := w.edges.Fenced(); fenced && !w.fence.up() && w.edges.Unfence() {
+				w.cfg.Logger.Info("announced again: rejoining without state", "worker", w.cfg.Worker)
+			}
 		}
 		last = now
 		select {

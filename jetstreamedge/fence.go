@@ -88,13 +88,22 @@ func (t *Transport) Fence() {
 	}
 }
 
-// Unfence lifts the fence: the worker is back, and its inlets pull again
-// for the units it owns, which start afresh.
-func (t *Transport) Unfence() {
+// Unfence lifts the fence, and reports whether it is down: the worker is
+// back, and its inlets pull again for the units it owns, which start
+// afresh. It stays up while an instance that ran when it rose has not
+// started afresh yet (its inlet's Run not called again): until then the
+// instance may still hand on what it derived while fenced (windows its
+// idle inputs fired), which Send would publish once the fence is down.
+func (t *Transport) Unfence() bool {
+	if n := t.restarting.Load(); n > 0 {
+		t.cfg.Logger.Debug("fence kept up: instances not started afresh yet", "instances", n)
+		return false
+	}
 	if t.fence.set(false) {
 		t.cfg.Logger.Info("fence lifted")
 		t.Reassign()
 	}
+	return true
 }
 
 // Fenced reports whether the transport is fenced (Fence), and returns a

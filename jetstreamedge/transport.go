@@ -189,10 +189,13 @@ type Transport struct {
 	stream    jetstream.Stream
 	frontiers frontiers
 	fence     fence
-	inflight  chan struct{}
-	dones     sync.Map // *nats.Msg -> func(error)
-	encoders  sync.Pool
-	stats     Stats
+	// restarting counts the inlets whose Run the fence stopped and that
+	// were not called again yet: their instances have not started afresh.
+	restarting atomic.Int64
+	inflight   chan struct{}
+	dones      sync.Map // *nats.Msg -> func(error)
+	encoders   sync.Pool
+	stats      Stats
 
 	mu     sync.Mutex // guards inlets and reassigned
 	inlets []*inlet
@@ -319,6 +322,9 @@ type inlet struct {
 	pin, released string
 	// ended tells that the instance ended its streams.
 	ended atomic.Bool
+	// fenced tells that the fence stopped the last Run: counted in
+	// Transport.restarting until Run is called again.
+	fenced atomic.Bool
 	// holding tells that this worker pulls for the unit, or handed it
 	// over and has not unpinned the consumer yet.
 	holding atomic.Bool
@@ -328,6 +334,10 @@ type inlet struct {
 // ends, delivering what the server sends while this worker is pinned.
 func (in *inlet) Run(ctx context.Context, feed edge.Feed) error {
 	t := in.t
+	if in.fenced.Swap(false) {
+		// The instance started afresh.
+		t.restarting.Add(-1)
+	}
 	cons, err := in.consumerOf(ctx)
 	if err != nil {
 		return err
@@ -387,6 +397,9 @@ func (in *inlet) Run(ctx context.Context, feed edge.Feed) error {
 	wg.Go(func() {
 		select {
 		case <-raised:
+			if !in.fenced.Swap(true) {
+				t.restarting.Add(1)
+			}
 			fencedOff.Store(true)
 			stopInner()
 		case <-inner.Done():
