@@ -157,6 +157,11 @@ func (l *leasedSource) runHeld(ctx context.Context, out topology.SourceEmitter, 
 	if err := l.resume(heldCtx, out); err != nil {
 		return l.gaveUp(ctx, heldCtx, err)
 	}
+	if heldCtx.Err() != nil {
+		// Lost while resuming: started now, the source would have run
+		// here, and could never run again.
+		return l.gaveUp(ctx, heldCtx, heldCtx.Err())
+	}
 	l.ran = true
 	err = l.inner.Run(heldCtx, &trackingEmitter{SourceEmitter: out, l: l})
 	switch {
