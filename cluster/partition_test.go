@@ -148,9 +148,10 @@ func startIn(t *testing.T, m *netnstest.Machine, name string, env ...string) *pr
 // among both from the start, and they stay with the first worker that
 // pulls for them afterwards (the tests of partitions are not about
 // hand-overs).
-func startWorkerIn(t *testing.T, m *netnstest.Machine, url, file, pipelineName, name string) *process {
+func startWorkerIn(t *testing.T, m *netnstest.Machine, url, file, pipelineName, name string, env ...string) *process {
 	t.Helper()
-	return startIn(t, m, name, workerEnv+"="+strings.Join([]string{url, file, pipelineName, name, time.Hour.String()}, "|"), waitWorkersEnv+"=2")
+	env = append(env, workerEnv+"="+strings.Join([]string{url, file, pipelineName, name, time.Hour.String()}, "|"), waitWorkersEnv+"=2")
+	return startIn(t, m, name, env...)
 }
 
 // awaitProcesses waits for procs to exit, each without error.
@@ -234,10 +235,13 @@ func TestWorkerCutOffLongerThanLease(t *testing.T) {
 
 // The NATS node leading the pipeline's stream cut off mid-run and
 // reconnected, in a 3-node JetStream cluster whose nodes and workers run
-// in network namespaces of their own, one a machine: the stream and
-// buckets (3 replicas) elect other leaders, a worker whose announcements
-// do not get through meanwhile fences itself off and rejoins, and the
-// output is the single-process one.
+// in network namespaces of their own, one a machine, the workers
+// connected to any node: the stream and buckets (3 replicas) elect other
+// leaders, a worker whose announcements do not get through meanwhile
+// (connected to the node cut off, or the elections outlasting half its
+// lease) fences itself off and rejoins, and the output is the
+// single-process one. Leases of 10 s, the default: the elections take
+// seconds.
 func TestNATSNodeCutOff(t *testing.T) {
 	want := lines(singleProcess(t, threeStages))
 	const paced = "testdata/library1-mean-paced.yaml"
@@ -247,9 +251,10 @@ func TestNATSNodeCutOff(t *testing.T) {
 	nc, err := nats.Connect(c.URL())
 	require.NoError(t, err)
 	defer nc.Close()
-	procs := []*process{startWorkerIn(t, nw.Machines[3], c.URL(), paced, name, "w1")}
+	ttl := leaseTTLEnv + "=10s"
+	procs := []*process{startWorkerIn(t, nw.Machines[3], c.URL(), paced, name, "w1", ttl)}
 	require.Eventually(t, func() bool { _, ok := entry(nc, name, "workers", "w1"); return ok }, 60*time.Second, 20*time.Millisecond)
-	procs = append(procs, startWorkerIn(t, nw.Machines[4], c.URL(), paced, name, "w2"))
+	procs = append(procs, startWorkerIn(t, nw.Machines[4], c.URL(), paced, name, "w2", ttl))
 	require.Eventually(t, func() bool { return len(outputOf(procs...)) >= len(want)/4 }, 90*time.Second, 10*time.Millisecond,
 		"the replay makes progress")
 	node := netnsStreamLeader(t, nc, name)
