@@ -77,6 +77,9 @@ type Worker struct {
 	owners map[string]string
 	lost   map[string]time.Time
 	ended  map[string]bool
+	// seen is when each worker other than this one was last read
+	// announced (see members).
+	seen map[string]time.Time
 	// leaving tells that the worker hands its share over (Leave); left is
 	// closed then.
 	leaving bool
@@ -103,7 +106,7 @@ func Join(ctx context.Context, nc *nats.Conn, cfg Config) (*Worker, error) {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	w := &Worker{cfg: cfg, held: map[string]bool{}, since: time.Now(), incarnation: rand.Uint32(),
-		self: jetstreamedge.Token(cfg.Worker), lost: map[string]time.Time{}, left: make(chan struct{})}
+		self: jetstreamedge.Token(cfg.Worker), lost: map[string]time.Time{}, seen: map[string]time.Time{}, left: make(chan struct{})}
 	w.live = []string{w.self}
 	w.fence = newFenceClock(cfg.fenceAfter(), time.Now)
 	if cfg.Edges.Owns == nil {
