@@ -177,6 +177,13 @@ func (w *Worker) refresh(ctx context.Context) error {
 // holds w.mu.
 func (w *Worker) members(keys []string, now time.Time) []string {
 	live := slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return k == w.self })
+	if w.fence != nil && w.fence.up() {
+		// A fenced worker's reads are no news of the others: it rejoins
+		// with the workers it saw before, for as long again.
+		for k := range w.seen {
+			w.seen[k] = now
+		}
+	}
 	for _, k := range live {
 		w.seen[k] = now
 	}
