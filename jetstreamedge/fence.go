@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/sensorstorm/sensorstorm/topology/edge"
 )
@@ -21,6 +22,8 @@ type fence struct {
 	// raised is closed when the fence rises, lifted when it lifts; each
 	// is replaced once used, and made when first asked for.
 	raised, lifted chan struct{}
+	// asked is when Unfence was first refused since the fence rose.
+	asked time.Time
 }
 
 // init makes the channels. f.mu is held.
@@ -38,7 +41,7 @@ func (f *fence) set(fenced bool) bool {
 	if f.fenced == fenced {
 		return false
 	}
-	f.fenced = fenced
+	f.fenced, f.asked = fenced, time.Time{}
 	if fenced {
 		close(f.raised)
 		f.raised = make(chan struct{})
@@ -94,10 +97,29 @@ func (t *Transport) Fence() {
 // started afresh yet (its inlet's Run not called again): until then the
 // instance may still hand on what it derived while fenced (windows its
 // idle inputs fired), which Send would publish once the fence is down.
+// An instance that ended meanwhile is not started again: an ack wait
+// after the first call that found one, the fence lifts all the same.
 func (t *Transport) Unfence() bool {
 	if n := t.restarting.Load(); n > 0 {
-		t.cfg.Logger.Debug("fence kept up: instances not started afresh yet", "instances", n)
-		return false
+		now := time.Now()
+		t.fence.mu.Lock()
+		if t.fence.asked.IsZero() {
+			t.fence.asked = now
+		}
+		asked := t.fence.asked
+		t.fence.mu.Unlock()
+		if now.Sub(asked) < t.cfg.AckWait {
+			t.cfg.Logger.Debug("fence kept up: instances not started afresh yet", "instances", n)
+			return false
+		}
+		t.cfg.Logger.Warn("lifting the fence with instances not started afresh: ended, or stuck", "instances", n)
+		t.mu.Lock()
+		for _, in := range t.inlets {
+			if in.fenced.Swap(false) {
+				t.restarting.Add(-1)
+			}
+		}
+		t.mu.Unlock()
 	}
 	if t.fence.set(false) {
 		t.cfg.Logger.Info("fence lifted")

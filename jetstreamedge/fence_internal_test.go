@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -15,7 +16,7 @@ import (
 // waiting when the fence rises, so that the instance blocked in it can
 // start afresh. Unfenced, the transport owns its units again.
 func TestFencedTransportPublishesNothing(t *testing.T) {
-	tr := &Transport{cfg: Config{Logger: slog.New(slog.DiscardHandler)}, inflight: make(chan struct{}, 1), reassigned: make(chan struct{})}
+	tr := &Transport{cfg: Config{Logger: slog.New(slog.DiscardHandler), AckWait: time.Hour}, inflight: make(chan struct{}, 1), reassigned: make(chan struct{})}
 	tr.encoders.New = func() any { return new(encoder) }
 	o := newOutlet(tr, "s")
 	b := &edge.Batch{}
@@ -34,7 +35,20 @@ func TestFencedTransportPublishesNothing(t *testing.T) {
 	fenced, lifted := tr.Fenced()
 	require.True(t, fenced)
 
-	tr.Unfence()
+	// An instance the fence stopped has not started afresh: the fence
+	// stays up until its inlet's Run is called again.
+	in := &inlet{t: tr}
+	tr.inlets = append(tr.inlets, in)
+	in.fenced.Store(true)
+	tr.restarting.Add(1)
+	require.False(t, tr.Unfence())
+	fenced, _ = tr.Fenced()
+	require.True(t, fenced)
+	if in.fenced.Swap(false) { // as Run does first
+		tr.restarting.Add(-1)
+	}
+
+	require.True(t, tr.Unfence())
 	<-lifted
 	require.True(t, tr.owns("c", false))
 	fenced, _ = tr.Fenced()
