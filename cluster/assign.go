@@ -163,7 +163,7 @@ func (w *Worker) refresh(ctx context.Context) error {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	live := w.members(keys)
+	live := w.members(keys, time.Now())
 	if !slices.Equal(live, w.live) {
 		w.cfg.Logger.Info("workers changed", "worker", w.cfg.Worker, "workers", live)
 	}
@@ -172,10 +172,36 @@ func (w *Worker) refresh(ctx context.Context) error {
 }
 
 // members returns, sorted, the workers to assign among from the keys
-// announced: this worker among them, unless it leaves and another is
-// announced. The caller holds w.mu.
-func (w *Worker) members(keys []string) []string {
+// announced, read at now: this worker among them, unless it leaves and
+// another is announced. A worker missing from keys stays for a third of
+// the lease TTL after it was last read: right after a bucket's leader was
+// elected, a read of the keys left out, for a second or two, workers
+// whose announcements were renewed all along, and each worker, taking
+// itself for alone, pulled for the others' units (copies of a window's
+// lines in TestNATSNodeCutOff). A dead worker's units move that much
+// later; its announcement expired a lease TTL after its last, and a
+// worker cut off fenced itself off half a TTL before that. The caller
+// holds w.mu.
+func (w *Worker) members(keys []string, now time.Time) []string {
 	live := slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return k == w.self })
+	if w.fence != nil && w.fence.up() {
+		// A fenced worker's reads are no news of the others: it rejoins
+		// with the workers it saw before, for as long again.
+		for k := range w.seen {
+			w.seen[k] = now
+		}
+	}
+	for _, k := range live {
+		w.seen[k] = now
+	}
+	for k, at := range w.seen {
+		switch {
+		case now.Sub(at) >= w.cfg.LeaseTTL/3:
+			delete(w.seen, k)
+		case !slices.Contains(live, k):
+			live = append(live, k)
+		}
+	}
 	if !w.leaving || len(live) == 0 {
 		live = append(live, w.self)
 	}

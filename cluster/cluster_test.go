@@ -26,6 +26,9 @@ func TestMain(m *testing.M) {
 	if settings := os.Getenv(workerEnv); settings != "" {
 		os.Exit(workerProcess(settings))
 	}
+	if settings := os.Getenv(natsEnv); settings != "" {
+		os.Exit(natsProcess(settings))
+	}
 	goleak.VerifyTestMain(m)
 }
 

@@ -43,8 +43,12 @@
 // leases are assigned like units. A worker that joins gets its share
 // after [Config.RebalanceDelay]; one that leaves ([Worker.Leave]) hands
 // its share over at once; a dead one's share moves once its announcement
-// and leases expire ([Config.LeaseTTL]). docs/scale-out.md tells what
-// each move loses, doubles or delays, and what the tests measured.
+// and leases expire ([Config.LeaseTTL]). A worker cut off from NATS
+// fences itself off half a lease TTL before that, so that it stops acting
+// as an owner before anyone else can take its share, and rejoins without
+// state once it gets through again ([Worker.Run]). docs/scale-out.md
+// tells what each move loses, doubles or delays, and what the tests
+// measured.
 //
 // # What it is not
 //

@@ -61,6 +61,9 @@ func workerProcess(settings string) int {
 	if r, err := strconv.Atoi(os.Getenv(replicasEnv)); err == nil {
 		cfg.Edges.Replicas = r
 	}
+	if ttl, err := time.ParseDuration(os.Getenv(leaseTTLEnv)); err == nil {
+		cfg.LeaseTTL, cfg.Edges.PinnedTTL = ttl, ttl
+	}
 	level := slog.LevelInfo
 	if os.Getenv("DEBUGLOG") == "debug" {
 		level = slog.LevelDebug
@@ -112,6 +115,10 @@ func workerProcess(settings string) int {
 // replicasEnv, when set, is the number of replicas of a worker process's
 // stream and buckets, instead of testConfig's.
 const replicasEnv = "SENSORSTORM_TEST_REPLICAS"
+
+// leaseTTLEnv, when set, is the lease TTL of a worker process, and its
+// pinned TTL, instead of testConfig's.
+const leaseTTLEnv = "SENSORSTORM_TEST_LEASE_TTL"
 
 // waitWorkersEnv, when set to a number N, makes a worker process start
 // its pipeline only once it sees N workers, so that the units are

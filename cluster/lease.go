@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sensorstorm/sensorstorm/acker"
+	"github.com/sensorstorm/sensorstorm/jetstreamedge"
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/topology"
 )
@@ -31,6 +33,10 @@ type leasedSource struct {
 	// The particles are numbered from 1 in the order the inner source
 	// emits them; a checkpoint is the prefix of them that JetStream
 	// confirmed, from which a worker taking the lease over resumes.
+	// ran tells that the inner source ran: it runs once, so a holder that
+	// lost the lease afterwards waits for another worker to end it.
+	ran bool
+
 	mu       sync.Mutex // guards what follows: Ack comes from the engine
 	next     uint64     // the number of the last particle emitted or skipped
 	skip     uint64     // the particles to skip: the checkpoint taken over
@@ -61,22 +67,26 @@ func checkpointKey(key string) string { return "checkpoint." + key }
 
 // Run waits for the lease, then replays the inner source unless another
 // worker already replayed it to its end: then it returns at once, and the
-// end of stream goes out again, which receivers take once. It returns nil
-// when ctx ends without the lease.
+// end of stream goes out again, which receivers take once. A worker that
+// loses the lease (fenced off, or its renewals unanswered) leaves the
+// replay to the worker taking the lease over and, since a source runs
+// once, waits until that one marked it done, then ends its stream the
+// same way. It returns nil when ctx ends first.
 func (l *leasedSource) Run(ctx context.Context, out topology.SourceEmitter) error {
 	log := l.w.cfg.Logger.With("worker", l.w.cfg.Worker, "lease", l.key)
 	ticker := time.NewTicker(l.w.cfg.LeaseTTL / 3)
 	defer ticker.Stop()
 	for {
-		rev, err := l.w.leases.Create(ctx, l.key, []byte(l.w.cfg.Worker))
-		switch {
-		case err == nil:
-			log.Info("lease taken")
-			return l.runHeld(ctx, out, rev)
-		case ctx.Err() != nil:
-			return nil
-		case !errors.Is(err, jetstream.ErrKeyExists):
-			log.Warn("taking the lease failed", "err", err)
+		// A fenced worker takes no lease: it may not learn that it has
+		// one.
+		if fenced, _ := l.w.fenced(); !fenced {
+			done, err := l.attempt(ctx, out, log)
+			switch {
+			case done || ctx.Err() != nil:
+				return nil
+			case err != nil:
+				return err
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -86,7 +96,43 @@ func (l *leasedSource) Run(ctx context.Context, out topology.SourceEmitter) erro
 	}
 }
 
-// runHeld replays the source while renewing the lease rev.
+// attempt takes the lease and replays the source, or, if the source ran
+// here already, checks whether another worker marked it done. It reports
+// whether the source instance ends here: replayed or marked done. A lease
+// lost is no error: the worker tries again later.
+func (l *leasedSource) attempt(ctx context.Context, out topology.SourceEmitter, log *slog.Logger) (bool, error) {
+	if l.ran {
+		if _, err := l.w.done.Get(ctx, l.key); err != nil {
+			return false, nil
+		}
+		log.Info("replayed to its end by another worker: ending the stream")
+		// Its last particles go out with the end of stream, which a
+		// fenced worker does not publish.
+		l.w.awaitUnfenced(ctx)
+		return true, nil
+	}
+	rev, err := l.w.leases.Create(ctx, l.key, []byte(l.w.cfg.Worker))
+	switch {
+	case err == nil:
+		log.Info("lease taken")
+	case ctx.Err() != nil:
+		return true, nil
+	case !errors.Is(err, jetstream.ErrKeyExists):
+		log.Warn("taking the lease failed", "err", err)
+		return false, nil
+	default:
+		return false, nil
+	}
+	err = l.runHeld(ctx, out, rev)
+	if errors.Is(err, errLeaseLost) {
+		log.Warn("lease lost: leaving the source to another worker", "err", err, "replayed", l.ran)
+		return false, nil
+	}
+	return true, err
+}
+
+// runHeld replays the source while renewing the lease rev. It returns an
+// error wrapping errLeaseLost when it lost the lease.
 func (l *leasedSource) runHeld(ctx context.Context, out topology.SourceEmitter, rev uint64) error {
 	heldCtx, lose := context.WithCancelCause(ctx)
 	var wg sync.WaitGroup
@@ -111,14 +157,22 @@ func (l *leasedSource) runHeld(ctx context.Context, out topology.SourceEmitter, 
 	if err := l.resume(heldCtx, out); err != nil {
 		return l.gaveUp(ctx, heldCtx, err)
 	}
+	if heldCtx.Err() != nil {
+		// Lost while resuming: started now, the source would have run
+		// here, and could never run again.
+		return l.gaveUp(ctx, heldCtx, heldCtx.Err())
+	}
+	l.ran = true
 	err = l.inner.Run(heldCtx, &trackingEmitter{SourceEmitter: out, l: l})
 	switch {
+	case errors.Is(err, jetstreamedge.ErrFenced):
+		// The transport refused a particle before the renewals learnt of
+		// the fence.
+		return errFenced
 	case errors.Is(context.Cause(heldCtx), errLeaseLost):
 		// Another worker replays the source now: this one must not end
-		// its stream.
-		l.w.cfg.Logger.Warn("lease lost: leaving the source to another worker", "lease", l.key)
-		<-ctx.Done()
-		return nil
+		// its stream until that one did.
+		return context.Cause(heldCtx)
 	case err != nil || ctx.Err() != nil:
 		return err
 	}
@@ -130,9 +184,9 @@ func (l *leasedSource) runHeld(ctx context.Context, out topology.SourceEmitter, 
 		case <-heldCtx.Done():
 			if errors.Is(context.Cause(heldCtx), errLeaseLost) {
 				// The worker taking the lease replays what was not
-				// confirmed, and ends the stream: this one must not.
-				l.w.cfg.Logger.Warn("lease lost before the source was confirmed: leaving it to another worker", "lease", l.key)
-				<-ctx.Done()
+				// confirmed, and ends the stream: this one must not
+				// before it.
+				return context.Cause(heldCtx)
 			}
 			return nil
 		}
@@ -161,10 +215,20 @@ func (w *Worker) renewLease(ctx context.Context, lose context.CancelCauseFunc, k
 	// written is when the lease was last written, at the latest: it lasts
 	// a TTL from then.
 	written := time.Now()
+	fenced, raised := w.fenced()
 	for {
+		if fenced {
+			// The holder stops before the lease can expire out of its
+			// reach, as the worker's units do.
+			lose(errFenced)
+			return
+		}
 		select {
 		case <-ctx.Done():
 			return
+		case <-raised:
+			fenced = true
+			continue
 		case <-ticker.C:
 		}
 		start := time.Now()
@@ -224,9 +288,7 @@ func (l *leasedSource) gaveUp(ctx, heldCtx context.Context, err error) error {
 	case ctx.Err() != nil:
 		return nil
 	case errors.Is(context.Cause(heldCtx), errLeaseLost):
-		l.w.cfg.Logger.Warn("lease lost before the source started: leaving it to another worker", "lease", l.key)
-		<-ctx.Done()
-		return nil
+		return context.Cause(heldCtx)
 	}
 	return err
 }
@@ -257,14 +319,18 @@ func (l *leasedSource) resume(ctx context.Context, out topology.SourceEmitter) e
 
 // checkpoint records the confirmed prefix when it moved.
 func (l *leasedSource) checkpoint(ctx context.Context) {
+	// Under the lock: resume, which holds it while it reads the bucket,
+	// sets both, and a renewal may come first when the bucket is slow.
 	l.mu.Lock()
-	n := l.prefix
+	n, recorded := l.prefix, l.recorded
 	l.mu.Unlock()
-	if n == l.recorded {
+	if n == recorded {
 		return
 	}
 	if _, err := l.w.done.Put(ctx, checkpointKey(l.key), []byte(strconv.FormatUint(n, 10))); err == nil {
+		l.mu.Lock()
 		l.recorded = n
+		l.mu.Unlock()
 	}
 }
 

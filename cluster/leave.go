@@ -49,7 +49,7 @@ func (w *Worker) Leave(ctx context.Context) error {
 	}
 	first := !w.leaving
 	w.leaving = true
-	w.live = w.members(w.live)
+	w.live = w.members(w.live, time.Now())
 	w.owners = assign(w.edges.Units(), w.live)
 	w.mu.Unlock()
 	units, live := w.edges.HeldUnits(), w.heldLiveSources()

@@ -38,7 +38,7 @@ func sourceKey(name string, instance int) string {
 }
 
 // Announcement is what a worker tells the others about itself, renewed
-// every third of the lease TTL.
+// every sixth of the lease TTL.
 type Announcement struct {
 	Worker string    `json:"worker"`
 	Since  time.Time `json:"since"`
@@ -92,6 +92,9 @@ type Worker struct {
 	// checkpoints keeps the units' checkpoints.
 	checkpoints *jetstreamstore.Store
 
+	// seen is when each worker other than this one was last read
+	// announced (see members).
+	seen map[string]time.Time
 	// leaving tells that the worker hands its share over (Leave); left is
 	// closed then.
 	leaving bool
@@ -100,6 +103,9 @@ type Worker struct {
 	// announcing serializes announcing and withdrawing, so that no
 	// announcement lands after the withdrawal.
 	announcing sync.Mutex
+	// fence tells when the worker must stop acting as an owner: its
+	// announcement may expire out of its reach (see guard).
+	fence *fenceClock
 }
 
 // Join makes the pipeline's stream and buckets on nc's JetStream, or
@@ -115,8 +121,9 @@ func Join(ctx context.Context, nc *nats.Conn, cfg Config) (*Worker, error) {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	w := &Worker{cfg: cfg, held: map[string]bool{}, since: time.Now(), incarnation: rand.Uint32(),
-		self: jetstreamedge.Token(cfg.Worker), lost: map[string]time.Time{}, left: make(chan struct{})}
+		self: jetstreamedge.Token(cfg.Worker), lost: map[string]time.Time{}, seen: map[string]time.Time{}, left: make(chan struct{})}
 	w.live = []string{w.self}
+	w.fence = newFenceClock(cfg.fenceAfter(), time.Now)
 	if cfg.Edges.Owns == nil {
 		cfg.Edges.Owns = w.owns
 	}
@@ -173,17 +180,38 @@ func (w *Worker) Transport() *jetstreamedge.Transport { return w.edges }
 // the units among the others. A failed announcement is logged and tried
 // again; Run returns nil, or the error of the withdrawal, after which the
 // others wait for the announcement to expire.
+//
+// A worker whose announcements did not get through for half the lease
+// TTL (a partition, a NATS node away) fences itself off, before the
+// others can take it for gone: it publishes and acknowledges nothing, its
+// units start afresh and it gives its leases up
+// (jetstreamedge.Transport.Fence). Once an announcement gets through
+// again, it rejoins as a worker without state: its units start afresh
+// where they are assigned, and it competes for leases again.
 func (w *Worker) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() { w.rebalance(ctx) })
-	ticker := time.NewTicker(w.cfg.LeaseTTL / 3)
+	wg.Go(func() { w.guard(ctx) })
+	ticker := time.NewTicker(w.cfg.announceEvery())
 	defer ticker.Stop()
 	last := w.since
 	for {
 		now := time.Now()
-		if err := w.announce(ctx, last); err != nil && ctx.Err() == nil {
+		// An announcement slower than the fence is of no use to it.
+		put, cancel := context.WithTimeout(ctx, w.fence.after)
+		wrote, err := w.announce(put, last)
+		cancel()
+		switch {
+		case err != nil && ctx.Err() == nil:
 			w.cfg.Logger.Warn("announcing the worker failed", "worker", w.cfg.Worker, "err", err)
+		case wrote:
+			w.fence.renewed(now)
+			// The transport lifts its fence once the instances it
+			// stopped started afresh: tried at every announcement.
+			if fenced, _ := w.edges.Fenced(); fenced && !w.fence.up() && w.edges.Unfence() {
+				w.cfg.Logger.Info("announced again: rejoining without state", "worker", w.cfg.Worker)
+			}
 		}
 		last = now
 		select {
@@ -199,14 +227,15 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 }
 
-// announce renews the worker's announcement, unless it leaves.
-func (w *Worker) announce(ctx context.Context, since time.Time) error {
+// announce renews the worker's announcement, unless it leaves, and
+// reports whether it wrote it.
+func (w *Worker) announce(ctx context.Context, since time.Time) (bool, error) {
 	w.announcing.Lock()
 	defer w.announcing.Unlock()
 	w.mu.Lock()
 	if w.leaving {
 		w.mu.Unlock()
-		return nil
+		return false, nil
 	}
 	a := Announcement{Worker: w.cfg.Worker, Since: w.since, Units: w.edges.ActiveUnits(since)}
 	for k := range w.held {
@@ -217,10 +246,34 @@ func (w *Worker) announce(ctx context.Context, since time.Time) error {
 	slices.Sort(a.Leases)
 	data, err := json.Marshal(a)
 	if err != nil {
-		return err
+		return false, err
 	}
-	_, err = w.workers.Put(ctx, w.self, data)
-	return err
+	if _, err = w.workers.Put(ctx, w.self, data); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// guard fences the worker off (jetstreamedge.Transport.Fence) until ctx
+// ends, once it could not renew its announcement for the part of the
+// lease TTL that fenceClock keeps: from then on, until an announcement
+// gets through again, it publishes and acknowledges nothing, its units
+// start afresh and its leases go (renewLease), before any other worker
+// can take them. A worker that leaves hands its share over itself.
+func (w *Worker) guard(ctx context.Context) {
+	ticker := time.NewTicker(max(w.fence.after/8, 10*time.Millisecond))
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		if !w.leaves() && w.fence.check() {
+			w.cfg.Logger.Warn("announcement not renewed in time: fencing the worker off", "worker", w.cfg.Worker, "after", w.fence.after)
+			w.edges.Fence()
+		}
+	}
 }
 
 // withdraw deletes the worker's announcement.
@@ -251,13 +304,43 @@ func (w *Worker) withdraw(ctx context.Context) error {
 // left with that worker alone would stall. A replay ends by itself; a
 // live feed does not, which is why its instances are the leases that
 // spread (LeaseLiveSource). A worker that could not renew the lease (NATS
-// out of reach for two renewals in a row, two thirds of the lease TTL)
-// leaves the source to the other workers until it is restarted.
+// out of reach for two renewals in a row, two thirds of the lease TTL),
+// or that fenced itself off (see Run), leaves the source to the other
+// workers: since a source runs once, it waits until the worker that took
+// the lease over marked the source done, then ends its stream.
 func (w *Worker) LeaseSource(name string, instance int, src topology.Source) topology.Source {
 	l := &leasedSource{w: w, key: sourceKey(name, instance), inner: src, confirmed: make(chan struct{}, 1)}
 	l.innerAckr, _ = src.(topology.Acknowledger)
 	return l
 }
 
-// errLeaseLost cancels a source whose lease could not be renewed.
-var errLeaseLost = errors.New("cluster: lease lost")
+// errLeaseLost cancels a source whose lease could not be renewed;
+// errFenced one whose worker fenced itself off.
+var (
+	errLeaseLost = errors.New("cluster: lease lost")
+	errFenced    = fmt.Errorf("%w: worker fenced off", errLeaseLost)
+)
+
+// fenced reports whether the worker is fenced off, and returns a channel
+// closed when that changes (none without a transport: tests of parts).
+func (w *Worker) fenced() (bool, <-chan struct{}) {
+	if w.edges == nil {
+		return false, nil
+	}
+	return w.edges.Fenced()
+}
+
+// awaitUnfenced returns once the worker is not fenced off, or ctx ended.
+func (w *Worker) awaitUnfenced(ctx context.Context) {
+	for {
+		fenced, lifted := w.fenced()
+		if !fenced {
+			return
+		}
+		select {
+		case <-lifted:
+		case <-ctx.Done():
+			return
+		}
+	}
+}

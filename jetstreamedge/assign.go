@@ -35,9 +35,10 @@ func (t *Transport) reassignment() <-chan struct{} {
 	return t.reassigned
 }
 
-// owns reports whether this worker owns the unit of consumer now.
+// owns reports whether this worker owns the unit of consumer now: none
+// while it is fenced.
 func (t *Transport) owns(consumer string, pulling bool) bool {
-	return t.cfg.Owns == nil || t.cfg.Owns(consumer, pulling)
+	return !t.fence.up() && (t.cfg.Owns == nil || t.cfg.Owns(consumer, pulling))
 }
 
 // Units returns the consumers of every bolt instance fed through the
@@ -109,7 +110,7 @@ func (in *inlet) finish(ctx context.Context, cons jetstream.Consumer) {
 func (in *inlet) awaitOwnership(ctx context.Context, cons jetstream.Consumer) error {
 	t := in.t
 	in.pin = ""
-	if pin := in.released; pin != "" {
+	if pin := in.released; pin != "" && !t.fence.up() {
 		in.released = ""
 		if err := in.unpin(ctx, cons, pin); err != nil {
 			// The pin expires after PinnedTTL without pulls.
@@ -151,8 +152,10 @@ func (in *inlet) release(p *puller, q *msgQueue, c *catchUp, s *sequencer) error
 		back = append(back, h.m)
 	}
 	c.held, c.holding = nil, false
-	for _, m := range back {
-		_ = m.Nak()
+	if !t.fence.up() {
+		for _, m := range back {
+			_ = m.Nak()
+		}
 	}
 	in.released = in.pin
 	t.cfg.Logger.Info("unit handed over", "consumer", in.consumer, "given_back", len(back))

@@ -94,9 +94,16 @@ func (t *Transport) published(p *pending) {
 // Send implements edge.Outlet. Batches go out asynchronously, in
 // order on the connection; one that carries Drained or EOS is published
 // synchronously. Send waits while a failed publish is tried again or a
-// synchronous one is under way.
+// synchronous one is under way. While the transport is fenced (Fence),
+// it returns ErrFenced, also from those waits.
 func (o *outlet) Send(ctx context.Context, b *edge.Batch, done func(error)) error {
 	t := o.t
+	// A fenced worker publishes nothing more: what it derives now may come
+	// from state that another worker took over.
+	fenced, raised := t.fence.state()
+	if fenced {
+		return ErrFenced
+	}
 	e := t.encoders.Get().(*encoder)
 	data, err := e.appendBatch(nil, stamp{sender: o.sender}, b)
 	t.encoders.Put(e)
@@ -105,6 +112,8 @@ func (o *outlet) Send(ctx context.Context, b *edge.Batch, done func(error)) erro
 	}
 	select {
 	case t.inflight <- struct{}{}:
+	case <-raised:
+		return ErrFenced
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -114,11 +123,19 @@ func (o *outlet) Send(ctx context.Context, b *edge.Batch, done func(error)) erro
 		o.mu.Unlock()
 		select {
 		case <-wait:
+		case <-raised:
+			<-t.inflight
+			return ErrFenced
 		case <-ctx.Done():
 			<-t.inflight
 			return ctx.Err()
 		}
 		o.mu.Lock()
+	}
+	if t.fence.up() {
+		o.mu.Unlock()
+		<-t.inflight
+		return ErrFenced
 	}
 	o.number++
 	setNumber(data, o.number)
@@ -159,6 +176,9 @@ func (o *outlet) publishSync(p *pending) error {
 	t := o.t
 	b := backoff{min: retryMin, max: retryMax}
 	for {
+		if t.fence.up() {
+			return ErrFenced
+		}
 		ctx, cancel := context.WithTimeout(p.ctx, t.cfg.PublishTimeout)
 		_, err := t.js.PublishMsg(ctx, p.msg, jetstream.WithRetryAttempts(0))
 		cancel()
@@ -215,6 +235,10 @@ func (o *outlet) publishFailed() {
 			return
 		}
 		o.mu.Unlock()
+		// Derived before the fence, these wait until it lifts: receivers
+		// drop them as the copies they then are of what the units' next
+		// holders derived.
+		t.awaitUnfenced(round[0].ctx)
 		futures := make([]jetstream.PubAckFuture, len(round))
 		errs := make([]error, len(round))
 		for i, p := range round {

@@ -105,6 +105,9 @@ func (r *receiver) receive(ctx context.Context, m jetstream.Msg) error {
 		// Its particles are in the state the unit restored.
 		t.stats.Duplicates.Add(1)
 		r.forget(m)
+		if t.fence.up() {
+			return nil
+		}
 		return m.Ack()
 	}
 	if _, err := decodeBatch(m.Data(), &r.b); err != nil {
@@ -195,9 +198,13 @@ func (r *receiver) finished(m jetstream.Msg, ids []identity, err error) {
 	case err != nil:
 		r.in.t.cfg.Logger.Warn("message failed: delivered again", "subject", m.Subject(), "err", err)
 	}
-	if ack {
+	switch {
+	case r.in.t.fence.up():
+		// Settled by nobody: the server delivers it again an ack wait
+		// later, to whichever worker holds the unit then.
+	case ack:
 		_ = target.Ack()
-	} else {
+	default:
 		_ = target.Nak()
 	}
 }
@@ -390,9 +397,12 @@ func (r *receiver) stop(ctx context.Context) {
 		}
 	}
 	r.mu.Unlock()
+	fenced := r.in.t.fence.up()
 	for _, m := range back {
 		r.c.settled.Add(1)
-		_ = m.Nak()
+		if !fenced {
+			_ = m.Nak()
+		}
 	}
 }
 
@@ -400,6 +410,11 @@ func (r *receiver) stop(ctx context.Context) {
 // recording the frontier first if it moved past the one saved, and
 // reports whether messages done still wait for it.
 func (r *receiver) settle(ctx context.Context) (waiting bool) {
+	if r.in.t.fence.up() {
+		// A fenced worker records and acknowledges nothing: it may write
+		// over what the unit's next holder recorded.
+		return true
+	}
 	if r.checkpointed {
 		r.settleCommitted()
 		return false
@@ -505,6 +520,11 @@ func (r *receiver) keepAlive(ctx context.Context, interval time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
+		}
+		if r.in.t.fence.up() {
+			// Kept alive, a message would come to the unit's next holder
+			// only later.
+			continue
 		}
 		r.mu.Lock()
 		msgs = msgs[:0]

@@ -188,10 +188,14 @@ type Transport struct {
 	js        jetstream.JetStream
 	stream    jetstream.Stream
 	frontiers frontiers
-	inflight  chan struct{}
-	dones     sync.Map // *nats.Msg -> func(error)
-	encoders  sync.Pool
-	stats     Stats
+	fence     fence
+	// restarting counts the inlets whose Run the fence stopped and that
+	// were not called again yet: their instances have not started afresh.
+	restarting atomic.Int64
+	inflight   chan struct{}
+	dones      sync.Map // *nats.Msg -> func(error)
+	encoders   sync.Pool
+	stats      Stats
 
 	mu     sync.Mutex // guards inlets and reassigned
 	inlets []*inlet
@@ -318,6 +322,9 @@ type inlet struct {
 	pin, released string
 	// ended tells that the instance ended its streams.
 	ended atomic.Bool
+	// fenced tells that the fence stopped the last Run: counted in
+	// Transport.restarting until Run is called again.
+	fenced atomic.Bool
 	// holding tells that this worker pulls for the unit, or handed it
 	// over and has not unpinned the consumer yet.
 	holding atomic.Bool
@@ -329,6 +336,10 @@ type inlet struct {
 // ends, delivering what the server sends while this worker is pinned.
 func (in *inlet) Run(ctx context.Context, feed edge.Feed) error {
 	t := in.t
+	if in.fenced.Swap(false) {
+		// The instance started afresh.
+		t.restarting.Add(-1)
+	}
 	cons, err := in.consumerOf(ctx)
 	if err != nil {
 		return err
@@ -340,8 +351,18 @@ func (in *inlet) Run(ctx context.Context, feed edge.Feed) error {
 			in.holding.Store(false)
 		}
 	}()
-	if err := in.awaitOwnership(ctx, cons); err != nil {
-		return err
+	var raised <-chan struct{}
+	for {
+		if err := in.awaitOwnership(ctx, cons); err != nil {
+			return err
+		}
+		// A fence that rises from here on, even if it lifts again before
+		// the loop below looks, hands the unit over: its instance may
+		// hold what another worker took meanwhile.
+		var fenced bool
+		if fenced, raised = t.fence.state(); !fenced {
+			break
+		}
 	}
 	in.holding.Store(true)
 	expiry := max(t.cfg.PinnedTTL/2, time.Second)
@@ -374,15 +395,35 @@ func (in *inlet) Run(ctx context.Context, feed edge.Feed) error {
 		defer stopInner()
 		p.run(inner)
 	})
+	// The fence stops everything at once, also a delivery blocked until
+	// trees finish, which a partition keeps from finishing.
+	var fencedOff atomic.Bool
+	wg.Go(func() {
+		select {
+		case <-raised:
+			if !in.fenced.Swap(true) {
+				t.restarting.Add(1)
+			}
+			fencedOff.Store(true)
+			stopInner()
+		case <-inner.Done():
+		}
+	})
+	stopped := func(err error) error {
+		if fencedOff.Load() && ctx.Err() == nil {
+			return in.release(p, q, c, s)
+		}
+		return err
+	}
 	reassigned := t.reassignment()
 	receive := func(msgs []jetstream.Msg) error {
 		err := r.receiveAll(inner, msgs)
-		if errors.Is(err, edge.ErrReleased) {
+		if errors.Is(err, edge.ErrReleased) && !fencedOff.Load() {
 			// The unit starts again here (a checkpoint newer than the one
 			// it restored): what was not delivered goes back at once.
 			return in.release(p, q, c, s)
 		}
-		return err
+		return stopped(err)
 	}
 	for {
 		var poll <-chan time.Time
@@ -398,7 +439,7 @@ func (in *inlet) Run(ctx context.Context, feed edge.Feed) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return p.err
+			return stopped(p.err)
 		case <-reassigned:
 			if !t.owns(in.consumer, true) {
 				return in.release(p, q, c, s)

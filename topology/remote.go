@@ -294,6 +294,12 @@ func (b *boltInstance) runRemote(srcCtx, drainCtx context.Context, fail func(err
 		err := b.run(drainCtx)
 		headStopped()
 		b.stopChain()
+		if errors.Is(err, edge.ErrReleased) {
+			// An outlet refused the end of stream: the transport is
+			// handing the instance over, and its inlet returns by itself.
+			<-inletDone
+			err = nil
+		}
 		if b.ended == b.inputs {
 			// The batches that carried end of stream are done once the
 			// whole chain ended: a chained instance may still have
@@ -339,7 +345,13 @@ func (b *boltInstance) startChain(ctx context.Context, fail func(error)) {
 		c.abandon, c.done = make(chan struct{}), make(chan struct{})
 		go func() {
 			defer close(c.done)
-			fail(c.run(ctx))
+			err := c.run(ctx)
+			if errors.Is(err, edge.ErrReleased) {
+				// An outlet refused its end of stream: the head's inlet
+				// is handing the chain over.
+				err = nil
+			}
+			fail(err)
 		}()
 	}
 }
