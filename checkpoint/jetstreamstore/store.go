@@ -103,6 +103,11 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Store, error
 		objects, err = js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{
 			Bucket: cfg.Bucket, Description: "sensorstorm checkpoints: snapshots", Replicas: replicas, Storage: cfg.Storage,
 		})
+		if err != nil {
+			// Another process created it meanwhile, and may have turned
+			// its direct gets off already (see leaderReads).
+			objects, err = js.ObjectStore(ctx, cfg.Bucket)
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("jetstreamstore: bucket %s: %w", cfg.Bucket, err)
@@ -113,6 +118,9 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Store, error
 		manifests, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
 			Bucket: kvName, Description: "sensorstorm checkpoints: manifests", Replicas: replicas, Storage: cfg.Storage,
 		})
+		if err != nil {
+			manifests, err = js.KeyValue(ctx, kvName)
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("jetstreamstore: bucket %s: %w", kvName, err)

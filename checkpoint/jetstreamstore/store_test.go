@@ -110,3 +110,23 @@ func TestStoreRefusesADamagedManifest(t *testing.T) {
 	require.Equal(t, "damaged-manifests/00000000000000000007", corrupt.File)
 	require.ErrorIs(t, err, checkpoint.ErrFormat)
 }
+
+// Workers that start together open one store: whichever creates the
+// buckets, and turns their direct gets off, the others open them as they
+// are.
+func TestStoreOpenedByWorkersAtOnce(t *testing.T) {
+	js := connect(t, natstest.StartCluster(t, 1).URL())
+	for i := range 5 {
+		bucket := fmt.Sprint("together-", i)
+		errs := make(chan error, 3)
+		for range 3 {
+			go func() {
+				_, err := jetstreamstore.New(context.Background(), js, jetstreamstore.Config{Bucket: bucket})
+				errs <- err
+			}()
+		}
+		for range 3 {
+			require.NoError(t, <-errs)
+		}
+	}
+}
