@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -168,13 +169,37 @@ func awaitProcesses(t *testing.T, within time.Duration, procs ...*process) {
 	}
 }
 
-// outputOf returns the lines the processes wrote to standard output.
-func outputOf(procs ...*process) []string {
-	var got []string
-	for _, p := range procs {
-		got = append(got, lines(p.out.String())...)
+// pacedToFiles writes to dir the paced pipeline with its sink writing
+// out.lp there (on a cluster, a file per worker, which a sink that moves
+// continues: each line once, where standard output writes again what came
+// after a restored checkpoint), and returns the pipeline's file.
+func pacedToFiles(t *testing.T, dir string) string {
+	t.Helper()
+	recording, err := filepath.Abs("../testdata/library1-r1.lp")
+	require.NoError(t, err)
+	spec := readFile(t, "testdata/library1-mean-paced.yaml")
+	for old, repl := range map[string]string{
+		"[../../testdata/library1-r1.lp]": fmt.Sprintf("[%q]", recording),
+		`sink: {file: "-", precision: s}`: fmt.Sprintf("sink: {file: %q, precision: s}", filepath.Join(dir, "out.lp")),
+	} {
+		require.Contains(t, spec, old)
+		spec = strings.Replace(spec, old, repl, 1)
 	}
-	return got
+	file := filepath.Join(dir, "paced.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(spec), 0o644))
+	return file
+}
+
+// fileLines counts the lines of the files the workers' sinks wrote in dir.
+func fileLines(t *testing.T, dir string) int {
+	files, err := filepath.Glob(filepath.Join(dir, "out.*.lp"))
+	require.NoError(t, err)
+	n := 0
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		n += strings.Count(string(b), "\n")
+	}
+	return n
 }
 
 // fenced tells whether worker p logged that it fenced itself off.
@@ -193,9 +218,10 @@ func fenced(p *process) bool { return strings.Contains(p.errs.String(), "fencing
 // one.
 func TestWorkerCutOffLongerThanLease(t *testing.T) {
 	want := lines(singleProcess(t, threeStages))
-	const paced = "testdata/library1-mean-paced.yaml"
 	for _, cut := range []string{"lease holder", "units only"} {
 		t.Run(cut, func(t *testing.T) {
+			dir := t.TempDir()
+			paced := pacedToFiles(t, dir)
 			nw := netnstest.New(t, 5)
 			c := startNetnsCluster(t, nw.Machines[:3])
 			name := fmt.Sprintf("cut-%d", time.Now().UnixNano())
@@ -205,7 +231,7 @@ func TestWorkerCutOffLongerThanLease(t *testing.T) {
 			procs := []*process{startWorkerIn(t, nw.Machines[3], c.URL(), paced, name, "w1")}
 			require.Eventually(t, func() bool { _, ok := entry(nc, name, "workers", "w1"); return ok }, 60*time.Second, 20*time.Millisecond)
 			procs = append(procs, startWorkerIn(t, nw.Machines[4], c.URL(), paced, name, "w2"))
-			require.Eventually(t, func() bool { return len(outputOf(procs...)) >= len(want)/4 }, 90*time.Second, 10*time.Millisecond,
+			require.Eventually(t, func() bool { return fileLines(t, dir) >= len(want)/4 }, 90*time.Second, 10*time.Millisecond,
 				"the replay makes progress")
 			holder, _ := entry(nc, name, "leases", "source.wsn.0")
 			if holder == "" {
@@ -219,16 +245,13 @@ func TestWorkerCutOffLongerThanLease(t *testing.T) {
 			m := nw.Machines[3+i]
 			lease := 3 * time.Second // testConfig's
 			m.Cut(t)
-			t.Logf("cut %s off (holder %s) after %d lines", procs[i].name, holder, len(outputOf(procs...)))
+			t.Logf("cut %s off (holder %s) after %d lines", procs[i].name, holder, fileLines(t, dir))
 			time.Sleep(3 * lease)
 			m.Restore(t)
-			t.Logf("reconnected %s after %d lines", procs[i].name, len(outputOf(procs...)))
+			t.Logf("reconnected %s after %d lines", procs[i].name, fileLines(t, dir))
 			awaitProcesses(t, 3*time.Minute, procs...)
 			require.True(t, fenced(procs[i]), "the cut worker fenced itself off")
-			for _, p := range procs {
-				t.Logf("worker %s: %d lines", p.name, len(lines(p.out.String())))
-			}
-			requireSameLines(t, want, outputOf(procs...))
+			requireSameLines(t, want, workerFiles(t, dir))
 		})
 	}
 }
@@ -244,7 +267,8 @@ func TestWorkerCutOffLongerThanLease(t *testing.T) {
 // seconds.
 func TestNATSNodeCutOff(t *testing.T) {
 	want := lines(singleProcess(t, threeStages))
-	const paced = "testdata/library1-mean-paced.yaml"
+	dir := t.TempDir()
+	paced := pacedToFiles(t, dir)
 	nw := netnstest.New(t, 5)
 	c := startNetnsCluster(t, nw.Machines[:3])
 	name := fmt.Sprintf("nodecut-%d", time.Now().UnixNano())
@@ -255,20 +279,20 @@ func TestNATSNodeCutOff(t *testing.T) {
 	procs := []*process{startWorkerIn(t, nw.Machines[3], c.URL(), paced, name, "w1", ttl)}
 	require.Eventually(t, func() bool { _, ok := entry(nc, name, "workers", "w1"); return ok }, 60*time.Second, 20*time.Millisecond)
 	procs = append(procs, startWorkerIn(t, nw.Machines[4], c.URL(), paced, name, "w2", ttl))
-	require.Eventually(t, func() bool { return len(outputOf(procs...)) >= len(want)/4 }, 90*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return fileLines(t, dir) >= len(want)/4 }, 90*time.Second, 10*time.Millisecond,
 		"the replay makes progress")
 	node := netnsStreamLeader(t, nc, name)
 	m := c.machines[node]
 	m.Cut(t)
-	t.Logf("cut node n%d off after %d lines", node+1, len(outputOf(procs...)))
+	t.Logf("cut node n%d off after %d lines", node+1, fileLines(t, dir))
 	time.Sleep(10 * time.Second)
 	m.Restore(t)
-	t.Logf("reconnected node n%d after %d lines", node+1, len(outputOf(procs...)))
+	t.Logf("reconnected node n%d after %d lines", node+1, fileLines(t, dir))
 	awaitProcesses(t, 3*time.Minute, procs...)
 	for _, p := range procs {
-		t.Logf("worker %s: %d lines, fenced: %t", p.name, len(lines(p.out.String())), fenced(p))
+		t.Logf("worker %s: fenced: %t", p.name, fenced(p))
 	}
-	requireSameLines(t, want, outputOf(procs...))
+	requireSameLines(t, want, workerFiles(t, dir))
 }
 
 // netnsStreamLeader returns the index of the node leading the stream of

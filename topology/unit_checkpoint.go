@@ -2,7 +2,9 @@ package topology
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/sensorstorm/sensorstorm/checkpoint"
 	"github.com/sensorstorm/sensorstorm/metaparticle"
@@ -92,11 +94,31 @@ func (b *boltInstance) endUnit(ctx context.Context) error {
 		// elsewhere: nothing to add.
 		return nil
 	}
-	if err := b.unit.final(ctx); err != nil {
+	// A store that does not answer for a while (its servers electing
+	// leaders) is tried again: the unit's messages wait for this one.
+	wall := b.topo.cfg.Wall
+	var err error
+	for range finalAttempts {
+		if err = b.unit.final(ctx); err == nil || ctx.Err() != nil || errors.Is(err, edge.ErrReleased) {
+			break
+		}
+		b.topo.cfg.Logger.Warn("unit's last checkpoint failed: trying again", "component", b.name, "instance", b.index, "err", err)
+		tick, stop := wall.NewTicker(time.Second)
+		select {
+		case <-tick:
+		case <-ctx.Done():
+		}
+		stop()
+	}
+	if err != nil {
 		return fmt.Errorf("topology: unit %s: %w", b.instanceName(), err)
 	}
 	return nil
 }
+
+// finalAttempts bounds the tries of a unit's last checkpoint, a second
+// apart.
+const finalAttempts = 30
 
 // errStale releases a unit whose first batch found a checkpoint newer than
 // the one it restored: its last holder committed it after this one
