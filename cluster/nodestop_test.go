@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -19,9 +20,9 @@ import (
 // streamLeader returns the index in c of the server leading the stream of
 // pipeline name: the node whose loss fails publishes until another is
 // elected.
-func streamLeader(t *testing.T, cw *clusterWorker, name string) int {
+func streamLeader(t *testing.T, nc *nats.Conn, name string) int {
 	t.Helper()
-	js, err := jetstream.New(cw.nc)
+	js, err := jetstream.New(nc)
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -64,7 +65,7 @@ func TestNATSNodeRestartKeepsTheOutput(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return outputLines(workers) >= len(want)/4 }, 60*time.Second, 10*time.Millisecond,
 		"the replay makes progress")
-	node := streamLeader(t, workers[0], name)
+	node := streamLeader(t, workers[0].nc, name)
 	c.Stop(node)
 	t.Logf("stopped node %d after %d lines", node, outputLines(workers))
 	// Two minutes: on a machine loaded beside the whole suite, the

@@ -21,7 +21,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sensorstorm/sensorstorm/internal/netnstest"
-	"github.com/sensorstorm/sensorstorm/jetstreamedge"
 )
 
 // natsEnv makes the test binary a NATS server with JetStream: TestMain
@@ -281,7 +280,7 @@ func TestNATSNodeCutOff(t *testing.T) {
 	procs = append(procs, startWorkerIn(t, nw.Machines[4], c.URL(), paced, name, "w2", ttl))
 	require.Eventually(t, func() bool { return fileLines(t, dir) >= len(want)/4 }, 90*time.Second, 10*time.Millisecond,
 		"the replay makes progress")
-	node := netnsStreamLeader(t, nc, name)
+	node := streamLeader(t, nc, name)
 	m := c.machines[node]
 	m.Cut(t)
 	t.Logf("cut node n%d off after %d lines", node+1, fileLines(t, dir))
@@ -293,21 +292,4 @@ func TestNATSNodeCutOff(t *testing.T) {
 		t.Logf("worker %s: fenced: %t", p.name, fenced(p))
 	}
 	requireSameLines(t, want, workerFiles(t, dir))
-}
-
-// netnsStreamLeader returns the index of the node leading the stream of
-// pipeline name (servers named n1, n2, ...).
-func netnsStreamLeader(t *testing.T, nc *nats.Conn, name string) int {
-	t.Helper()
-	js, err := jetstream.New(nc)
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := js.Stream(ctx, jetstreamedge.StreamName(name))
-	require.NoError(t, err)
-	info := s.CachedInfo()
-	require.NotNil(t, info.Cluster, "the stream is replicated")
-	i, err := strconv.Atoi(strings.TrimPrefix(info.Cluster.Leader, "n"))
-	require.NoError(t, err, "leader %q", info.Cluster.Leader)
-	return i - 1
 }

@@ -332,15 +332,7 @@ func (w *Worker) fenced() (bool, <-chan struct{}) {
 
 // awaitUnfenced returns once the worker is not fenced off, or ctx ended.
 func (w *Worker) awaitUnfenced(ctx context.Context) {
-	for {
-		fenced, lifted := w.fenced()
-		if !fenced {
-			return
-		}
-		select {
-		case <-lifted:
-		case <-ctx.Done():
-			return
-		}
+	if w.edges != nil {
+		w.edges.AwaitUnfenced(ctx)
 	}
 }

@@ -132,8 +132,9 @@ func (t *Transport) Unfence() bool {
 // channel closed when that changes.
 func (t *Transport) Fenced() (fenced bool, changed <-chan struct{}) { return t.fence.state() }
 
-// awaitUnfenced returns once the fence is down or ctx ended.
-func (t *Transport) awaitUnfenced(ctx context.Context) {
+// AwaitUnfenced returns once the transport is not fenced off, or ctx
+// ended.
+func (t *Transport) AwaitUnfenced(ctx context.Context) {
 	for {
 		fenced, lifted := t.fence.state()
 		if !fenced {

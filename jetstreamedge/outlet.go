@@ -238,7 +238,7 @@ func (o *outlet) publishFailed() {
 		// Derived before the fence, these wait until it lifts: receivers
 		// drop them as the copies they then are of what the units' next
 		// holders derived.
-		t.awaitUnfenced(round[0].ctx)
+		t.AwaitUnfenced(round[0].ctx)
 		futures := make([]jetstream.PubAckFuture, len(round))
 		errs := make([]error, len(round))
 		for i, p := range round {
