@@ -17,7 +17,8 @@
 //	ran := make(chan error, 1)
 //	go func() { ran <- w.Run(ctx) }() // announces the worker, assigns the units
 //	built, err := p.Build(pipeline.Options{
-//		Transport: w.Transport(), Lease: w.LeaseSource, LeaseLiveSource: w.LeaseLiveSource,
+//		Transport: w.Transport(), Checkpoints: w.CheckpointStore(),
+//		Lease: w.LeaseSource, LeaseLiveSource: w.LeaseLiveSource,
 //		Incarnation: w.Incarnation(), Cluster: "mean", Worker: w.Name(),
 //	})
 //
@@ -30,8 +31,11 @@
 // jetstreamedge). Each bolt instance is a unit with a pinned consumer:
 // the server delivers its messages to one worker at a time, and when that
 // worker stops pulling, pins another and delivers the unacknowledged
-// messages to it again, before any newer one, so that it rebuilds the
-// instance's windows as they were. The instances of a bolt chained by
+// messages to it again, before any newer one. A unit checkpoints its
+// state into JetStream ([Worker.CheckpointStore]) and acknowledges its
+// messages once a checkpoint holds their effect; wherever it starts, it
+// restores its last checkpoint, once the worker that held it before let
+// go of it, and takes the messages after it. The instances of a bolt chained by
 // forward edges (topology.Forward) are no units: each belongs to the unit
 // of its chain's head, runs, moves and starts afresh with it, and the
 // edges into it stay in the process. Every worker assigns the units among

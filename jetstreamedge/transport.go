@@ -155,6 +155,17 @@ type Stats struct {
 // derived from its newest input (package topology): its receivers drop it
 // as the copy it is.
 //
+// # Checkpoints
+//
+// With a checkpoint store (topology.CheckpointConfig, as a cluster has),
+// the frontier and the windows holding their inputs' acknowledgements give
+// way to checkpoints: an inlet is an edge.Resumer, a unit records the
+// inlet's position in every checkpoint (the messages a restore must not
+// take again), a message is acknowledged once the unit finished it and a
+// checkpoint after it committed, and a unit that moves restores its last
+// checkpoint and drops, acknowledging them, the messages it holds (see
+// position.go). The rest of this section is the path without checkpoints.
+//
 // # Catching up
 //
 // When a consumer is pinned to a worker after another (a worker died), the
