@@ -164,7 +164,8 @@ type Stats struct {
 // take again), a message is acknowledged once the unit finished it and a
 // checkpoint after it committed, and a unit that moves restores its last
 // checkpoint and drops, acknowledging them, the messages it holds (see
-// position.go). The rest of this section is the path without checkpoints.
+// position.go). The frontier above is the path without them; catching up,
+// below, serves both.
 //
 // # Catching up
 //
