@@ -18,8 +18,10 @@ import (
 // checkpoints on its own, as a Kafka Streams task commits its state with
 // its input offsets. Its checkpoint starts at its feed, between two
 // batches, with a barrier on every input at once; it holds the unit's
-// snapshots and the Position of the last batch before the barrier, and
-// once it is complete the Inlet may let go of every batch up to it.
+// snapshots and the Inlet's position after the last batch before the
+// barrier, and once it is complete the Inlet may let go of every batch
+// before it. A unit restores its newest checkpoint wherever it starts
+// holding (edge.Resumer.Acquire).
 
 // units readies the unit checkpoints of r: every instance an Inlet feeds
 // gets its partition of the store; those no Inlet feeds, directly or up
