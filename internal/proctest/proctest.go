@@ -90,9 +90,14 @@ func (p *Process) Start() {
 	p.cmd, p.done, p.log = cmd, done, log
 }
 
-// Stop stops the process with SIGTERM and waits for it to exit. It does
-// nothing if the process is not running.
+// Stop stops the process with SIGTERM and waits for it to exit; one
+// still running after stopTimeout is killed (a broker that missed the
+// signal while it started must not hang the test). It does nothing if the
+// process is not running.
 func (p *Process) Stop() { p.signal(syscall.SIGTERM) }
+
+// stopTimeout bounds the wait for a process told to stop.
+const stopTimeout = 20 * time.Second
 
 // Kill stops the process with SIGKILL. It does nothing if the process is
 // not running.
@@ -107,7 +112,13 @@ func (p *Process) signal(sig syscall.Signal) {
 	// A process that exited by itself refuses the signal: done is closed
 	// either way.
 	_ = p.cmd.Process.Signal(sig)
-	<-p.done
+	select {
+	case <-p.done:
+	case <-time.After(stopTimeout):
+		p.t.Logf("%s: still running %v after %v: killing it", p.cfg.Name, stopTimeout, sig)
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
 	p.cmd, p.done = nil, nil
 }
 
