@@ -169,9 +169,17 @@ func startProcess(t *testing.T, url, file, pipelineName, name string) *process {
 // given.
 func startProcessWith(t *testing.T, url, file, pipelineName, name string, rebalanceDelay time.Duration) *process {
 	t.Helper()
-	p := &process{name: name, done: make(chan struct{})}
-	p.cmd = exec.Command(os.Args[0], "-test.run=^$")
-	p.cmd.Env = append(os.Environ(), workerEnv+"="+strings.Join([]string{url, file, pipelineName, name, rebalanceDelay.String()}, "|"))
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), workerEnv+"="+strings.Join([]string{url, file, pipelineName, name, rebalanceDelay.String()}, "|"))
+	return startCmd(t, cmd, name)
+}
+
+// startCmd starts cmd as the process name, killed when the test ends; a
+// worker's (a name starting with w) standard error is logged if the test
+// failed.
+func startCmd(t *testing.T, cmd *exec.Cmd, name string) *process {
+	t.Helper()
+	p := &process{name: name, done: make(chan struct{}), cmd: cmd}
 	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.errs
 	require.NoError(t, p.cmd.Start())
 	go func() {
@@ -181,7 +189,7 @@ func startProcessWith(t *testing.T, url, file, pipelineName, name string, rebala
 	t.Cleanup(func() {
 		_ = p.cmd.Process.Kill()
 		<-p.done
-		if t.Failed() {
+		if t.Failed() && strings.HasPrefix(name, "w") {
 			t.Logf("worker %s: stderr:\n%s", name, p.errs.String())
 		}
 	})

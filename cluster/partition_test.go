@@ -124,23 +124,9 @@ func startNetnsCluster(t *testing.T, machines []*netnstest.Machine) *netnsCluste
 // set, as a process named name.
 func startIn(t *testing.T, m *netnstest.Machine, name string, env ...string) *process {
 	t.Helper()
-	p := &process{name: name, done: make(chan struct{})}
-	p.cmd = m.Command(os.Args[0], "-test.run=^$")
-	p.cmd.Env = append(os.Environ(), env...)
-	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.errs
-	require.NoError(t, p.cmd.Start())
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Kill()
-		<-p.done
-		if t.Failed() && strings.HasPrefix(name, "w") {
-			t.Logf("worker %s: stderr:\n%s", name, p.errs.String())
-		}
-	})
-	return p
+	cmd := m.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), env...)
+	return startCmd(t, cmd, name)
 }
 
 // startWorkerIn starts a worker process in machine m. It starts its
