@@ -132,6 +132,11 @@ func (d *Dir) Commit(ctx context.Context, m Manifest) error {
 	}
 	data, _ := m.MarshalBinary() // it cannot fail
 	folder := d.folder(m.ID)
+	// One process writes a Dir: no other commits between this look and
+	// the rename.
+	if _, err := os.Stat(filepath.Join(folder, manifestName)); err == nil {
+		return fmt.Errorf("checkpoint: commit %d: %w", m.ID, ErrCommitted)
+	}
 	err := syncDir(folder) // the snapshots' renames, before the manifest
 	if err == nil {
 		err = writeFile(filepath.Join(folder, manifestName), kindManif, data)

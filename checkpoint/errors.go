@@ -14,6 +14,12 @@ var (
 	// empty instance name.
 	ErrInvalidName = errors.New("checkpoint: invalid instance name")
 
+	// ErrCommitted is wrapped by the error of a Commit of a checkpoint
+	// complete already: of two writers of one store's checkpoints (a
+	// unit's holder and one that lost it but still writes), one completes
+	// each.
+	ErrCommitted = errors.New("checkpoint: already committed")
+
 	// ErrChecksum is the Err of a [CorruptError] whose chunk does not
 	// match its CRC-32C.
 	ErrChecksum = errors.New("checkpoint: checksum mismatch")

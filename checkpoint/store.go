@@ -13,7 +13,8 @@ type Store interface {
 	Put(ctx context.Context, id uint64, instance string, snapshot []byte) error
 	// Commit writes m, the manifest of checkpoint m.ID, after checking
 	// that every instance it lists was Put: once it returns, the
-	// checkpoint is complete and durable.
+	// checkpoint is complete and durable. A Commit of a checkpoint
+	// complete already fails with an error wrapping ErrCommitted.
 	Commit(ctx context.Context, m Manifest) error
 	// Checkpoints returns the ids of the complete checkpoints, newest
 	// first.

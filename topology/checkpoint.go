@@ -224,6 +224,10 @@ func (c *coordinator) run(ctx context.Context) {
 		case <-ticks:
 		case <-c.wake:
 		}
+		if ctx.Err() != nil {
+			// A tick that came as well must not start one more.
+			return
+		}
 		if err := c.take(ctx); err != nil && ctx.Err() == nil {
 			c.r.cfg.Logger.Error("checkpoint failed: inputs stay unacknowledged until one completes", "err", err)
 		}
@@ -254,11 +258,15 @@ func (c *coordinator) take(ctx context.Context) error {
 	for _, s := range c.sources {
 		s.barrierNow()
 	}
-	if c.feed != nil {
-		c.feed.barrier(id)
-	}
 	shares := make(map[string]ckptReport, c.participants)
 	var errs []error
+	if c.feed != nil {
+		rep := c.feed.barrier(id)
+		if rep.err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", rep.instance, rep.err))
+		}
+		shares[rep.instance] = rep
+	}
 	for len(shares) < c.participants {
 		c.mu.Lock()
 		for name, rep := range c.ended {
@@ -305,6 +313,10 @@ func (c *coordinator) take(ctx context.Context) error {
 	}
 	bytes, err := c.commit(ctx, id, shares)
 	if err != nil {
+		if errors.Is(err, checkpoint.ErrCommitted) && c.feed != nil {
+			// Another process holds the unit, or held it and wrote late.
+			c.feed.current.Store(false)
+		}
 		return c.failed(id, err)
 	}
 	// The checkpoint holds the effect of every input deferred to it.
@@ -470,13 +482,17 @@ type restoredRun struct {
 // parallelism.
 var ErrCheckpointMismatch = errors.New("topology: checkpoint of another topology")
 
+// errStoreFailed marks a restore that failed because the store did not
+// answer, rather than because of what it holds: a unit tries it again.
+var errStoreFailed = errors.New("checkpoint store failed")
+
 // loadCheckpoint reads the newest complete checkpoint of c's store: nil,
 // nil when there is none.
 func (c *coordinator) loadCheckpoint(ctx context.Context) (*restoredRun, error) {
 	store, bolts, positioned := c.store, c.bolts, c.positioned()
 	ids, err := store.Checkpoints(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("topology: restore: %w", err)
+		return nil, fmt.Errorf("topology: restore: %w: %w", errStoreFailed, err)
 	}
 	var damaged error
 	for _, id := range ids {
@@ -511,7 +527,7 @@ func (c *coordinator) loadCheckpoint(ctx context.Context) (*restoredRun, error) 
 func loadOne(ctx context.Context, store checkpoint.Store, id uint64, positioned []string, bolts []*boltInstance) (*restoredRun, error) {
 	m, err := store.Manifest(ctx, id)
 	if err != nil {
-		return nil, fmt.Errorf("topology: restore checkpoint %d: %w", id, err)
+		return nil, fmt.Errorf("topology: restore checkpoint %d: %w: %w", id, errStoreFailed, err)
 	}
 	rr := &restoredRun{id: m.ID, positions: map[string]sourcePosition{}, snapshots: map[string][]byte{}}
 	r := state.NewReader(m.Data)
@@ -545,7 +561,7 @@ func loadOne(ctx context.Context, store checkpoint.Store, id uint64, positioned 
 				missing = append(missing, name)
 				continue
 			}
-			return nil, fmt.Errorf("topology: restore checkpoint %d: %w", m.ID, err)
+			return nil, fmt.Errorf("topology: restore checkpoint %d: %w: %w", m.ID, errStoreFailed, err)
 		}
 		rr.snapshots[name] = snap
 	}

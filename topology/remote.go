@@ -97,9 +97,10 @@ type feed struct {
 	// that the instance ended its streams and takes no barrier.
 	position uint64
 	ended    bool
-	// current tells that the first batch of this holding found the
-	// state restored the newest committed.
-	current bool
+	// current tells that a batch of this holding found the state
+	// restored the newest committed; it is cleared when another process
+	// committed the id this one tried, so that the next batch looks again.
+	current atomic.Bool
 	// fresh tells that batches came since the unit's last checkpoint
 	// began; any that batches came since it started holding.
 	fresh, any bool

@@ -54,7 +54,14 @@ func (b *boltInstance) startUnit(ctx context.Context) error {
 	f, r := b.feed, b.topo
 	c := newCoordinator(r, r.cfg.Checkpoints, b.unitStore, nil, append([]*boltInstance{b}, b.chain...), f)
 	b.unit = c
-	rr, err := c.loadCheckpoint(ctx)
+	var rr *restoredRun
+	err := b.retryStore(ctx, "restoring the unit's checkpoint", func() (err error) {
+		rr, err = c.loadCheckpoint(ctx)
+		return err
+	}, func(err error) bool {
+		var ce *checkpoint.CorruptError
+		return errors.Is(err, errStoreFailed) && !errors.As(err, &ce)
+	})
 	if err != nil {
 		return fmt.Errorf("topology: unit %s: %w", b.instanceName(), err)
 	}
@@ -73,7 +80,8 @@ func (b *boltInstance) startUnit(ctx context.Context) error {
 		r.cfg.Logger.Info("unit restored its checkpoint", "component", b.name, "instance", b.index, "id", rr.id)
 	}
 	f.deliverMu.Lock()
-	f.position, f.ended, f.fresh, f.any, f.current = 0, false, false, false, false
+	f.position, f.ended, f.fresh, f.any = 0, false, false, false
+	f.current.Store(false)
 	f.deliverMu.Unlock()
 	f.gaveUp.Store(false)
 	f.setReleased(b.buf.Released())
@@ -96,31 +104,39 @@ func (b *boltInstance) endUnit(ctx context.Context) error {
 		// elsewhere: nothing to add.
 		return nil
 	}
-	// A store that does not answer for a while (its servers electing
-	// leaders) is tried again: the unit's messages wait for this one.
-	wall := b.topo.cfg.Wall
-	var err error
-	for range finalAttempts {
-		if err = b.unit.final(ctx); err == nil || ctx.Err() != nil || errors.Is(err, edge.ErrReleased) {
-			break
-		}
-		b.topo.cfg.Logger.Warn("unit's last checkpoint failed: trying again", "component", b.name, "instance", b.index, "err", err)
-		tick, stop := wall.NewTicker(time.Second)
-		select {
-		case <-tick:
-		case <-ctx.Done():
-		}
-		stop()
-	}
+	err := b.retryStore(ctx, "the unit's last checkpoint", func() error { return b.unit.final(ctx) }, func(err error) bool {
+		return !errors.Is(err, edge.ErrReleased)
+	})
 	if err != nil {
 		return fmt.Errorf("topology: unit %s: %w", b.instanceName(), err)
 	}
 	return nil
 }
 
-// finalAttempts bounds the tries of a unit's last checkpoint, a second
-// apart.
-const finalAttempts = 30
+// storeAttempts bounds the tries, a second apart, of what a unit reads from
+// or writes to its store.
+const storeAttempts = 30
+
+// retryStore runs op until it succeeds, fails for good (retryable reports
+// false), ctx ends or it failed storeAttempts times: a store that does not
+// answer for a while (its servers electing leaders) is tried again, while
+// the unit's messages wait.
+func (b *boltInstance) retryStore(ctx context.Context, what string, op func() error, retryable func(error) bool) error {
+	var err error
+	for range storeAttempts {
+		if err = op(); err == nil || ctx.Err() != nil || !retryable(err) {
+			return err
+		}
+		b.topo.cfg.Logger.Warn(what+" failed: trying again", "component", b.name, "instance", b.index, "err", err)
+		tick, stop := b.topo.cfg.Wall.NewTicker(time.Second)
+		select {
+		case <-tick:
+		case <-ctx.Done():
+		}
+		stop()
+	}
+	return err
+}
 
 // errStale releases a unit whose first batch found a checkpoint newer than
 // the one it restored: its last holder committed it after this one
@@ -135,10 +151,14 @@ var errStale = fmt.Errorf("%w: a newer checkpoint was committed since the unit r
 // edge.ErrReleased).
 func (f *feed) checkCurrent(ctx context.Context) error {
 	c := f.b.unit
-	if c == nil || f.current {
+	if c == nil || f.current.Load() {
 		return nil
 	}
-	ids, err := c.store.Checkpoints(ctx)
+	var ids []uint64
+	err := f.b.retryStore(ctx, "reading the unit's checkpoints", func() (err error) {
+		ids, err = c.store.Checkpoints(ctx)
+		return err
+	}, func(error) bool { return true })
 	if err != nil {
 		return fmt.Errorf("topology: unit %s: %w", f.b.instanceName(), err)
 	}
@@ -148,7 +168,7 @@ func (f *feed) checkCurrent(ctx context.Context) error {
 	if len(ids) > 0 && ids[0] > restored {
 		return fmt.Errorf("topology: unit %s restored checkpoint %d, newest %d: %w", f.b.instanceName(), restored, ids[0], errStale)
 	}
-	f.current = true
+	f.current.Store(true)
 	return nil
 }
 
@@ -177,9 +197,9 @@ func (f *feed) markFresh() {
 func (f *feed) instanceName() string { return fmt.Sprintf("inlet/%s/%d", f.b.name, f.b.index) }
 
 // barrier starts checkpoint id of the feed's unit: between two batches,
-// it hands the instance a barrier on every input, and the coordinator the
-// Inlet's position after the last batch delivered before it.
-func (f *feed) barrier(id uint64) {
+// it hands the instance a barrier on every input, and returns the feed's
+// share: the Inlet's position after the last batch delivered before it.
+func (f *feed) barrier(id uint64) ckptReport {
 	r := f.b.topo
 	f.deliverMu.Lock()
 	pos, err := f.resumer.Position(f.position)
@@ -202,5 +222,5 @@ func (f *feed) barrier(id uint64) {
 	if err != nil {
 		err = fmt.Errorf("position: %w", err)
 	}
-	f.b.unit.send(ckptReport{id: id, instance: f.instanceName(), source: &sourcePosition{own: pos}, err: err})
+	return ckptReport{id: id, instance: f.instanceName(), source: &sourcePosition{own: pos}, err: err}
 }

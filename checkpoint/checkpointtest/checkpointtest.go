@@ -61,6 +61,7 @@ func testCases(t *testing.T, open func(t *testing.T) checkpoint.Store) {
 		{"RoundTrip", testRoundTrip},
 		{"IncompleteIsNotListed", testIncomplete},
 		{"CommitRefusesMissingSnapshots", testCommitRefuses},
+		{"CommitOnce", testCommitOnce},
 		{"PruneKeepsTheNewest", testPrune},
 		{"Names", testNames},
 		{"Context", testContext},
@@ -204,6 +205,20 @@ func testCommitRefuses(t *testing.T, s checkpoint.Store) {
 		t.Fatal("Commit of a manifest listing a snapshot never Put succeeded")
 	}
 	checkListed(t, s)
+}
+
+func testCommitOnce(t *testing.T, s checkpoint.Store) {
+	ctx := context.Background()
+	write(t, s, 1, true)
+	if err := s.Put(ctx, 1, "late", []byte("y")); err != nil {
+		t.Fatal(err)
+	}
+	err := s.Commit(ctx, checkpoint.Manifest{ID: 1, Instances: []string{"late"}, Data: []byte{9}})
+	if !errors.Is(err, checkpoint.ErrCommitted) {
+		t.Fatalf("second Commit of checkpoint 1: %v, want ErrCommitted", err)
+	}
+	checkListed(t, s, 1)
+	checkRestores(t, s, 1)
 }
 
 func testPrune(t *testing.T, s checkpoint.Store) {

@@ -5,9 +5,14 @@
 // A [Store] keeps the snapshots in an object store bucket, one object per
 // checkpoint and instance, which the server cuts into chunks and whose
 // SHA-256 digest the client checks when it reads one back; and the
-// manifests in a key-value bucket, one key per checkpoint, written only
+// manifests in a key-value bucket, one key per checkpoint, created only
 // once every snapshot it lists is stored: a checkpoint whose manifest
-// exists is complete. Both buckets are replicated as configured, so a
+// exists is complete. Each Store that New opens writes its snapshots
+// under a name of its own, which its manifests record: a process that
+// lost a unit and still writes to its partition (a write held while it
+// was cut off) neither replaces the manifest of a checkpoint another
+// process completed (its Commit fails with checkpoint.ErrCommitted) nor
+// the snapshots that manifest lists. Both buckets are replicated as configured, so a
 // checkpoint outlives the server that took it; while the servers elect
 // a new leader for a bucket whose leader stopped (seconds), requests time
 // out, and the caller makes them again.
@@ -16,12 +21,13 @@
 //
 // Not incremental, unlike checkpoint.Dir: every snapshot is stored whole.
 // Not a fence: two processes that both believe they own a unit both
-// write; the lease that decides who owns it is the caller's (package
-// cluster).
+// write, and each completes the ids the other did not; the lease that
+// decides who owns it is the caller's (package cluster).
 package jetstreamstore
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -53,6 +59,9 @@ type Store struct {
 	objects   jetstream.ObjectStore
 	manifests jetstream.KeyValue
 	bucket    string
+	// writer names this Store's snapshots apart from another process's
+	// of the same checkpoint: writerLen random hex digits.
+	writer string
 	// objectPrefix and keyPrefix put a partition's objects and manifest
 	// keys apart from the others: empty for the buckets' own checkpoints.
 	objectPrefix, keyPrefix string
@@ -69,7 +78,7 @@ func (s *Store) Partition(name string) (checkpoint.Store, error) {
 		return nil, fmt.Errorf("jetstreamstore: partition: %w", checkpoint.ErrInvalidName)
 	}
 	key := keySafe(name)
-	return &Store{objects: s.objects, manifests: s.manifests, bucket: s.bucket,
+	return &Store{objects: s.objects, manifests: s.manifests, bucket: s.bucket, writer: s.writer,
 		objectPrefix: "units/" + key + "/", keyPrefix: "units." + key + "."}, nil
 }
 
@@ -140,7 +149,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Store, error
 	if manifests, err = js.KeyValue(ctx, kvName); err != nil {
 		return nil, fmt.Errorf("jetstreamstore: bucket %s: %w", kvName, err)
 	}
-	return &Store{objects: objects, manifests: manifests, bucket: cfg.Bucket}, nil
+	return &Store{objects: objects, manifests: manifests, bucket: cfg.Bucket, writer: rand.Text()[:writerLen]}, nil
 }
 
 // leaderReads turns direct gets off on stream, so that its reads are
@@ -165,9 +174,13 @@ func idKey(id uint64) string { return fmt.Sprintf("%020d", id) }
 // manifestKey is the key of the manifest of checkpoint id.
 func (s *Store) manifestKey(id uint64) string { return s.keyPrefix + idKey(id) }
 
-// objectName is the name of instance's snapshot of checkpoint id.
-func (s *Store) objectName(id uint64, instance string) string {
-	return s.objectPrefix + idKey(id) + "/" + instance
+// writerLen is the length of a Store's writer name.
+const writerLen = 16
+
+// objectName is the name of writer's snapshot of instance in checkpoint
+// id.
+func (s *Store) objectName(id uint64, writer, instance string) string {
+	return s.objectPrefix + idKey(id) + "/" + writer + "/" + instance
 }
 
 // objectID returns the checkpoint id of a snapshot's object name, false
@@ -190,7 +203,7 @@ func (s *Store) Put(ctx context.Context, id uint64, instance string, snapshot []
 	if instance == "" {
 		return fmt.Errorf("jetstreamstore: put %d: %w", id, checkpoint.ErrInvalidName)
 	}
-	if _, err := s.objects.PutBytes(ctx, s.objectName(id, instance), snapshot); err != nil {
+	if _, err := s.objects.PutBytes(ctx, s.objectName(id, s.writer, instance), snapshot); err != nil {
 		return fmt.Errorf("jetstreamstore: put %d %q: %w", id, instance, err)
 	}
 	return nil
@@ -199,13 +212,18 @@ func (s *Store) Put(ctx context.Context, id uint64, instance string, snapshot []
 // Commit implements checkpoint.Store.
 func (s *Store) Commit(ctx context.Context, m checkpoint.Manifest) error {
 	for _, in := range m.Instances {
-		if _, err := s.objects.GetInfo(ctx, s.objectName(m.ID, in)); err != nil {
+		if _, err := s.objects.GetInfo(ctx, s.objectName(m.ID, s.writer, in)); err != nil {
 			return fmt.Errorf("jetstreamstore: commit %d: snapshot of %q: %w", m.ID, in, notExist(err))
 		}
 	}
 	data, err := m.MarshalBinary()
 	if err == nil {
-		_, err = s.manifests.Put(ctx, s.manifestKey(m.ID), data)
+		// Created, not put: a holder that lost its unit and writes late
+		// does not replace the checkpoint its successor completed.
+		_, err = s.manifests.Create(ctx, s.manifestKey(m.ID), append([]byte(s.writer), data...))
+	}
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		err = checkpoint.ErrCommitted
 	}
 	if err != nil {
 		return fmt.Errorf("jetstreamstore: commit %d: %w", m.ID, err)
@@ -238,34 +256,54 @@ func (s *Store) Checkpoints(ctx context.Context) ([]uint64, error) {
 
 // Manifest implements checkpoint.Store.
 func (s *Store) Manifest(ctx context.Context, id uint64) (checkpoint.Manifest, error) {
+	m, _, err := s.manifest(ctx, id)
+	return m, err
+}
+
+// manifest returns the manifest of checkpoint id and the name of the
+// writer of its snapshots.
+func (s *Store) manifest(ctx context.Context, id uint64) (checkpoint.Manifest, string, error) {
 	e, err := s.manifests.Get(ctx, s.manifestKey(id))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return checkpoint.Manifest{}, fmt.Errorf("checkpoint %d: %w", id, checkpoint.ErrNotFound)
+		return checkpoint.Manifest{}, "", fmt.Errorf("checkpoint %d: %w", id, checkpoint.ErrNotFound)
 	}
 	if err != nil {
-		return checkpoint.Manifest{}, fmt.Errorf("jetstreamstore: manifest %d: %w", id, err)
+		return checkpoint.Manifest{}, "", fmt.Errorf("jetstreamstore: manifest %d: %w", id, err)
 	}
 	file := s.bucket + "-manifests/" + s.manifestKey(id)
+	value := e.Value()
+	if len(value) < writerLen {
+		return checkpoint.Manifest{}, "", &checkpoint.CorruptError{File: file, Err: fmt.Errorf("%w: %d bytes", checkpoint.ErrFormat, len(value))}
+	}
 	var m checkpoint.Manifest
-	if err := m.UnmarshalBinary(e.Value()); err != nil {
+	if err := m.UnmarshalBinary(value[writerLen:]); err != nil {
 		var corrupt *checkpoint.CorruptError
 		if errors.As(err, &corrupt) {
 			corrupt.File = file
+			corrupt.Offset += writerLen
 		}
-		return checkpoint.Manifest{}, err
+		return checkpoint.Manifest{}, "", err
 	}
 	if m.ID != id {
-		return checkpoint.Manifest{}, &checkpoint.CorruptError{File: file,
+		return checkpoint.Manifest{}, "", &checkpoint.CorruptError{File: file,
 			Err: fmt.Errorf("%w: manifest of checkpoint %d", checkpoint.ErrFormat, m.ID)}
 	}
-	return m, nil
+	return m, string(value[:writerLen]), nil
 }
 
-// Get implements checkpoint.Store. A snapshot whose digest does not match
-// is refused with a *checkpoint.CorruptError whose Err is
-// checkpoint.ErrChecksum.
+// Get implements checkpoint.Store: of a complete checkpoint, the snapshot
+// its manifest lists; of another, this Store's own. A snapshot whose
+// digest does not match is refused with a *checkpoint.CorruptError whose
+// Err is checkpoint.ErrChecksum.
 func (s *Store) Get(ctx context.Context, id uint64, instance string) ([]byte, error) {
-	name := s.objectName(id, instance)
+	_, writer, err := s.manifest(ctx, id)
+	switch {
+	case errors.Is(err, checkpoint.ErrNotFound):
+		writer = s.writer
+	case err != nil:
+		return nil, err
+	}
+	name := s.objectName(id, writer, instance)
 	b, err := s.objects.GetBytes(ctx, name)
 	switch {
 	case err == nil:

@@ -111,6 +111,37 @@ func TestStoreRefusesADamagedManifest(t *testing.T) {
 	require.ErrorIs(t, err, checkpoint.ErrFormat)
 }
 
+// A process that lost a unit and still writes its partition (a write it
+// held while cut off lands late) changes none of the checkpoints the
+// unit's next holder completed: not the manifest, not the snapshots it
+// lists.
+func TestLateWriterChangesNoCheckpoint(t *testing.T) {
+	js := connect(t, natstest.StartCluster(t, 1).URL())
+	ctx := context.Background()
+	open := func() checkpoint.Store {
+		s, err := jetstreamstore.New(ctx, js, jetstreamstore.Config{Bucket: "late"})
+		require.NoError(t, err)
+		p, err := s.Partition("bolt/window/0")
+		require.NoError(t, err)
+		return p
+	}
+	holder, late := open(), open()
+	require.NoError(t, holder.Put(ctx, 4, "bolt/window/0", []byte("holder's")))
+	require.NoError(t, holder.Commit(ctx, checkpoint.Manifest{ID: 4, Instances: []string{"bolt/window/0"}, Data: []byte("holder")}))
+
+	require.NoError(t, late.Put(ctx, 4, "bolt/window/0", []byte("late")))
+	require.ErrorIs(t, late.Commit(ctx, checkpoint.Manifest{ID: 4, Instances: []string{"bolt/window/0"}, Data: []byte("late")}), checkpoint.ErrCommitted)
+
+	for _, s := range []checkpoint.Store{holder, late} {
+		m, err := s.Manifest(ctx, 4)
+		require.NoError(t, err)
+		require.Equal(t, "holder", string(m.Data))
+		snap, err := s.Get(ctx, 4, "bolt/window/0")
+		require.NoError(t, err)
+		require.Equal(t, "holder's", string(snap))
+	}
+}
+
 // Workers that start together open one store: whichever creates the
 // buckets, and turns their direct gets off, the others open them as they
 // are.
