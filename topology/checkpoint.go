@@ -299,6 +299,16 @@ func (c *coordinator) take(ctx context.Context) error {
 		case <-c.endCh:
 		}
 	}
+	// An instance that ended after it handed on its share of this
+	// checkpoint counts with its final share, which stands for it; the
+	// acknowledgements of the share it handed on go with this one too.
+	for len(c.reports) > 0 {
+		rep := <-c.reports
+		if s, ok := shares[rep.instance]; ok && rep.id == id {
+			s.acks.append(&rep.acks)
+			shares[rep.instance] = s
+		}
+	}
 	acks := &c.held
 	for _, rep := range shares {
 		acks.append(&rep.acks)
