@@ -77,7 +77,7 @@ func workerProcess(settings string) int {
 	p, err := pipeline.Load(file)
 	if err == nil {
 		var built *pipeline.Built
-		built, err = p.Build(pipeline.Options{Stdout: os.Stdout, Transport: w.Transport(), Checkpoints: w.CheckpointStore(), Lease: w.LeaseSource, LeaseLiveSource: w.LeaseLiveSource, Incarnation: w.Incarnation(), Cluster: name, Worker: worker})
+		built, err = p.Build(pipeline.Options{Stdout: os.Stdout, Logger: cfg.Logger, Transport: w.Transport(), Checkpoints: w.CheckpointStore(), Lease: w.LeaseSource, LeaseLiveSource: w.LeaseLiveSource, Incarnation: w.Incarnation(), Cluster: name, Worker: worker})
 		if err == nil {
 			runCtx, stopRun := context.WithCancel(context.Background())
 			announceCtx, stopAnnouncing := context.WithCancel(context.Background())

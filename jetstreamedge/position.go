@@ -95,6 +95,27 @@ func (in *inlet) Acquire(ctx context.Context) error {
 	}
 }
 
+// End implements edge.Resumer: the worker announces the unit ended, so
+// that every copy takes it and ends, even if Run returned released before
+// the instance ended on the checkpoint it restored; and it unpins the
+// consumer if it still holds it.
+func (in *inlet) End(ctx context.Context) {
+	in.ended.Store(true)
+	pin := in.released
+	if pin == "" {
+		return
+	}
+	in.released = ""
+	cons, err := in.consumerOf(ctx)
+	if err == nil {
+		err = in.unpin(ctx, cons, pin)
+	}
+	if err != nil {
+		in.t.cfg.Logger.Debug("unpinning an ended unit failed", "consumer", in.consumer, "err", err)
+	}
+	in.holding.Store(false)
+}
+
 // Position implements edge.Resumer.
 func (in *inlet) Position(delivered uint64) ([]byte, error) {
 	rs := &in.resume

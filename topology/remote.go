@@ -115,6 +115,11 @@ type feed struct {
 	gaveUp  atomic.Bool
 }
 
+// errStopped refuses a batch to an instance that stopped taking batches:
+// one that ended (restored from its final checkpoint, say) while its
+// Inlet still delivers, or one its Inlet released.
+var errStopped = fmt.Errorf("%w: the instance takes no more batches", edge.ErrReleased)
+
 // feedTree is the tree of a batch delivered and not yet finished.
 type feedTree struct {
 	root acker.RootID
@@ -204,11 +209,22 @@ func (f *feed) Deliver(ctx context.Context, rb *edge.Batch, done func(error)) er
 	}
 	r.advance(rb.High)
 	ib := chanInbox{ch: f.b.inbox, backlog: &f.b.backlog, wall: r.wallNanos}
+	if f.headCtx != nil {
+		// A unit that ended or was released takes no more: endUnit and
+		// the barriers wait for deliverMu, which this holds.
+		ib.stop = f.headCtx.Done()
+	}
 	if err := ib.deliver(ctx, bt); err != nil {
 		r.pool.put(bt)
 		var ops ackOps
 		ops.fail(roots[0], acker.Failed, err)
 		r.acks.apply(&ops, new(finished))
+		if errors.Is(err, errStopped) && f.b.ended == f.b.inputs {
+			// The instance ended (it stopped, so its count is read
+			// safely): its Inlet goes on until the unit's end stops it,
+			// and learns that the unit ended (edge.ErrEnded).
+			return nil
+		}
 		return err
 	}
 	if rb.Position != 0 {
@@ -281,6 +297,7 @@ func (b *boltInstance) runRemote(srcCtx, drainCtx context.Context, fail func(err
 			close(unitDone)
 		}
 		var inErr error
+		givenAway := false
 		inletDone := make(chan struct{})
 		go func() {
 			defer close(inletDone)
@@ -309,11 +326,18 @@ func (b *boltInstance) runRemote(srcCtx, drainCtx context.Context, fail func(err
 			b.flushAcks()
 			if b.unit != nil && err == nil {
 				err = b.endUnit(drainCtx)
-				if err != nil && srcCtx.Err() != nil {
+				switch {
+				case err != nil && srcCtx.Err() != nil:
 					// Stopping: the unit's next holder takes its last
 					// messages again and ends as this one did.
 					b.topo.cfg.Logger.Warn("unit ended while the process stopped: its last checkpoint failed", "component", b.name, "instance", b.index, "err", err)
 					err = nil
+				case errors.Is(err, edge.ErrReleased):
+					// Given to another process as it ended (this one
+					// was fenced off, say): that one restores the last
+					// checkpoint and ends there; this copy starts afresh.
+					b.topo.cfg.Logger.Warn("unit given to another process as it ended: its last checkpoint is that one's", "component", b.name, "instance", b.index, "err", err)
+					err, givenAway = nil, true
 				}
 			}
 		}
@@ -326,10 +350,13 @@ func (b *boltInstance) runRemote(srcCtx, drainCtx context.Context, fail func(err
 		switch {
 		case err != nil:
 			return err
-		case b.ended == b.inputs:
+		case b.ended == b.inputs && !givenAway:
 			// Ended before it was released: nothing to start again.
+			if b.unitStore != nil {
+				b.feed.resumer.End(drainCtx)
+			}
 			return nil
-		case !errors.Is(inErr, edge.ErrReleased):
+		case !givenAway && !errors.Is(inErr, edge.ErrReleased):
 			return inErr
 		case srcCtx.Err() != nil:
 			return nil

@@ -26,6 +26,9 @@ type chanInbox struct {
 	backlog *backlog
 	wall    func() int64
 	queued  *atomic.Int64
+	// stop, when set, ends a wait for a receiver that takes no more
+	// batches (errStopped).
+	stop <-chan struct{}
 }
 
 func (c chanInbox) deliver(ctx context.Context, b *batch) error {
@@ -46,6 +49,11 @@ func (c chanInbox) deliver(ctx context.Context, b *batch) error {
 				queued.Add(-1)
 			}
 			return ctx.Err()
+		case <-c.stop:
+			if queued != nil {
+				queued.Add(-1)
+			}
+			return errStopped
 		}
 	}
 	if c.backlog != nil {

@@ -79,6 +79,8 @@ func (l *batchLog) Send(_ context.Context, b *edge.Batch, done func(error)) erro
 
 func (l *batchLog) Acquire(context.Context) error { return nil }
 
+func (l *batchLog) End(context.Context) {}
+
 func (l *batchLog) Position(delivered uint64) ([]byte, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt/mosquittotest"
+	"github.com/sensorstorm/sensorstorm/internal/pgtest"
 	"github.com/sensorstorm/sensorstorm/internal/proctest"
 )
 
@@ -101,7 +102,7 @@ bolts:
 		next = n/2 - n/12
 		publish(0, next)
 		waitUntil(t, 20*time.Second, "a checkpoint", func() bool {
-			m, _ := filepath.Glob(filepath.Join(dir, "checkpoints", "*", "MANIFEST*"))
+			m, _ := filepath.Glob(filepath.Join(dir, "checkpoints", "*", "MANIFEST")) // not its temporary file
 			return len(m) > 0
 		})
 		require.NoError(t, first.Process.Signal(syscall.SIGKILL))
@@ -191,7 +192,7 @@ func lastLines(s string, n int) string {
 func TestRunCheckpointedRecordingKilled(t *testing.T) {
 	ctx := context.Background()
 	const schema = "test_run_checkpointed_kill"
-	conn := postgresSchema(t, schema)
+	conn := pgtest.Schema(t, schema)
 	bin := buildBinary(t)
 	recording, err := filepath.Abs("../../testdata/library1-r1.lp")
 	require.NoError(t, err)
@@ -222,7 +223,7 @@ bolts:
     input: {from: mean, grouping: global}
     sink:
       postgres: {url: %q, table: %s.%s}
-`, recording, checkpoints, postgresURL(), schema, table), 0o644))
+`, recording, checkpoints, pgtest.URL(), schema, table), 0o644))
 		return file
 	}
 	rows := func(table string) string {
@@ -340,7 +341,7 @@ bolts:
 	next := n/2 - n/12 // a quarter into the second window
 	writeReadings(0, next)
 	waitUntil(t, 20*time.Second, "a checkpoint", func() bool {
-		m, _ := filepath.Glob(filepath.Join(dir, "checkpoints", "*", "MANIFEST*"))
+		m, _ := filepath.Glob(filepath.Join(dir, "checkpoints", "*", "MANIFEST")) // not its temporary file
 		return len(m) > 0
 	})
 	require.NoError(t, first.Process.Signal(syscall.SIGKILL))

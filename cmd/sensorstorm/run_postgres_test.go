@@ -11,38 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt/mosquittotest"
+	"github.com/sensorstorm/sensorstorm/internal/pgtest"
 )
-
-// postgresURL is the server the PostgreSQL tests use (scripts/test.sh
-// starts it).
-func postgresURL() string {
-	if u := os.Getenv("SENSORSTORM_POSTGRES_URL"); u != "" {
-		return u
-	}
-	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-}
-
-// postgresSchema connects to the server and creates schema, dropped when
-// t ends with the connection.
-func postgresSchema(t *testing.T, schema string) *pgx.Conn {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, postgresURL())
-	require.NoError(t, err, "PostgreSQL is not reachable at %s: run scripts/test.sh, which starts it, or set SENSORSTORM_POSTGRES_URL", postgresURL())
-	_, err = conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE; CREATE SCHEMA "+schema)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		_, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
-		assert.NoError(t, err)
-		conn.Close(ctx)
-	})
-	return conn
-}
 
 // TestRunPostgresKill runs a pipeline from InfluxDB writes (the official
 // Go client, batching with retries) to a PostgreSQL table, kills the
@@ -54,7 +28,7 @@ func TestRunPostgresKill(t *testing.T) {
 	const n = 10000
 	ctx := context.Background()
 	const schema = "test_run_postgres_kill"
-	conn := postgresSchema(t, schema)
+	conn := pgtest.Schema(t, schema)
 
 	bin := buildBinary(t)
 	dir := t.TempDir()
@@ -71,7 +45,7 @@ bolts:
     late: pass
     sink:
       postgres: {url: %q, table: %s.readings, batch_size: 500}
-`, addr, postgresURL(), schema), 0o644))
+`, addr, pgtest.URL(), schema), 0o644))
 	start := func() (*exec.Cmd, *mosquittotest.LockedBuffer) {
 		cmd := exec.Command(bin, "run", file)
 		stderr := &mosquittotest.LockedBuffer{}
@@ -122,7 +96,7 @@ bolts:
 func TestRunPostgresSummary(t *testing.T) {
 	ctx := context.Background()
 	const schema = "test_run_postgres_summary"
-	conn := postgresSchema(t, schema)
+	conn := pgtest.Schema(t, schema)
 	dir := t.TempDir()
 	rec := filepath.Join(dir, "env.lp")
 	require.NoError(t, os.WriteFile(rec, []byte(strings.Join([]string{
@@ -141,7 +115,7 @@ bolts:
     input: rec
     sink:
       postgres: {url: %q, table: %s.env}
-`, postgresURL(), schema), 0o644))
+`, pgtest.URL(), schema), 0o644))
 	for _, tc := range []struct{ name, summary string }{
 		{"first run", "summary: read=4 emitted=4 late=0 invalid=0 skipped=0 outside=0 duplicates=0 refused=0"},
 		{"the same again", "summary: read=4 emitted=0 late=0 invalid=0 skipped=0 outside=0 duplicates=4 refused=0"},

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt/mosquittotest"
+	"github.com/sensorstorm/sensorstorm/internal/pgtest"
 )
 
 // TestValidateConnect validates pipelines with --connect against a real
@@ -28,7 +29,7 @@ func TestValidateConnect(t *testing.T) {
 	others := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, others) })
 	const schema = "test_validate_connect"
-	conn := postgresSchema(t, schema)
+	conn := pgtest.Schema(t, schema)
 	ctx := context.Background()
 	role := schema + "_reader"
 	_, err := conn.Exec(ctx, fmt.Sprintf(`DROP ROLE IF EXISTS %[1]s; CREATE ROLE %[1]s LOGIN; GRANT USAGE ON SCHEMA %[2]s TO %[1]s;
@@ -46,10 +47,10 @@ func TestValidateConnect(t *testing.T) {
 	defer busy.Close()
 	recording, err := filepath.Abs("../../testdata/library1-r1.lp")
 	require.NoError(t, err)
-	asRole, err := url.Parse(postgresURL())
+	asRole, err := url.Parse(pgtest.URL())
 	require.NoError(t, err)
 	asRole.User = url.User(role)
-	noDB, err := url.Parse(postgresURL())
+	noDB, err := url.Parse(pgtest.URL())
 	require.NoError(t, err)
 	noDB.Path = "/nodb_validate"
 
@@ -74,7 +75,7 @@ bolts:
   - name: out
     input: {from: rec, grouping: global}
     sink: {file: out/readings.lp}
-`, recording, postgresURL(), schema),
+`, recording, pgtest.URL(), schema),
 		want: []string{
 			"ok file source 'rec': recording readable",
 			"ok postgres sink 'db': table " + schema + ".readings missing (the role may create it)",
@@ -101,7 +102,7 @@ bolts:
 		},
 	}, {
 		name:     "missing schema",
-		pipeline: sink(fmt.Sprintf("{postgres: {url: %q, table: nosuch_validate.readings}}", postgresURL())),
+		pipeline: sink(fmt.Sprintf("{postgres: {url: %q, table: nosuch_validate.readings}}", pgtest.URL())),
 		want: []string{
 			"ok file source 'rec': recording readable",
 			`fail postgres sink 'db': postgres: database "postgres", table nosuch_validate.readings: postgres: no schema: schema nosuch_validate does not exist: create it (CREATE SCHEMA "nosuch_validate") or name another in table`,

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sensorstorm/sensorstorm/connectors/postgres"
+	"github.com/sensorstorm/sensorstorm/internal/pgtest"
 	"github.com/sensorstorm/sensorstorm/operation"
 )
 
@@ -45,17 +46,17 @@ func TestCheck(t *testing.T) {
 	}{
 		{name: "table missing", table: d.table("new"), want: "table " + d.table("new") + " missing (the role may create it)"},
 		{name: "table made", table: d.table("made"), want: "table " + d.table("made") + " (insert allowed)"},
-		{name: "unqualified table in the current schema", table: "made", url: withParam(serverURL(), "search_path", d.schema), want: "table " + d.table("made") + " (insert allowed)"},
-		{name: "granted, not the owner", table: d.table("granted"), url: withUser(serverURL(), role),
+		{name: "unqualified table in the current schema", table: "made", url: withParam(pgtest.URL(), "search_path", d.schema), want: "table " + d.table("made") + " (insert allowed)"},
+		{name: "granted, not the owner", table: d.table("granted"), url: withUser(pgtest.URL(), role),
 			want: "table " + d.table("granted") + " (insert allowed; the role does not own it: a key without a column stops the run)"},
-		{name: "no privileges", table: d.table("made"), url: withUser(serverURL(), role), wantErr: postgres.ErrPrivilege, inErr: `may not INSERT, SELECT, UPDATE on ` + d.table("made")},
-		{name: "no insert privilege", table: d.table("readonly"), url: withUser(serverURL(), role), wantErr: postgres.ErrPrivilege,
+		{name: "no privileges", table: d.table("made"), url: withUser(pgtest.URL(), role), wantErr: postgres.ErrPrivilege, inErr: `may not INSERT, SELECT, UPDATE on ` + d.table("made")},
+		{name: "no insert privilege", table: d.table("readonly"), url: withUser(pgtest.URL(), role), wantErr: postgres.ErrPrivilege,
 			inErr: fmt.Sprintf(`role %s may not INSERT, UPDATE on %s`, role, d.table("readonly"))},
-		{name: "no create privilege", table: d.table("new"), url: withUser(serverURL(), role), wantErr: postgres.ErrPrivilege, inErr: "no CREATE on schema " + d.schema},
+		{name: "no create privilege", table: d.table("new"), url: withUser(pgtest.URL(), role), wantErr: postgres.ErrPrivilege, inErr: "no CREATE on schema " + d.schema},
 		{name: "missing schema", table: "nosuchschema.readings", wantErr: postgres.ErrNoSchema, inErr: `postgres: database "postgres", table nosuchschema.readings: postgres: no schema: schema nosuchschema does not exist: create it (CREATE SCHEMA "nosuchschema")`},
-		{name: "missing database", table: "metrics.readings", url: withDatabase(serverURL(), "nodb_check"),
+		{name: "missing database", table: "metrics.readings", url: withDatabase(pgtest.URL(), "nodb_check"),
 			inErr: `database "nodb_check", table metrics.readings: connect: failed to connect to ` + "`user=postgres database=nodb_check`"},
-		{name: "missing database, whole message", table: "metrics.readings", url: withDatabase(serverURL(), "nodb_check"), inErr: `database "nodb_check" does not exist (SQLSTATE 3D000)`},
+		{name: "missing database, whole message", table: "metrics.readings", url: withDatabase(pgtest.URL(), "nodb_check"), inErr: `database "nodb_check" does not exist (SQLSTATE 3D000)`},
 		{name: "column of another type", table: d.table("json"), wantErr: postgres.ErrTable, inErr: "doc has type jsonb, the sink writes text, double precision, bigint or boolean"},
 		{name: "no unique index", table: d.table("unkeyed"), wantErr: postgres.ErrTable, inErr: "no unique index on (series, time_ns)"},
 		{name: "no time_ns", table: d.table("old"), wantErr: postgres.ErrNoTimeNS},
@@ -65,7 +66,7 @@ func TestCheck(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.url == "" {
-				tt.url = serverURL()
+				tt.url = pgtest.URL()
 			}
 			got, err := postgres.Check(context.Background(), postgres.Config{URL: tt.url, Table: tt.table})
 			if tt.want != "" {

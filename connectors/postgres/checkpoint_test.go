@@ -11,6 +11,7 @@ import (
 
 	"github.com/sensorstorm/sensorstorm/connectors/postgres"
 	"github.com/sensorstorm/sensorstorm/connectortest"
+	"github.com/sensorstorm/sensorstorm/internal/pgtest"
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/state"
@@ -135,7 +136,7 @@ func TestSinkRestoresCheckpoints(t *testing.T) {
 			// are known by their application name.
 			killed := cfg("got")
 			app := "killed_" + d.schema[len(d.schema)-min(len(d.schema), 40):]
-			killed.URL = withParam(serverURL(), "application_name", app)
+			killed.URL = withParam(pgtest.URL(), "application_name", app)
 			s = newSink(t, killed)
 			out = &connectortest.Emitter{}
 			snaps := feedCuts(t, s, out, ps, 0, tc.crashAt, tc.cuts, func(i int) {

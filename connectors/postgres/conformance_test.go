@@ -12,6 +12,7 @@ import (
 
 	"github.com/sensorstorm/sensorstorm/connectors/postgres"
 	"github.com/sensorstorm/sensorstorm/connectortest"
+	"github.com/sensorstorm/sensorstorm/internal/pgtest"
 	"github.com/sensorstorm/sensorstorm/operation"
 )
 
@@ -36,7 +37,7 @@ type sinkHarness struct {
 }
 
 func (h *sinkHarness) NewSink(t testing.TB) operation.Operation {
-	u, err := url.Parse(serverURL())
+	u, err := url.Parse(pgtest.URL())
 	require.NoError(t, err)
 	u.User = url.User(h.role)
 	return newSink(t, postgres.Config{URL: u.String(), Table: h.d.table("readings"), BatchSize: 100})

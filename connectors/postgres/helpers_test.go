@@ -13,19 +13,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sensorstorm/sensorstorm/connectors/postgres"
+	"github.com/sensorstorm/sensorstorm/internal/pgtest"
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/topology"
 )
-
-// serverURL is the PostgreSQL server the tests use: SENSORSTORM_POSTGRES_URL
-// or the local one that scripts/test.sh starts.
-func serverURL() string {
-	if u := os.Getenv("SENSORSTORM_POSTGRES_URL"); u != "" {
-		return u
-	}
-	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-}
 
 // db is a test's own schema on the server.
 type db struct {
@@ -38,12 +30,13 @@ type db struct {
 func openDB(t testing.TB) *db {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, serverURL())
-	require.NoError(t, err, "PostgreSQL is not reachable at %s: run scripts/test.sh, which starts it, or set SENSORSTORM_POSTGRES_URL", serverURL())
+	conn, err := pgx.Connect(ctx, pgtest.URL())
+	require.NoError(t, err, "PostgreSQL is not reachable at %s: run scripts/test.sh, which starts it, or set SENSORSTORM_POSTGRES_URL", pgtest.URL())
 	schema := "test_" + strings.ToLower(strings.NewReplacer("/", "_", "=", "_", "-", "_").Replace(t.Name()))
 	d := &db{conn: conn, schema: schema}
 	d.exec(t, "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
 	d.exec(t, "CREATE SCHEMA "+schema)
+	// Not pgtest.Schema: restartServer replaces the connection.
 	t.Cleanup(func() {
 		d.exec(t, "DROP SCHEMA "+schema+" CASCADE")
 		require.NoError(t, d.conn.Close(ctx))
@@ -65,7 +58,7 @@ func (d *db) restartServer() error {
 	}
 	ctx := context.Background()
 	_ = d.conn.Close(ctx) // the server ended it
-	d.conn, err = pgx.Connect(ctx, serverURL())
+	d.conn, err = pgx.Connect(ctx, pgtest.URL())
 	return err
 }
 
@@ -118,7 +111,7 @@ func (d *db) table(name string) string { return d.schema + "." + name }
 func newSink(t testing.TB, cfg postgres.Config) *postgres.Sink {
 	t.Helper()
 	if cfg.URL == "" {
-		cfg.URL = serverURL()
+		cfg.URL = pgtest.URL()
 	}
 	s, err := postgres.NewSink(cfg)
 	require.NoError(t, err)

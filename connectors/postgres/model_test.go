@@ -12,6 +12,7 @@ import (
 
 	"github.com/sensorstorm/sensorstorm/connectors/postgres"
 	"github.com/sensorstorm/sensorstorm/connectortest"
+	"github.com/sensorstorm/sensorstorm/internal/pgtest"
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
 )
@@ -33,7 +34,7 @@ func TestSinkModel(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		checks++
 		table := d.table(fmt.Sprint("readings", checks))
-		sink, err := postgres.NewSink(postgres.Config{URL: serverURL(), Table: table, BatchSize: rapid.IntRange(1, 8).Draw(rt, "batch")})
+		sink, err := postgres.NewSink(postgres.Config{URL: pgtest.URL(), Table: table, BatchSize: rapid.IntRange(1, 8).Draw(rt, "batch")})
 		require.NoError(rt, err)
 		defer func() {
 			require.NoError(rt, sink.Close())

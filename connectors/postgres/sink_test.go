@@ -14,6 +14,7 @@ import (
 
 	"github.com/sensorstorm/sensorstorm/connectors/postgres"
 	"github.com/sensorstorm/sensorstorm/connectortest"
+	"github.com/sensorstorm/sensorstorm/internal/pgtest"
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/topology"
@@ -160,7 +161,7 @@ func TestSinkRowRefused(t *testing.T) {
 func TestSinkConnectionLost(t *testing.T) {
 	const n = 1000
 	d := openDB(t)
-	sink := newSink(t, postgres.Config{URL: serverURL() + "&application_name=sink_lost", Table: d.table("readings"), BatchSize: 50})
+	sink := newSink(t, postgres.Config{URL: pgtest.URL() + "&application_name=sink_lost", Table: d.table("readings"), BatchSize: 50})
 	ps := readings(n)
 	var dead connectortest.DeadLetters
 	cfg := topology.Config{DeadLetters: &dead, Destination: topology.DestinationConfig{InitialInterval: time.Millisecond, MaxInterval: 10 * time.Millisecond}}
@@ -328,14 +329,14 @@ func TestSinkRefusedStopsAtOnce(t *testing.T) {
 	tests := []struct {
 		name, url, table, message string
 	}{
-		{"no such schema", serverURL(), "nosuchschema.readings", "nosuchschema"},
+		{"no such schema", pgtest.URL(), "nosuchschema.readings", "nosuchschema"},
 		{"no such database", "postgres://postgres@127.0.0.1:5432/nosuchdb?sslmode=disable", "readings", `database "nosuchdb" does not exist`},
 		{"no such role", "postgres://nosuchrole@127.0.0.1:5432/postgres?sslmode=disable", "readings", "nosuchrole"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			url := tt.url
-			if os.Getenv("SENSORSTORM_POSTGRES_URL") != "" && tt.url != serverURL() {
+			if os.Getenv("SENSORSTORM_POSTGRES_URL") != "" && tt.url != pgtest.URL() {
 				t.Skip("a server of SENSORSTORM_POSTGRES_URL: its names differ")
 			}
 			sink := newSink(t, postgres.Config{URL: url, Table: tt.table})

@@ -120,6 +120,10 @@ type Resumer interface {
 	// Resume is called before each Run with the position of the
 	// checkpoint the instance restored, nil if it restored none.
 	Resume(position []byte) error
+	// End tells, once Run returned, that the instance ended its streams
+	// in this holding (Run may have returned before, released): the unit
+	// is over, and every other process's copy may end too.
+	End(ctx context.Context)
 }
 
 // Feed is the instance's side of an Inlet.
