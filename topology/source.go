@@ -10,6 +10,7 @@ import (
 
 	"github.com/sensorstorm/sensorstorm/acker"
 	"github.com/sensorstorm/sensorstorm/particle"
+	"github.com/sensorstorm/sensorstorm/topology/edge"
 )
 
 // Source produces particles. Run emits until the input is exhausted (it
@@ -415,10 +416,19 @@ func (s *sourceInstance) retry(r retry) {
 
 // finish delivers what is left and announces the end of this instance's
 // stream. It waits for pending trees first, replaying failures, so that
-// nothing the source emitted is lost.
-func (s *sourceInstance) finish(ctx context.Context) error {
+// nothing the source emitted is lost. A transport that refuses (its
+// worker fenced off: an error wrapping edge.ErrReleased) leaves the end
+// to the copies of the source on the other workers, which announce it
+// once they find the source done.
+func (s *sourceInstance) finish(ctx context.Context) (err error) {
+	defer func() {
+		if errors.Is(err, edge.ErrReleased) {
+			s.topo.cfg.Logger.Warn("source's end of stream refused: left to the other workers", "component", s.name, "instance", s.index, "err", err)
+			err = nil
+		}
+	}()
 	s.mu.Lock()
-	err := s.router.flush(ctx, false)
+	err = s.router.flush(ctx, false)
 	s.mu.Unlock()
 	if err != nil {
 		return err
