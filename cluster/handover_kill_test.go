@@ -54,14 +54,7 @@ func TestKilledDuringHandOver(t *testing.T) {
 			require.NoError(t, killed.cmd.Process.Signal(syscall.SIGKILL))
 			<-killed.done
 			t.Logf("killed %s after w1 handed %d units over", killed.name, strings.Count(giver.errs.String(), `msg="unit handed over"`))
-			for _, p := range []*process{survivor, startProcessWith(t, c.URL(), file, name, tc.restartedAs, time.Second)} {
-				select {
-				case <-p.done:
-					require.NoError(t, p.err, "worker %s: %s", p.name, p.errs.String())
-				case <-time.After(150 * time.Second):
-					t.Fatalf("worker %s did not finish: %s", p.name, p.errs.String())
-				}
-			}
+			awaitProcesses(t, 300*time.Second, survivor, startProcessWith(t, c.URL(), file, name, tc.restartedAs, time.Second))
 			requireSameLines(t, want, workerFiles(t, dir))
 		})
 	}

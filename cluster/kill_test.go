@@ -432,12 +432,7 @@ func TestKilledLeaseHolderRestarted(t *testing.T) {
 			dir := t.TempDir()
 			file := roomsPipeline(t, dir, "400")
 			name := fmt.Sprintf("rooms-%d", time.Now().UnixNano())
-			nc, err := nats.Connect(c.URL())
-			require.NoError(t, err)
-			defer nc.Close()
-			procs := []*process{startProcess(t, c.URL(), file, name, "w1")}
-			require.Eventually(t, func() bool { _, ok := entry(nc, name, "workers", "w1"); return ok }, 60*time.Second, 20*time.Millisecond)
-			procs = append(procs, startProcess(t, c.URL(), file, name, "w2"))
+			nc, procs := startTwo(t, c.URL(), file, name)
 			require.Eventually(t, func() bool { return tc.killNow(nc, name, dir) }, 60*time.Second, 5*time.Millisecond)
 			// The lease's value is its holder's name. On a loaded machine
 			// the replay may have ended, and its lease gone, by the time
@@ -455,18 +450,38 @@ func TestKilledLeaseHolderRestarted(t *testing.T) {
 				again = "w3"
 			}
 			procs[i] = startProcess(t, c.URL(), file, name, again)
-			for _, p := range procs {
-				select {
-				case <-p.done:
-					require.NoError(t, p.err, "worker %s: %s", p.name, p.errs.String())
-				case <-time.After(120 * time.Second):
-					t.Fatalf("worker %s did not finish: %s", p.name, p.errs.String())
-				}
-			}
+			awaitProcesses(t, 180*time.Second, procs...)
 			// Each worker wrote its own file.
 			requireNoneLost(t, want, workerFiles(t, dir))
 		})
 	}
+}
+
+// awaitProcesses waits for procs to exit, each without error.
+func awaitProcesses(t *testing.T, within time.Duration, procs ...*process) {
+	t.Helper()
+	deadline := time.After(within)
+	for _, p := range procs {
+		select {
+		case <-p.done:
+			require.NoError(t, p.err, "worker %s: %s", p.name, p.errs.String())
+		case <-deadline:
+			t.Fatalf("worker %s did not finish within %s", p.name, within)
+		}
+	}
+}
+
+// startTwo starts worker w1 of pipeline file under name, and w2 once w1
+// announced itself, so that w1 leads; it returns them and a connection to
+// the cluster at url, closed when t ends.
+func startTwo(t *testing.T, url, file, name string) (*nats.Conn, []*process) {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	procs := []*process{startProcess(t, url, file, name, "w1")}
+	require.Eventually(t, func() bool { _, ok := entry(nc, name, "workers", "w1"); return ok }, 60*time.Second, 20*time.Millisecond)
+	return nc, append(procs, startProcess(t, url, file, name, "w2"))
 }
 
 // entry returns the value under key in the bucket of pipeline name whose

@@ -140,20 +140,6 @@ func startWorkerIn(t *testing.T, m *netnstest.Machine, url, file, pipelineName, 
 	return startIn(t, m, name, env...)
 }
 
-// awaitProcesses waits for procs to exit, each without error.
-func awaitProcesses(t *testing.T, within time.Duration, procs ...*process) {
-	t.Helper()
-	deadline := time.After(within)
-	for _, p := range procs {
-		select {
-		case <-p.done:
-			require.NoError(t, p.err, "worker %s: %s", p.name, p.errs.String())
-		case <-deadline:
-			t.Fatalf("worker %s did not finish within %s", p.name, within)
-		}
-	}
-}
-
 // pacedToFiles writes to dir the paced pipeline with its sink writing
 // out.lp there (on a cluster, a file per worker, which a sink that moves
 // continues: each line once, where standard output writes again what came

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sensorstorm/sensorstorm/cluster"
@@ -93,12 +92,7 @@ func TestKilledWorkerPostgresOnce(t *testing.T) {
 			table := fmt.Sprintf("%s.cluster%d", schema, i)
 			file := roomsToTable(t, t.TempDir(), tc.speed, table)
 			name := fmt.Sprintf("pgkill-%d", time.Now().UnixNano())
-			nc, err := nats.Connect(c.URL())
-			require.NoError(t, err)
-			defer nc.Close()
-			procs := []*process{startProcess(t, c.URL(), file, name, "w1")}
-			require.Eventually(t, func() bool { _, ok := entry(nc, name, "workers", "w1"); return ok }, 60*time.Second, 20*time.Millisecond)
-			procs = append(procs, startProcess(t, c.URL(), file, name, "w2"))
+			nc, procs := startTwo(t, c.URL(), file, name)
 
 			written := func() int {
 				var n int
@@ -125,14 +119,7 @@ func TestKilledWorkerPostgresOnce(t *testing.T) {
 			}
 			<-procs[i].done
 			procs[i] = startProcess(t, c.URL(), file, name, "w3")
-			for _, p := range procs {
-				select {
-				case <-p.done:
-					require.NoError(t, p.err, "worker %s: %s", p.name, p.errs.String())
-				case <-time.After(120 * time.Second):
-					t.Fatalf("worker %s did not finish: %s", p.name, p.errs.String())
-				}
-			}
+			awaitProcesses(t, 180*time.Second, procs...)
 			require.Equal(t, want, tableRows(t, conn, table))
 		})
 	}
