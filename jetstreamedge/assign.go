@@ -93,13 +93,19 @@ func (in *inlet) finish(ctx context.Context, cons jetstream.Consumer) {
 	if !errors.Is(context.Cause(ctx), edge.ErrEnded) {
 		return
 	}
+	in.markEnded(ctx, cons, in.pin)
+}
+
+// markEnded marks the unit ended and unpins pin from cons, if any, for at
+// most a pinned TTL: past it, the pin expires by itself.
+func (in *inlet) markEnded(ctx context.Context, cons jetstream.Consumer, pin string) {
 	in.ended.Store(true)
-	if in.pin == "" {
+	if pin == "" {
 		return
 	}
 	unpinCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(in.t.cfg.PinnedTTL, time.Second))
 	defer cancel()
-	if err := in.unpin(unpinCtx, cons, in.pin); err != nil {
+	if err := in.unpin(unpinCtx, cons, pin); err != nil {
 		in.t.cfg.Logger.Debug("unpinning an ended unit failed", "consumer", in.consumer, "err", err)
 	}
 }

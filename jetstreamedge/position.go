@@ -100,18 +100,18 @@ func (in *inlet) Acquire(ctx context.Context) error {
 // the instance ended on the checkpoint it restored; and it unpins the
 // consumer if it still holds it.
 func (in *inlet) End(ctx context.Context) {
-	in.ended.Store(true)
 	pin := in.released
 	if pin == "" {
+		in.ended.Store(true)
 		return
 	}
 	in.released = ""
 	cons, err := in.consumerOf(ctx)
-	if err == nil {
-		err = in.unpin(ctx, cons, pin)
-	}
 	if err != nil {
-		in.t.cfg.Logger.Debug("unpinning an ended unit failed", "consumer", in.consumer, "err", err)
+		// The pin expires by itself.
+		in.ended.Store(true)
+	} else {
+		in.markEnded(ctx, cons, pin)
 	}
 	in.holding.Store(false)
 }
