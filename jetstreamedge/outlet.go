@@ -39,6 +39,83 @@ type outlet struct {
 	// synced is closed once the synchronous publish of a batch that
 	// carries Drained or EOS ended; nil while none is under way.
 	synced chan struct{}
+
+	// flushMu guards what follows. The acknowledgement handler takes it,
+	// so it is never held while calling nats.go.
+	flushMu sync.Mutex
+	sent    uint64              // the number of the last message sent
+	open    map[uint64]struct{} // numbers sent, neither confirmed nor given up
+	flushes []*flushing
+}
+
+// flushing is a Flush waiting for the messages up to a number.
+type flushing struct {
+	upTo uint64
+	done chan struct{}
+	err  error // the first of those messages lost
+}
+
+var _ edge.Flusher = (*outlet)(nil)
+
+// Flush implements edge.Flusher: the done callbacks of the batches sent
+// before it have run when it returns nil.
+func (o *outlet) Flush(ctx context.Context) error {
+	o.flushMu.Lock()
+	f := &flushing{upTo: o.sent, done: make(chan struct{})}
+	if !o.openUpTo(f.upTo) {
+		o.flushMu.Unlock()
+		return nil
+	}
+	o.flushes = append(o.flushes, f)
+	o.flushMu.Unlock()
+	select {
+	case <-f.done:
+		return f.err
+	case <-ctx.Done():
+		o.flushMu.Lock()
+		o.flushes = slices.DeleteFunc(o.flushes, func(g *flushing) bool { return g == f })
+		o.flushMu.Unlock()
+		return ctx.Err()
+	}
+}
+
+// opened counts number sent and not yet confirmed.
+func (o *outlet) opened(number uint64) {
+	o.flushMu.Lock()
+	if o.open == nil {
+		o.open = map[uint64]struct{}{}
+	}
+	o.open[number] = struct{}{}
+	o.sent = number
+	o.flushMu.Unlock()
+}
+
+// settled takes number out of the open messages, confirmed (err nil) or
+// lost, and ends the flushes that waited for it last.
+func (o *outlet) settled(number uint64, err error) {
+	o.flushMu.Lock()
+	defer o.flushMu.Unlock()
+	delete(o.open, number)
+	o.flushes = slices.DeleteFunc(o.flushes, func(f *flushing) bool {
+		if err != nil && number <= f.upTo && f.err == nil {
+			f.err = err
+		}
+		if o.openUpTo(f.upTo) {
+			return false
+		}
+		close(f.done)
+		return true
+	})
+}
+
+// openUpTo reports whether a message numbered upTo or less is open.
+func (o *outlet) openUpTo(upTo uint64) bool {
+	for n := range o.open {
+		if n <= upTo {
+			return true
+		}
+	}
+	return false
 }
 
 func newOutlet(t *Transport, subject string) *outlet {
@@ -89,6 +166,7 @@ func (t *Transport) published(p *pending) {
 	t.stats.PublishedBytes.Add(uint64(len(p.msg.Data)))
 	t.stats.PublishedParticles.Add(uint64(p.particles))
 	p.done(nil)
+	p.o.settled(p.number, nil)
 }
 
 // Send implements edge.Outlet. Batches go out asynchronously, in
@@ -138,6 +216,7 @@ func (o *outlet) Send(ctx context.Context, b *edge.Batch, done func(error)) erro
 		return ErrFenced
 	}
 	o.number++
+	o.opened(o.number)
 	setNumber(data, o.number)
 	p := &pending{o: o, ctx: ctx, msg: &nats.Msg{Subject: o.subject, Data: data}, number: o.number, done: done, particles: len(b.Items)}
 	if b.Drained || b.EOS {
@@ -149,8 +228,10 @@ func (o *outlet) Send(ctx context.Context, b *edge.Batch, done func(error)) erro
 		o.synced = nil
 		o.mu.Unlock()
 		if err != nil {
+			err = fmt.Errorf("jetstreamedge: publish to %s: %w", o.subject, err)
+			o.settled(p.number, err)
 			<-t.inflight
-			return fmt.Errorf("jetstreamedge: publish to %s: %w", o.subject, err)
+			return err
 		}
 		t.published(p)
 		return nil
@@ -292,5 +373,7 @@ func (o *outlet) publishFailed() {
 func (o *outlet) gaveUp(p *pending, err error) {
 	<-o.t.inflight
 	o.t.cfg.Logger.Error("publish failed: its particles fail", "subject", o.subject, "number", p.number, "err", err)
-	p.done(fmt.Errorf("jetstreamedge: publish to %s: %w", o.subject, err))
+	err = fmt.Errorf("jetstreamedge: publish to %s: %w", o.subject, err)
+	p.done(err)
+	o.settled(p.number, err)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,21 +35,29 @@ func (h signalHandler) Handle(_ context.Context, r slog.Record) error {
 	return nil
 }
 
+// retryingTransport returns a Transport of pipeline on a server of its
+// own that tries a failed publish again for an hour, and the handler of
+// its log, which signals each record with the message retried.
+func retryingTransport(t *testing.T, pipeline, retried string) (*Transport, signalHandler) {
+	c := natstest.StartCluster(t, 1)
+	nc, err := nats.Connect(c.URL())
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	h := signalHandler{msg: retried, got: make(chan struct{}, 1)}
+	setup, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	tr, err := New(setup, nc, Config{Pipeline: pipeline, RetryFor: time.Hour, Logger: slog.New(h)})
+	require.NoError(t, err)
+	return tr, h
+}
+
 // An outlet trying a synchronous publish again holds no lock the
 // confirmations of publishes need: nats.go reports them all on one
 // goroutine. While one outlet's Drained batch cannot be stored, a failure
 // reported for an earlier batch of it, and another outlet's
 // confirmations, go through.
 func TestStuckOutletDoesNotStallConfirmations(t *testing.T) {
-	c := natstest.StartCluster(t, 1)
-	nc, err := nats.Connect(c.URL())
-	require.NoError(t, err)
-	defer nc.Close()
-	retrying := signalHandler{msg: "publish failed: trying again", got: make(chan struct{}, 1)}
-	setup, cancelSetup := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancelSetup()
-	tr, err := New(setup, nc, Config{Pipeline: "stuck", RetryFor: time.Hour, Logger: slog.New(retrying)})
-	require.NoError(t, err)
+	tr, retrying := retryingTransport(t, "stuck", "publish failed: trying again")
 
 	// No stream takes the subject: no publish to it is confirmed.
 	stuck := newOutlet(tr, "elsewhere")
@@ -77,5 +86,43 @@ func TestStuckOutletDoesNotStallConfirmations(t *testing.T) {
 
 	cancel()
 	require.ErrorIs(t, <-sent, context.Canceled)
+	require.ErrorIs(t, <-lost, context.Canceled)
+}
+
+// Flush returns once every batch sent before it is confirmed, at once when
+// none is open, and not while a publish is tried again.
+func TestOutletFlushWaitsForConfirmations(t *testing.T) {
+	tr, retrying := retryingTransport(t, "flush", "publish failed: trying again in place")
+	ctx := context.Background()
+
+	out, _, _ := tr.Edge("sink", 0)
+	f := out.(edge.Flusher)
+	ended, end := context.WithCancel(ctx)
+	end()
+	require.NoError(t, f.Flush(ended), "nothing sent")
+	var durable atomic.Int64
+	for i := range 50 {
+		pt := particle.Particle{Time: int64(i), Origin: 1, Seq: uint64(i + 1), Measurement: "m", Fields: []particle.Field{{Key: "v", Value: particle.Int(int64(i))}}}
+		b := &edge.Batch{Items: []edge.Item{{Particle: pt, High: pt.Time}}, High: pt.Time}
+		require.NoError(t, out.Send(ctx, b, func(err error) {
+			if err == nil {
+				durable.Add(1)
+			}
+		}))
+	}
+	require.NoError(t, f.Flush(ctx))
+	require.EqualValues(t, 50, durable.Load(), "every batch sent before Flush is durable when it returns")
+
+	// No stream takes the subject: no publish to it is confirmed.
+	stuck := newOutlet(tr, "elsewhere")
+	sendCtx, giveUp := context.WithCancel(ctx)
+	lost := make(chan error, 1)
+	require.NoError(t, stuck.Send(sendCtx, &edge.Batch{}, func(err error) { lost <- err }))
+	<-retrying.got
+	// Flush with a context that ended returns nil only if it has nothing
+	// to wait for.
+	require.ErrorIs(t, stuck.Flush(ended), context.Canceled, "flushed while a publish is tried again")
+	require.Empty(t, lost, "a publish tried again was given up")
+	giveUp()
 	require.ErrorIs(t, <-lost, context.Canceled)
 }

@@ -321,6 +321,9 @@ func (c *coordinator) take(ctx context.Context) error {
 		// already, and takes again what this one would cover.
 		return c.failed(id, edge.ErrReleased)
 	}
+	if err := c.flushEdges(ctx); err != nil {
+		return c.failed(id, err)
+	}
 	bytes, err := c.commit(ctx, id, shares)
 	if err != nil {
 		if errors.Is(err, checkpoint.ErrCommitted) && c.feed != nil {

@@ -224,3 +224,38 @@ func (f *feed) barrier(id uint64) ckptReport {
 	}
 	return ckptReport{id: id, instance: f.instanceName(), source: &sourcePosition{own: pos}, err: err}
 }
+
+// flushEdges waits until what the unit's instances sent across processes
+// before their shares is durable (edge.Flusher): the Inlet forgets the
+// inputs before the cut once the checkpoint commits, as a Kafka Streams
+// task flushes its producer before it commits its offsets. An instance
+// hands on its barrier, and so everything before it, before it hands the
+// coordinator its share.
+func (c *coordinator) flushEdges(ctx context.Context) error {
+	if c.feed == nil {
+		return nil
+	}
+	seen := map[edge.Flusher]bool{}
+	for _, b := range c.bolts {
+		// The instance routes concurrently: only the targets' inboxes,
+		// set once built, are read here.
+		for oi := range b.router.outputs {
+			targets := b.router.outputs[oi].targets
+			for ti := range targets {
+				ri, ok := targets[ti].inbox.(*remoteInbox)
+				if !ok {
+					continue
+				}
+				f, ok := ri.out.(edge.Flusher)
+				if !ok || seen[f] {
+					continue
+				}
+				seen[f] = true
+				if err := f.Flush(ctx); err != nil {
+					return fmt.Errorf("%s: output not durable: %w", b.instanceName(), err)
+				}
+			}
+		}
+	}
+	return nil
+}

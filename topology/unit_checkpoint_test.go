@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"testing"
@@ -21,23 +22,49 @@ import (
 
 // logTransport carries the edges into the instances of one bolt through
 // logs that keep every batch until it is acknowledged, as a JetStream
-// consumer does; the edges into the other bolts stay in process.
+// consumer does; the edges into the other bolts stay in process, but for
+// those into the bolt flushed, whose log reports a batch durable only
+// when flushed (edge.Flusher).
 type logTransport struct {
 	bolt      string
+	flushed   string
 	releaseAt int // batches a Run delivers before it releases its instance, once
 	mu        sync.Mutex
 	logs      []*batchLog
+	flushing  []*batchLog
+	// early counts the checkpoints of bolt's units that committed while
+	// a batch sent to flushed before their cut was not durable.
+	early, commits int
 }
 
 func (lt *logTransport) Edge(bolt string, _ int) (edge.Outlet, edge.Inlet, bool) {
-	if bolt != lt.bolt {
+	if bolt != lt.bolt && bolt != lt.flushed {
 		return nil, nil, false
 	}
-	l := &batchLog{releaseAt: lt.releaseAt, ready: make(chan struct{}, 1)}
+	l := &batchLog{releaseAt: lt.releaseAt, ready: make(chan struct{}, 1), lt: lt}
 	lt.mu.Lock()
-	lt.logs = append(lt.logs, l)
+	if bolt == lt.bolt {
+		lt.logs = append(lt.logs, l)
+	} else {
+		l.deferred = true
+		lt.flushing = append(lt.flushing, l)
+	}
 	lt.mu.Unlock()
 	return l, l, true
+}
+
+// downstream returns how many batches went to the logs of the bolt
+// flushed, and how many of them are durable.
+func (lt *logTransport) downstream() (sent, durable int) {
+	lt.mu.Lock()
+	logs := lt.flushing
+	lt.mu.Unlock()
+	for _, l := range logs {
+		l.mu.Lock()
+		sent, durable = sent+len(l.entries), durable+len(l.entries)-len(l.undone)
+		l.mu.Unlock()
+	}
+	return sent, durable
 }
 
 // batchLog is one instance's log: an edge.Resumer that delivers, at every
@@ -47,6 +74,9 @@ func (lt *logTransport) Edge(bolt string, _ int) (edge.Outlet, edge.Inlet, bool)
 type batchLog struct {
 	releaseAt int
 	ready     chan struct{}
+	lt        *logTransport
+	// deferred tells that a batch sent is durable only once flushed.
+	deferred bool
 
 	mu        sync.Mutex
 	entries   []logEntry
@@ -54,6 +84,11 @@ type batchLog struct {
 	committed uint64 // the newest delivery number a committed checkpoint is after
 	released  bool
 	restored  int // Runs that resumed from a checkpoint
+	// undone are the done callbacks of the batches sent and not flushed.
+	undone []func(error)
+	// cuts holds, per position taken, how many batches had gone to the
+	// bolt flushed by then: all of them come before the cut.
+	cuts map[string]int
 }
 
 type logEntry struct {
@@ -68,12 +103,29 @@ func (l *batchLog) Send(_ context.Context, b *edge.Batch, done func(error)) erro
 	c.Items = slices.Clone(b.Items)
 	l.mu.Lock()
 	l.entries = append(l.entries, logEntry{b: c})
+	if l.deferred {
+		l.undone = append(l.undone, done)
+		done = nil
+	}
 	l.mu.Unlock()
 	select {
 	case l.ready <- struct{}{}:
 	default:
 	}
-	done(nil)
+	if done != nil {
+		done(nil)
+	}
+	return nil
+}
+
+func (l *batchLog) Flush(context.Context) error {
+	l.mu.Lock()
+	undone := l.undone
+	l.undone = nil
+	l.mu.Unlock()
+	for _, done := range undone {
+		done(nil)
+	}
 	return nil
 }
 
@@ -82,6 +134,7 @@ func (l *batchLog) Acquire(context.Context) error { return nil }
 func (l *batchLog) End(context.Context) {}
 
 func (l *batchLog) Position(delivered uint64) ([]byte, error) {
+	sent, _ := l.lt.downstream()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	pos := binary.AppendUvarint(nil, delivered)
@@ -90,13 +143,24 @@ func (l *batchLog) Position(delivered uint64) ([]byte, error) {
 			pos = binary.AppendUvarint(pos, uint64(i))
 		}
 	}
+	if l.cuts == nil {
+		l.cuts = map[string]int{}
+	}
+	l.cuts[string(pos)] = sent
 	return pos, nil
 }
 
 func (l *batchLog) Committed(pos []byte) {
 	delivered, _ := binary.Uvarint(pos)
+	_, durable := l.lt.downstream()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.lt.mu.Lock()
+	l.lt.commits++
+	if durable < l.cuts[string(pos)] {
+		l.lt.early++
+	}
+	l.lt.mu.Unlock()
 	l.committed = max(l.committed, delivered)
 	l.settleLocked()
 }
@@ -273,4 +337,42 @@ func TestUnitRestoresItsCheckpointWhenItStartsAgain(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A unit's checkpoint commits only once what its instances sent out of
+// the process before its cut is durable: the commit lets the Inlet forget
+// the inputs before the cut, and a process killed right after it must not
+// take what they produced with it.
+func TestUnitCheckpointWaitsForItsOutputToBeDurable(t *testing.T) {
+	readings := make([]reading, 0, 2000)
+	for i := range 2000 {
+		readings = append(readings, reading{t: int64(1000 + i/4), key: string(rune('a' + i%4)), value: int64(i)})
+	}
+	build := func(cfg topology.Config, out *gatherLines) *topology.Topology {
+		topo := newTopology(t, cfg)
+		topo.AddSource("src", topology.Single(&stoppableSource{readings: readings, stopAt: -1}), topology.SourceConfig{})
+		topo.AddBolt("pass", operation.Stateless(operation.Func(func(_ context.Context, in particle.Particle, out operation.Emitter) error {
+			out.Emit(in)
+			return nil
+		})), topology.BoltConfig{Parallelism: 2}).Input("src", topology.Fields("k"))
+		topo.AddBolt("out", operation.Stateless(out), topology.BoltConfig{}).Input("pass", topology.Global())
+		return topo
+	}
+	var want gatherLines
+	require.NoError(t, build(topology.Config{Replay: true}, &want).Run(context.Background()))
+	slices.Sort(want.lines)
+
+	store, err := checkpoint.OpenDir(t.TempDir())
+	require.NoError(t, err)
+	tr := &logTransport{bolt: "pass", flushed: "out", releaseAt: math.MaxInt}
+	cfg := topology.Config{Replay: true, Transport: tr, Acking: topology.AckingConfig{Enabled: true}}
+	cfg.Checkpoints.Store, cfg.Checkpoints.Interval = store, time.Millisecond
+	var got gatherLines
+	require.NoError(t, build(cfg, &got).Run(context.Background()))
+	slices.Sort(got.lines)
+	require.Equal(t, want.lines, got.lines)
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	require.NotZero(t, tr.commits)
+	require.Zero(t, tr.early, "checkpoints committed before the output before their cut was durable (of %d)", tr.commits)
 }

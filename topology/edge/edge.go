@@ -73,6 +73,17 @@ type Outlet interface {
 	Send(ctx context.Context, b *Batch, done func(error)) error
 }
 
+// Flusher is implemented by an Outlet that makes batches durable after
+// Send returned. A unit's checkpoint (Resumer) commits only once the
+// Outlets its instances sent to flushed: the checkpoint lets the Inlet
+// forget the inputs before its cut, so what they produced must be durable
+// by then, or a process killed right after the commit loses it.
+type Flusher interface {
+	// Flush returns once every batch Send took before the call is
+	// durable, with an error if one was lost, or once ctx ends.
+	Flush(ctx context.Context) error
+}
+
 // Inlet feeds one bolt instance from outside the process.
 type Inlet interface {
 	// Run delivers batches to feed until ctx ends or it fails. When Run
