@@ -53,10 +53,6 @@ type Unit struct {
 	// the workers that announced they received data for it.
 	Pinned  bool
 	Workers []string
-	// Finished is the unit's frontier: the event time before which it
-	// finished every particle it received; zero before it recorded one,
-	// and in a pipeline whose units checkpoint.
-	Finished time.Time
 	// Checkpoint is the id of the unit's newest complete checkpoint, 0
 	// for none; CheckpointAt when it completed.
 	Checkpoint   uint64
@@ -137,10 +133,6 @@ func readStatus(ctx context.Context, js jetstream.JetStream, stream, tok string)
 	if err != nil {
 		return st, fmt.Errorf("cluster: stream %s: %w", stream, err)
 	}
-	finished, err := jetstreamedge.ReadFrontiers(ctx, js, stream)
-	if err != nil {
-		return st, err
-	}
 	checkpoints, err := unitCheckpoints(ctx, js, tok)
 	if err != nil {
 		return st, err
@@ -148,7 +140,7 @@ func readStatus(ctx context.Context, js jetstream.JetStream, stream, tok string)
 	consumers := s.ListConsumers(ctx)
 	for info := range consumers.Info() {
 		u := Unit{Consumer: info.Name, Pending: info.NumPending, AckPending: info.NumAckPending,
-			Redeliver: info.NumRedelivered, Workers: units[info.Name], Finished: finished[info.Name]}
+			Redeliver: info.NumRedelivered, Workers: units[info.Name]}
 		if c, ok := checkpoints[info.Name]; ok {
 			u.Checkpoint, u.CheckpointAt = c.ID, c.At
 		}
@@ -239,16 +231,13 @@ func (s *Status) Write(w io.Writer) error {
 	for _, k := range s.Done {
 		fmt.Fprintf(tw, "%s\tdone\n", k)
 	}
-	fmt.Fprintln(tw, "UNIT\tPINNED\tLAG\tACK PENDING\tREDELIVERED\tCHECKPOINT\tFINISHED TO\tWORKERS")
+	fmt.Fprintln(tw, "UNIT\tPINNED\tLAG\tACK PENDING\tREDELIVERED\tCHECKPOINT\tWORKERS")
 	for _, u := range s.Units {
-		finished, checkpoint := "-", "-"
-		if !u.Finished.IsZero() {
-			finished = u.Finished.Format(time.RFC3339Nano)
-		}
+		checkpoint := "-"
 		if u.Checkpoint != 0 {
 			checkpoint = fmt.Sprintf("%d at %s", u.Checkpoint, u.CheckpointAt.UTC().Format("15:04:05.000"))
 		}
-		fmt.Fprintf(tw, "%s\t%t\t%d\t%d\t%d\t%s\t%s\t%s\n", u.Consumer, u.Pinned, u.Pending, u.AckPending, u.Redeliver, checkpoint, finished, list(u.Workers))
+		fmt.Fprintf(tw, "%s\t%t\t%d\t%d\t%d\t%s\t%s\n", u.Consumer, u.Pinned, u.Pending, u.AckPending, u.Redeliver, checkpoint, list(u.Workers))
 	}
 	return tw.Flush()
 }

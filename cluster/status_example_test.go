@@ -37,8 +37,8 @@ func ExampleStatus_Write() {
 	// SOURCE            STATE
 	// source.sensors.0  read by w1, holding 1
 	// source.sensors.1  read by w2, holding 2
-	// UNIT              PINNED  LAG  ACK PENDING  REDELIVERED  CHECKPOINT          FINISHED TO  WORKERS
-	// keep_0            true    3    12           0            41 at 05:59:59.000  -            w1
-	// keep_1            true    0    9            0            -                   -            w2
-	// out_0             true    1    4            2            40 at 05:59:58.500  -            w2
+	// UNIT              PINNED  LAG  ACK PENDING  REDELIVERED  CHECKPOINT          WORKERS
+	// keep_0            true    3    12           0            41 at 05:59:59.000  w1
+	// keep_1            true    0    9            0            -                   w2
+	// out_0             true    1    4            2            40 at 05:59:58.500  w2
 }

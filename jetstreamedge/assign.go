@@ -124,7 +124,7 @@ func (in *inlet) awaitOwnership(ctx context.Context, cons jetstream.Consumer) er
 		}
 	}
 	in.holding.Store(false)
-	if in.checkpointed() && !t.owns(in.consumer, false) {
+	if !t.owns(in.consumer, false) {
 		// Given away since Acquire: the next holding restores afresh.
 		return edge.ErrReleased
 	}

@@ -16,11 +16,13 @@ import (
 	"github.com/sensorstorm/sensorstorm/topology/edge"
 )
 
-// timingFeed completes every batch at once, records how long each took
-// from Send, by its first particle's sequence number, and gives the
-// sender a credit back for it, if it counts them.
+// timingFeed completes every batch at once, commits a checkpoint after
+// every 64th, records how long each took from Send, by its first
+// particle's sequence number, and gives the sender a credit back for it,
+// if it counts them.
 type timingFeed struct {
 	releases
+	unit      edge.Resumer
 	mu        sync.Mutex
 	sent      map[uint64]time.Time
 	latencies []time.Duration
@@ -48,6 +50,13 @@ func (f *timingFeed) Deliver(_ context.Context, b *edge.Batch, done func(error))
 	}
 	f.finished(b.Items)
 	done(nil)
+	if b.Position%64 == 0 {
+		pos, err := f.unit.Position(b.Position)
+		if err != nil {
+			return err
+		}
+		f.unit.Committed(pos)
+	}
 	return nil
 }
 
@@ -97,8 +106,9 @@ func BenchmarkHop(b *testing.B) {
 					window := max(1, hopWindow/load.batch)
 					feed := &timingFeed{
 						sent: map[uint64]time.Time{}, want: load.batch * b.N, all: make(chan struct{}),
-						credits: make(chan struct{}, window),
+						credits: make(chan struct{}, window), unit: in.(edge.Resumer),
 					}
+					require.NoError(b, feed.unit.Resume(nil))
 					ctx, cancel := context.WithCancel(context.Background())
 					var wg sync.WaitGroup
 					wg.Go(func() { _ = in.Run(ctx, feed) })

@@ -104,6 +104,11 @@ var ErrServerTooOld = errors.New("jetstreamedge: NATS server 2.11 or later is ne
 // within Config.RetryFor.
 var ErrPublishFailed = errors.New("jetstreamedge: publish failed")
 
+// ErrNoCheckpoints is what an inlet's Run returns when its unit takes no
+// checkpoints: give the topology topology.Config.Checkpoints with a
+// checkpoint.Partitioned store (cluster.Worker.CheckpointStore).
+var ErrNoCheckpoints = errors.New("jetstreamedge: units need checkpoints (topology.Config.Checkpoints) to move between workers")
+
 // UnknownMetaError is the error of a meta particle the wire format cannot
 // carry: only the built-ins of package metaparticle cross processes.
 type UnknownMetaError struct{ Type string }

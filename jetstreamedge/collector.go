@@ -29,7 +29,7 @@ func NewCollector(s *Stats) *Collector {
 		counter("publish_failed_total", "Publishes the server did not confirm, each tried again.", func(s *Stats) uint64 { return s.PublishFailed.Load() }),
 		counter("received_messages_total", "Messages taken from the consumers.", func(s *Stats) uint64 { return s.Received.Load() }),
 		counter("redelivered_messages_total", "Messages taken that had been delivered before.", func(s *Stats) uint64 { return s.Redelivered.Load() }),
-		counter("duplicates_total", "Particles dropped as copies: received already, or before the frontier a unit that moved started from.", func(s *Stats) uint64 { return s.Duplicates.Load() }),
+		counter("duplicates_total", "Messages dropped because the checkpoint their unit restored holds them, and particles dropped as copies: received already, or released by the restored state.", func(s *Stats) uint64 { return s.Duplicates.Load() }),
 		counter("held_back_messages_total", "Messages that came ahead of an earlier one of their sender and waited for it.", func(s *Stats) uint64 { return s.HeldBack.Load() }),
 		counter("gaps_skipped_total", "Times a receiver stopped waiting for missing messages of a sender.", func(s *Stats) uint64 { return s.GapsSkipped.Load() }),
 		counter("spare_ends_total", "Ends of stream a unit's copy gave back for another copy, having one from the same input.", func(s *Stats) uint64 { return s.SpareEnds.Load() }),

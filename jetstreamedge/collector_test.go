@@ -14,7 +14,7 @@ func TestCollectorExportsStats(t *testing.T) {
 	s.PublishFailed.Add(1)
 	s.Duplicates.Add(7)
 	want := `
-# HELP sensorstorm_jetstream_duplicates_total Particles dropped as copies: received already, or before the frontier a unit that moved started from.
+# HELP sensorstorm_jetstream_duplicates_total Messages dropped because the checkpoint their unit restored holds them, and particles dropped as copies: received already, or released by the restored state.
 # TYPE sensorstorm_jetstream_duplicates_total counter
 sensorstorm_jetstream_duplicates_total 7
 # HELP sensorstorm_jetstream_publish_failed_total Publishes the server did not confirm, each tried again.

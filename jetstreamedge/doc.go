@@ -15,13 +15,15 @@
 //		return err // ErrServerTooOld below NATS server 2.11
 //	}
 //	topo, err := topology.New(topology.Config{
-//		Transport: tr,
-//		Acking:    topology.AckingConfig{Enabled: true},
+//		Transport:   tr,
+//		Acking:      topology.AckingConfig{Enabled: true},
+//		Checkpoints: topology.CheckpointConfig{Store: store}, // a checkpoint.Partitioned
 //	})
 //
 // Package cluster makes the Transport for a worker (cluster.Worker's
-// Transport method) and decides which worker owns which unit
-// ([Config.Owns]).
+// Transport method), the store of the units' checkpoints
+// (cluster.Worker.CheckpointStore), and decides which worker owns which
+// unit ([Config.Owns]).
 //
 // # Delivery
 //
@@ -32,9 +34,11 @@
 // and a worker acknowledges a message only once every particle in it
 // completed its local tree. Order is kept per sender; a publish the server
 // does not confirm is tried again in place for [Config.RetryFor], and the
-// particles' trees do not fail for a transient NATS error. A unit that
-// moves to another worker receives again what its predecessor had not
-// acknowledged, in order, and drops the copies it recognises. The
+// particles' trees do not fail for a transient NATS error. A unit's state
+// moves by checkpoint: a message is acknowledged once a committed
+// checkpoint of its unit is after it, and a unit that moves to another
+// worker restores its last checkpoint and takes, in order, what its
+// predecessor had not acknowledged and the checkpoint does not hold. The
 // Transport's documentation tells how.
 //
 // # What it is not
@@ -42,9 +46,9 @@
 // Not a cluster manager: which worker runs a unit or a source is decided
 // elsewhere (package cluster). Not exactly once: delivery is at least
 // once, and receivers drop the copies they recognise, by identity within
-// [Config.DedupWindow] and by the frontier ([FrontierBucket]); a sink
-// that writes outside JetStream writes again what it wrote and had not
-// acknowledged when its worker died. Only the built-in meta particles of
+// [Config.DedupWindow] and by what the checkpoint a unit restored holds; a
+// sink that does not commit with its checkpoints (standard output, MQTT)
+// writes again what it wrote after its last one when its worker died. Only the built-in meta particles of
 // package metaparticle cross workers ([UnknownMetaError]). See DESIGN.md,
 // "Beyond one machine", and docs/scale-out.md.
 package jetstreamedge

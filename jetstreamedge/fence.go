@@ -79,7 +79,7 @@ func (f *fence) up() bool {
 // ErrFenced, and stops waiting for the ones before; publishes tried again
 // wait for Unfence (what they carry was derived before the fence:
 // receivers drop the copies); no message is acknowledged, given back or
-// kept alive, and no frontier is recorded, so that the server delivers
+// kept alive, so that the server delivers
 // the messages in progress here again, an ack wait later, to the unit's
 // next holder. Every inlet hands its unit over, as when Config.Owns
 // stopped owning it, so that the instances start afresh without what they

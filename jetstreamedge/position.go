@@ -13,10 +13,10 @@ import (
 	"github.com/sensorstorm/sensorstorm/topology/edge"
 )
 
-// An inlet is an edge.Resumer: with checkpoints, its unit records at each
-// checkpoint the inlet's position, and the inlet acknowledges a message
-// once the engine finished it and a checkpoint after it committed, never
-// when a window fires and without a frontier. The position is the set of
+// An inlet is an edge.Resumer: its unit records at each checkpoint the
+// inlet's position, and the inlet acknowledges a message once the engine
+// finished it and a checkpoint after it committed, never when a window
+// fires. The position is the set of
 // stream sequences a restore must not take again: the messages handed to
 // the unit before the cut and not acknowledged (a window or the sync
 // buffer holds their particles, or their checkpoint is the one being
@@ -31,7 +31,7 @@ var _ edge.Resumer = (*inlet)(nil)
 // resumeState is an inlet's side of its unit's checkpoints.
 type resumeState struct {
 	mu sync.Mutex // guards what follows
-	// on tells that the unit checkpoints: Resume was called.
+	// on tells that Resume was called: the unit checkpoints.
 	on bool
 	// inState are the sequences of the messages the restored checkpoint
 	// holds that did not come again.

@@ -4,38 +4,38 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/sensorstorm/sensorstorm/particle"
 	"github.com/sensorstorm/sensorstorm/syncbuffer"
 	"github.com/sensorstorm/sensorstorm/topology/edge"
 )
 
 // settleSpacing is the least time between two rounds of acknowledgements
-// of a receiver: each may record its unit's frontier first.
+// of a receiver.
 const settleSpacing = 20 * time.Millisecond
 
-// stopSettling bounds the last round of a receiver that stops: what it
-// does not acknowledge, the unit's next holder takes again.
-const stopSettling = time.Second
-
-// receiver hands one consumer's messages to a Feed: it drops copies of
-// particles already received, by identity and, in a unit that moved, by
-// the frontier its predecessor recorded; it acknowledges a message once
-// the engine reports it done and the frontier recorded is past its
-// particles (see frontiers), and keeps the messages in progress alive.
+// receiver hands one consumer's messages to a Feed: it drops the
+// messages the checkpoint its unit restored holds, and copies of particles
+// already received, by identity and by the position the restored state
+// released up to; it acknowledges a message once the engine reports it
+// done and a committed checkpoint of the unit is after it (see
+// position.go), and keeps the messages in progress alive.
 type receiver struct {
 	in   *inlet
 	feed edge.Feed
 	c    *catchUp
 	b    edge.Batch
-	// wake is signalled when the engine finished a message.
+	// wake is signalled when the engine finished a message, or a
+	// checkpoint committed.
 	wake chan struct{}
-	// loaded tells that from holds what the predecessors recorded.
-	loaded bool
+	// started tells that from was read.
+	started bool
 
 	mu   sync.Mutex // guards what follows: done callbacks come from the engine
 	seen *identitySet
@@ -43,29 +43,21 @@ type receiver struct {
 	// their first delivery; bySeq the same by stream sequence.
 	pending map[jetstream.Msg]*inFlight
 	bySeq   map[uint64]*inFlight
-	// failed holds the first particle of each message that failed, by
-	// stream sequence, until it comes again: the frontier stays before
-	// it.
-	failed map[uint64]syncbuffer.Key
-	// from is the frontier the unit started from; saved the one recorded
-	// last. The particles before from are copies.
-	from, saved       syncbuffer.Key
-	hasFrom, hasSaved bool
+	// from is the position right after the newest particle the unit's
+	// restored state released: the particles before it are copies.
+	from    syncbuffer.Key
+	hasFrom bool
 	// stopped tells that no round settles messages any more: those done
-	// afterwards are acknowledged if the frontier saved is past them, and
-	// given back otherwise.
+	// afterwards are acknowledged if a committed checkpoint is after
+	// them, and given back otherwise.
 	stopped bool
 	// ends marks the inputs whose end of stream was handed to the feed
 	// and has not failed.
 	ends map[int]bool
-	// committed is, when the unit checkpoints, the delivery number of the
-	// last message before the newest checkpoint committed.
-	committed uint64
-
-	// checkpointed tells that the unit checkpoints (see position.go);
-	// delivered numbers the messages handed to the feed, in order.
-	checkpointed bool
-	delivered    uint64
+	// committed is the delivery number of the last message before the
+	// newest checkpoint committed; delivered numbers the messages handed
+	// to the feed, in order.
+	committed, delivered uint64
 }
 
 // inFlight is a message taken and not yet acknowledged.
@@ -77,7 +69,6 @@ type inFlight struct {
 	// latest is its newest delivery, if the server delivered it again
 	// while it was in progress here: acknowledgements go to it.
 	latest jetstream.Msg
-	data   span // where its data particles handed on lie
 	done   bool // the engine finished it
 	// end is one more than the input whose end of stream it carried, 0
 	// for none.
@@ -88,8 +79,7 @@ func newReceiver(in *inlet, feed edge.Feed, c *catchUp) *receiver {
 	return &receiver{
 		in: in, feed: feed, c: c, wake: make(chan struct{}, 1),
 		seen: newIdentitySet(in.t.cfg.DedupWindow), pending: map[jetstream.Msg]*inFlight{}, bySeq: map[uint64]*inFlight{},
-		failed: map[uint64]syncbuffer.Key{},
-		ends:   map[int]bool{}, checkpointed: in.checkpointed(),
+		ends: map[int]bool{},
 	}
 }
 
@@ -101,7 +91,7 @@ func (r *receiver) receive(ctx context.Context, m jetstream.Msg) error {
 	if err == nil && md.NumDelivered > 1 {
 		t.stats.Redelivered.Add(1)
 	}
-	if r.checkpointed && err == nil && r.in.inRestoredState(md.Sequence.Stream) {
+	if err == nil && r.in.inRestoredState(md.Sequence.Stream) {
 		// Its particles are in the state the unit restored.
 		t.stats.Duplicates.Add(1)
 		r.forget(m)
@@ -174,16 +164,10 @@ func (r *receiver) finished(m jetstream.Msg, ids []identity, err error) {
 		}
 		return
 	}
-	ack := err == nil && f.data.before(r.saved, r.hasSaved)
-	if r.checkpointed {
-		ack = err == nil && f.order <= r.committed
-	}
+	ack := err == nil && f.order <= r.committed
 	if err != nil {
 		// The particles come again, and must be taken then.
 		r.seen.remove(ids)
-		if f.data.ok {
-			r.failed[f.seq] = f.data.first
-		}
 		if f.end > 0 {
 			delete(r.ends, f.end-1)
 		}
@@ -209,39 +193,19 @@ func (r *receiver) finished(m jetstream.Msg, ids []identity, err error) {
 	}
 }
 
-// receiveAll delivers msgs in order. The first time, it reads the
-// frontier the unit's predecessors recorded: the catch-up before the
-// first messages lets a predecessor that handed the unit over record its
-// last.
+// receiveAll delivers msgs in order.
 func (r *receiver) receiveAll(ctx context.Context, msgs []jetstream.Msg) error {
 	if len(msgs) == 0 {
 		return nil
 	}
-	if !r.loaded {
-		t := r.in.t
-		var from syncbuffer.Key
-		var ok bool
-		load := func() (err error) {
-			from, ok, err = t.frontiers.load(ctx, r.in.consumer)
-			return err
-		}
-		if r.checkpointed {
-			// The unit restored its state: what its buffer released, its
-			// operations took.
-			load = func() error {
-				if from, ok = r.feed.Released(); ok {
-					from = after(from)
-				}
-				return nil
-			}
-		}
-		if err := retry(ctx, t.cfg.Logger, "reading the frontier of "+r.in.consumer, load); err != nil {
-			return err
-		}
+	if !r.started {
+		// The unit restored its state: what its buffer released, its
+		// operations took.
+		from, ok := r.feed.Released()
 		r.mu.Lock()
-		r.from, r.hasFrom, r.saved, r.hasSaved = from, ok, from, ok
+		r.from, r.hasFrom = after(from), ok
 		r.mu.Unlock()
-		r.loaded = true
+		r.started = true
 	}
 	for i, m := range msgs {
 		if err := r.receive(ctx, m); err != nil {
@@ -316,10 +280,10 @@ func (r *receiver) forget(m jetstream.Msg) {
 	r.c.settled.Add(1)
 }
 
-// dropCopies removes from r.b the data particles already received and,
-// in a unit that moved, those before the frontier it started from; it
-// notes where the others lie, and returns the identities it added. Meta
-// particles stay: the engine handles each identity once itself.
+// dropCopies removes from r.b the data particles already received and
+// those before the position the unit's restored state released up to,
+// and returns the identities it added. Meta particles stay: the engine
+// handles each identity once itself.
 func (r *receiver) dropCopies(m jetstream.Msg) []identity {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -328,7 +292,6 @@ func (r *receiver) dropCopies(m jetstream.Msg) []identity {
 		f = &inFlight{}
 		r.pending[m] = f
 	}
-	delete(r.failed, f.seq)
 	f.order = r.delivered
 	if r.b.EOS {
 		f.end = r.b.Input + 1
@@ -344,7 +307,6 @@ func (r *receiver) dropCopies(m jetstream.Msg) []identity {
 				continue
 			}
 			added = append(added, id)
-			f.data.add(k)
 		}
 		kept = append(kept, it)
 	}
@@ -353,26 +315,21 @@ func (r *receiver) dropCopies(m jetstream.Msg) []identity {
 	return added
 }
 
-// settleAll acknowledges the messages the engine finished until ctx ends,
-// a round at a time, at most one per settleSpacing; then it gives back
-// those it could not acknowledge.
+// settleAll acknowledges the messages the engine finished that a
+// committed checkpoint is after until ctx ends, a round at a time, at
+// most one per settleSpacing; then it gives back those it could not
+// acknowledge.
 func (r *receiver) settleAll(ctx context.Context) {
 	ticker := time.NewTicker(settleSpacing)
 	defer ticker.Stop()
-	for waiting := false; ; {
-		var tick <-chan time.Time
-		if waiting {
-			// The frontier moves on with the instance's releases.
-			tick = ticker.C
-		}
+	for {
 		select {
 		case <-ctx.Done():
-			r.stop(ctx)
+			r.stop()
 			return
 		case <-r.wake:
-		case <-tick:
 		}
-		waiting = r.settle(ctx)
+		r.settle()
 		select {
 		case <-ctx.Done():
 		case <-ticker.C:
@@ -381,12 +338,10 @@ func (r *receiver) settleAll(ctx context.Context) {
 }
 
 // stop settles what it can a last time, then gives back the messages
-// done that the frontier saved is not past, for the unit's next holder to
-// take again.
-func (r *receiver) stop(ctx context.Context) {
-	last, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopSettling)
-	defer cancel()
-	r.settle(last)
+// done that no committed checkpoint is after, for the unit's next holder
+// to take again.
+func (r *receiver) stop() {
+	r.settle()
 	r.mu.Lock()
 	r.stopped = true
 	var back []jetstream.Msg
@@ -406,82 +361,14 @@ func (r *receiver) stop(ctx context.Context) {
 	}
 }
 
-// settle acknowledges the messages done that the frontier is past,
-// recording the frontier first if it moved past the one saved, and
-// reports whether messages done still wait for it.
-func (r *receiver) settle(ctx context.Context) (waiting bool) {
+// settle acknowledges the messages done that a committed checkpoint of
+// the unit is after.
+func (r *receiver) settle() {
 	if r.in.t.fence.up() {
-		// A fenced worker records and acknowledges nothing: it may write
-		// over what the unit's next holder recorded.
-		return true
+		// A fenced worker acknowledges nothing: the unit's next holder
+		// restores a checkpoint that may be older than this one's.
+		return
 	}
-	if r.checkpointed {
-		r.settleCommitted()
-		return false
-	}
-	released, ok := r.feed.Released()
-	r.mu.Lock()
-	frontier, known := r.saved, r.hasSaved
-	if ok {
-		// Before the instance's next position, and before every particle
-		// of a message not done.
-		bound := after(released)
-		for _, f := range r.pending {
-			if !f.done && f.data.ok && f.data.first.Less(bound) {
-				bound = f.data.first
-			}
-		}
-		for _, k := range r.failed {
-			if k.Less(bound) {
-				bound = k
-			}
-		}
-		if !known || frontier.Less(bound) {
-			frontier, known = bound, true
-		}
-	}
-	var ready []jetstream.Msg
-	save := false
-	for m, f := range r.pending {
-		switch {
-		case !f.done:
-		case f.data.before(frontier, known):
-			ready = append(ready, m)
-			save = save || !f.data.before(r.saved, r.hasSaved)
-		default:
-			waiting = true
-		}
-	}
-	r.mu.Unlock()
-	if save {
-		saveCtx, cancel := context.WithTimeout(ctx, r.in.t.cfg.PublishTimeout)
-		err := r.in.t.frontiers.save(saveCtx, r.in.consumer, frontier)
-		cancel()
-		if err != nil {
-			r.in.t.cfg.Logger.Debug("recording the frontier failed", "consumer", r.in.consumer, "err", err)
-			return true
-		}
-	}
-	r.mu.Lock()
-	if save {
-		r.saved, r.hasSaved = frontier, true
-	}
-	for i, m := range ready {
-		f := r.pending[m]
-		r.drop(m, f)
-		ready[i] = f.delivery(m)
-	}
-	r.mu.Unlock()
-	for _, m := range ready {
-		r.c.settled.Add(1)
-		_ = m.Ack()
-	}
-	return waiting
-}
-
-// settleCommitted acknowledges the messages done that a committed
-// checkpoint of the unit is after.
-func (r *receiver) settleCommitted() {
 	var (
 		ready []jetstream.Msg
 		seqs  []uint64
@@ -538,4 +425,22 @@ func (r *receiver) keepAlive(ctx context.Context, interval time.Duration) {
 		}
 		clear(msgs)
 	}
+}
+
+// after returns the position right after k in release order.
+func after(k syncbuffer.Key) syncbuffer.Key {
+	switch {
+	case k.Seq < math.MaxUint64:
+		k.Seq++
+	case k.Origin < math.MaxUint32:
+		k.Origin, k.Seq = k.Origin+1, 0
+	case k.Time < math.MaxInt64:
+		k.Time, k.Origin, k.Seq = k.Time+1, 0, 0
+	}
+	return k
+}
+
+// keyOf returns p's position in release order.
+func keyOf(p *particle.Particle) syncbuffer.Key {
+	return syncbuffer.Key{Time: p.Time, Origin: p.Origin, Seq: p.Seq}
 }

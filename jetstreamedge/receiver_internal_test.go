@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"math"
-	"slices"
-	"sync"
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -17,37 +14,6 @@ import (
 	"github.com/sensorstorm/sensorstorm/syncbuffer"
 	"github.com/sensorstorm/sensorstorm/topology/edge"
 )
-
-// memoryKV is a key-value bucket in memory: what frontiers uses of one.
-type memoryKV struct {
-	jetstream.KeyValue
-	mu   sync.Mutex
-	vals map[string][]byte
-}
-
-func (kv *memoryKV) Put(_ context.Context, key string, value []byte) (uint64, error) {
-	kv.mu.Lock()
-	defer kv.mu.Unlock()
-	kv.vals[key] = slices.Clone(value)
-	return uint64(len(kv.vals)), nil
-}
-
-func (kv *memoryKV) Get(_ context.Context, key string) (jetstream.KeyValueEntry, error) {
-	kv.mu.Lock()
-	defer kv.mu.Unlock()
-	v, ok := kv.vals[key]
-	if !ok {
-		return nil, jetstream.ErrKeyNotFound
-	}
-	return entry{value: v}, nil
-}
-
-type entry struct {
-	jetstream.KeyValueEntry
-	value []byte
-}
-
-func (e entry) Value() []byte { return e.value }
 
 // testMsg is a message of the stream, with what the receiver did to it.
 type testMsg struct {
@@ -96,103 +62,79 @@ func (f *modelFeed) Deliver(_ context.Context, b *edge.Batch, done func(error)) 
 
 func (f *modelFeed) Released() (syncbuffer.Key, bool) { return f.released, f.ok }
 
-func newTestReceiver(kv *memoryKV, feed edge.Feed) *receiver {
-	t := &Transport{cfg: Config{DedupWindow: 1 << 10, Logger: slog.New(slog.DiscardHandler)}, frontiers: frontiers{kv: kv}}
-	return newReceiver(&inlet{t: t, consumer: "unit"}, feed, &catchUp{})
+// newTestReceiver returns the receiver of a unit that restored the
+// checkpoint at position pos (nil: none), feeding feed.
+func newTestReceiver(t testing.TB, pos []byte, feed edge.Feed) *receiver {
+	tr := &Transport{cfg: Config{DedupWindow: 1 << 10, Logger: slog.New(slog.DiscardHandler)}}
+	in := &inlet{t: tr, consumer: "unit"}
+	require.NoError(t, in.Resume(pos))
+	r := newReceiver(in, feed, &catchUp{})
+	in.resume.run(r)
+	return r
 }
 
-// The receiver acknowledges a message only once the frontier recorded is
-// past every particle it handed on from it, so that a receiver that takes
-// the unit over drops copies of them; it never moves the recorded
-// frontier back, nor past a particle of a message in progress or the
-// instance's next position; and once the instance released and finished
-// everything, everything is acknowledged. Then a successor drops, of the
-// messages not acknowledged, exactly the particles before the frontier.
-func TestReceiverAcknowledgesBehindTheFrontier(t *testing.T) {
+// The receiver acknowledges a message once the engine finished it and a
+// committed checkpoint is after it, and only then, once; once every
+// message is finished and a checkpoint after them committed, every one is
+// acknowledged. A successor that restores the last checkpoint committed
+// takes again, of the messages not acknowledged, exactly those whose
+// effect that checkpoint does not hold: those delivered after its cut, and
+// those whose delivery before it failed.
+func TestReceiverAcknowledgesAtCommittedCheckpoints(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		ctx := context.Background()
-		kv := &memoryKV{vals: map[string][]byte{}}
 		feed := &modelFeed{}
-		r := newTestReceiver(kv, feed)
+		r := newTestReceiver(t, nil, feed)
+		in := r.in
 		var (
 			msgs   []*testMsg
-			states []string              // of msgs: "in progress", "done", "failed"
-			carry  [][]particle.Particle // of msgs: the data particles
-			// behind is, of msgs, the instance's position when it came:
-			// a particle before it is late or behind, handled at once.
-			behind []syncbuffer.Key
-			enc    encoder
-			sent   []particle.Particle
+			states []string // of msgs: "in progress", "done", "failed", "delivered again"
+			// of msgs: the delivery number of their latest delivery, and
+			// the batch the feed got then.
+			orders  []uint64
+			batches []int
+			keys    [][]syncbuffer.Key // of msgs: their data particles
+			enc     encoder
+			// cut is the delivery number before the newest checkpoint
+			// committed; pos its position.
+			cut uint64
+			pos []byte
 		)
-		saved := func() (syncbuffer.Key, bool) {
-			k, ok, err := r.in.t.frontiers.load(ctx, "unit")
-			require.NoError(rt, err)
-			return k, ok
-		}
-		var last syncbuffer.Key
-		var hadLast bool
 		check := func() {
-			k, ok := saved()
-			if hadLast {
-				require.True(rt, ok && !k.Less(last), "the frontier never goes back")
-			}
-			last, hadLast = k, ok
 			for i, m := range msgs {
-				require.LessOrEqual(rt, m.acked+m.naks, 1, "settled once")
+				require.LessOrEqual(rt, m.acked, 1, "acknowledged once")
 				if m.acked == 1 {
 					require.Equal(rt, "done", states[i], "only finished messages are acknowledged")
-					for _, p := range feed.batches[i].keys {
-						require.True(rt, ok && p.Less(k), "acknowledged before the frontier passed %v (frontier %v)", p, k)
-					}
+					require.LessOrEqual(rt, orders[i], cut, "acknowledged before a checkpoint after it committed")
 				}
-				if (states[i] == "in progress" || states[i] == "failed") && ok {
-					for _, p := range feed.batches[i].keys {
-						require.False(rt, p.Less(k) && !p.Less(behind[i]), "the frontier passed %v, in progress", p)
-					}
-				}
-			}
-			if ok && feed.ok {
-				require.False(rt, after(feed.released).Less(k), "the frontier passed the instance's next position")
 			}
 		}
-		// receive hands the receiver m, which carries ps.
-		receive := func(m *testMsg, ps []particle.Particle) {
-			msgs, states, carry = append(msgs, m), append(states, "in progress"), append(carry, ps)
-			behind = append(behind, feed.released)
-			if !feed.ok {
-				behind[len(behind)-1] = syncbuffer.Key{Time: math.MinInt64}
-			}
+		receive := func(m *testMsg, ks []syncbuffer.Key) {
+			msgs, states, keys = append(msgs, m), append(states, "in progress"), append(keys, ks)
 			r.keep(m)
 			require.NoError(rt, r.receiveAll(ctx, []jetstream.Msg{m}))
+			orders, batches = append(orders, r.delivered), append(batches, len(feed.batches)-1)
 		}
-		// failed are the messages that failed and that the server
-		// delivers again.
 		var failed []int
 		redeliver := func(i int) {
 			states[i] = "delivered again"
-			receive(&testMsg{seq: msgs[i].seq, data: msgs[i].data}, carry[i])
+			receive(&testMsg{seq: msgs[i].seq, data: msgs[i].data}, keys[i])
 		}
 		rt.Repeat(map[string]func(*rapid.T){
 			"deliver": func(rt *rapid.T) {
+				// Particles of their own: a batch the successor takes
+				// tells which message it was.
 				var b edge.Batch
-				for range rapid.IntRange(0, 3).Draw(rt, "n") {
-					var p particle.Particle
-					if len(sent) > 0 && rapid.IntRange(0, 4).Draw(rt, "copy") == 0 {
-						p = rapid.SampledFrom(sent).Draw(rt, "original")
-					} else {
-						p = particle.Particle{Time: rapid.Int64Range(0, 20).Draw(rt, "time"), Origin: rapid.Uint32Range(1, 2).Draw(rt, "origin"),
-							Seq: uint64(len(sent) + 1), Measurement: "m"}
-						sent = append(sent, p)
-					}
+				var ks []syncbuffer.Key
+				for range rapid.IntRange(1, 3).Draw(rt, "n") {
+					p := particle.Particle{Time: rapid.Int64Range(0, 20).Draw(rt, "time"),
+						Origin: 1, Seq: uint64(len(msgs)*4 + len(b.Items) + 1), Measurement: "m"}
 					b.Items = append(b.Items, edge.Item{Particle: p})
+					ks = append(ks, keyOf(&p))
 				}
 				data, err := enc.appendBatch(nil, stamp{sender: 1, number: uint64(len(msgs) + 1)}, &b)
 				require.NoError(rt, err)
-				var ps []particle.Particle
-				for _, it := range b.Items {
-					ps = append(ps, it.Particle)
-				}
-				receive(&testMsg{seq: uint64(len(msgs) + 1), data: data}, ps)
+				receive(&testMsg{seq: uint64(len(msgs) + 1), data: data}, ks)
 			},
 			"redeliver": func(rt *rapid.T) {
 				if len(failed) == 0 {
@@ -212,66 +154,71 @@ func TestReceiverAcknowledgesBehindTheFrontier(t *testing.T) {
 					rt.Skip("nothing in progress")
 				}
 				i := rapid.SampledFrom(open).Draw(rt, "message")
-				if rapid.IntRange(0, 3).Draw(rt, "fails") == 0 {
+				if orders[i] > cut && rapid.IntRange(0, 3).Draw(rt, "fails") == 0 {
+					// A message before a committed cut cannot fail: the
+					// checkpoint waited for what it produced.
 					states[i] = "failed"
 					failed = append(failed, i)
-					feed.batches[i].done(errors.New("failed"))
+					feed.batches[batches[i]].done(errors.New("failed"))
 					require.Equal(rt, 1, msgs[i].naks, "given back")
 					return
 				}
 				states[i] = "done"
-				feed.batches[i].done(nil)
+				feed.batches[batches[i]].done(nil)
 			},
-			"release": func(rt *rapid.T) {
-				k := syncbuffer.Key{Time: rapid.Int64Range(0, 20).Draw(rt, "time"), Origin: rapid.Uint32Range(0, 3).Draw(rt, "origin")}
-				if !feed.ok || feed.released.Less(k) {
-					feed.released, feed.ok = k, true
+			"checkpoint": func(rt *rapid.T) {
+				p, err := in.Position(r.delivered)
+				require.NoError(rt, err)
+				if rapid.Bool().Draw(rt, "fails") {
+					return
 				}
+				in.Committed(p)
+				cut, pos = r.delivered, p
 			},
 			"settle": func(rt *rapid.T) {
-				r.settle(ctx)
+				r.settle()
 				check()
 			},
 		})
 
-		// A successor takes the messages not acknowledged.
-		k, ok := saved()
+		// A successor restores the last checkpoint committed and takes
+		// what was not acknowledged.
 		next := &modelFeed{}
-		successor := newTestReceiver(kv, next)
+		successor := newTestReceiver(t, pos, next)
 		var redelivered []jetstream.Msg
-		var want []syncbuffer.Key
-		seen := map[syncbuffer.Key]bool{}
+		var want []int
 		for i, m := range msgs {
-			if m.acked == 0 {
-				redelivered = append(redelivered, m)
-				for _, p := range carry[i] {
-					if pk := keyOf(&p); (!ok || !pk.Less(k)) && !seen[pk] {
-						seen[pk] = true
-						want = append(want, pk)
-					}
-				}
+			if m.acked != 0 || states[i] == "delivered again" {
+				continue
+			}
+			redelivered = append(redelivered, &testMsg{seq: m.seq, data: m.data})
+			inState := orders[i] <= cut && states[i] != "failed"
+			if !inState {
+				want = append(want, i)
 			}
 		}
 		require.NoError(rt, successor.receiveAll(ctx, redelivered))
-		var got []syncbuffer.Key
-		for _, b := range next.batches {
-			got = append(got, b.keys...)
+		require.Len(rt, next.batches, len(want), "the successor takes what the checkpoint does not hold")
+		for j, b := range next.batches {
+			require.Equal(rt, keys[want[j]], b.keys, "taken again in order")
 		}
-		require.Equal(rt, want, got, "the successor drops what comes before the frontier")
 
-		// The server delivers again what failed; the instance releases
-		// and finishes everything.
+		// The server delivers again what failed; the instance finishes
+		// everything, and a checkpoint commits.
 		for _, i := range failed {
 			redeliver(i)
 		}
-		feed.released, feed.ok = syncbuffer.Key{Time: 21}, true
 		for i, s := range states {
 			if s == "in progress" {
 				states[i] = "done"
-				feed.batches[i].done(nil)
+				feed.batches[batches[i]].done(nil)
 			}
 		}
-		r.settle(ctx)
+		p, err := in.Position(r.delivered)
+		require.NoError(rt, err)
+		in.Committed(p)
+		cut = r.delivered
+		r.settle()
 		check()
 		for i, m := range msgs {
 			if states[i] == "done" {
@@ -290,9 +237,8 @@ func TestReceiverAcknowledgesBehindTheFrontier(t *testing.T) {
 // unit over never received them.
 func TestReceiverTakesAMessageDeliveredAgainInProgressOnce(t *testing.T) {
 	ctx := context.Background()
-	kv := &memoryKV{vals: map[string][]byte{}}
 	feed := &modelFeed{}
-	r := newTestReceiver(kv, feed)
+	r := newTestReceiver(t, nil, feed)
 	var enc encoder
 	b := edge.Batch{Items: []edge.Item{{Particle: particle.Particle{Time: 1, Origin: 1, Seq: 1, Measurement: "m"}}}}
 	data, err := enc.appendBatch(nil, stamp{sender: 1, number: 1}, &b)
@@ -305,12 +251,16 @@ func TestReceiverTakesAMessageDeliveredAgainInProgressOnce(t *testing.T) {
 	again := &testMsg{seq: 7, data: data}
 	require.False(t, r.keep(again), "the same message, in progress")
 	require.Len(t, feed.batches, 1, "not handed on again")
-	r.settle(ctx)
+	r.settle()
 	require.Zero(t, first.acked+again.acked, "nothing acknowledged while the first is in progress")
 
-	feed.released, feed.ok = keyOf(&b.Items[0].Particle), true
 	feed.batches[0].done(nil)
-	r.settle(ctx)
+	r.settle()
+	require.Zero(t, first.acked+again.acked, "nothing acknowledged before a checkpoint after it committed")
+	pos, err := r.in.Position(r.delivered)
+	require.NoError(t, err)
+	r.in.Committed(pos)
+	r.settle()
 	require.Equal(t, 0, first.acked, "the first delivery is not acknowledged")
 	require.Equal(t, 1, again.acked, "the newest delivery is, once")
 	require.Empty(t, r.pending)

@@ -49,9 +49,10 @@ type Stats struct {
 	// PublishFailed the messages that were not.
 	Published, PublishedBytes, PublishedParticles, PublishFailed atomic.Uint64
 	// Received counts messages taken from consumers, Redelivered those
-	// delivered more than once, Duplicates the particles dropped as
-	// copies: received already, or before the frontier a unit that moved
-	// started from.
+	// delivered more than once, Duplicates the messages dropped because
+	// the checkpoint a unit restored holds them, and the particles
+	// dropped as copies: received already, or released by the restored
+	// state.
 	Received, Redelivered, Duplicates atomic.Uint64
 	// HeldBack counts messages that came ahead of an earlier one of their
 	// sender and waited for it; GapsSkipped the times a receiver stopped
@@ -119,53 +120,38 @@ type Stats struct {
 //
 // A bolt chained to the unit's instance by forward edges (topology.Forward)
 // runs in the same process, behind it, and starts afresh with it; none of
-// what follows needs to know. A particle's tree then ends in the chain
-// (a window of a chained instance holds its messages as a window of the
-// unit's own would), so a message is acknowledged once the chain is done
-// with it, and the frontier, a position in the release order of the
-// unit's own buffer, is past only what the whole chain finished. A unit
-// that moved takes again the messages behind the chain's open windows and
-// rebuilds them; a result fired again is derived from the same newest
-// input, through the chain, and keeps its identity. The end of stream of
-// a unit is acknowledged, and the unit marked ended, once the chain ended.
+// what follows needs to know. A particle's tree then ends in the chain,
+// so a message is finished once the chain is done with it; the end of
+// stream of a unit is acknowledged, and the unit marked ended, once the
+// chain ended.
+//
+// # Checkpoints
+//
+// A unit's state moves by checkpoint, never by redelivery: the Transport
+// needs topology.Config.Checkpoints with a partitioned store (package
+// cluster gives one), and an inlet refuses to Run without (ErrNoCheckpoints).
+// An inlet is an edge.Resumer: the unit records the inlet's position in
+// every checkpoint (the messages a restore must not take again), a message
+// is acknowledged once the unit finished it and a checkpoint after it
+// committed, and a unit that moves restores its last checkpoint and drops,
+// acknowledging them, the messages it holds (see position.go). The
+// checkpoint commits only once what the unit published before its cut is
+// confirmed (edge.Flusher), so what a restore does not take again has
+// its effect in the stream or in the state.
 //
 // # Acknowledgements and copies
 //
 // A worker acknowledges a message only once every particle in it
 // completed its local tree (a particle's local tree completes once
-// JetStream confirmed, PubAck, the message that carries it); until then it
-// sends in-progress acknowledgements, so that windows may hold messages
-// longer than the ack wait. Meta particles are part of their message's
-// tree like data ones. A receiving instance drops copies of data particles
-// it received already, by identity (origin, sequence), within
-// Config.DedupWindow.
-//
-// The filter of a unit that moved starts empty, so each unit also records
-// its frontier in a key-value bucket (FrontierBucket): a position in
-// release order before which every data particle it received finished its
-// tree, and before which one it did not receive would have been late or
-// behind (edge.Feed.Released, and the first particle of each message in
-// progress). A message is acknowledged only once the frontier recorded is
-// past its particles, one write per round of acknowledgements; a unit
-// drops, as copies, the particles before the frontier it started from. So
-// a unit that moved takes again, of what its predecessors received,
-// exactly the particles of the messages they had not acknowledged: of a
-// window that fired already, its newest inputs. It fires the window again
-// with them, and the result has the identity it had, since a result is
-// derived from its newest input (package topology): its receivers drop it
-// as the copy it is.
-//
-// # Checkpoints
-//
-// With a checkpoint store (topology.CheckpointConfig, as a cluster has),
-// the frontier and the windows holding their inputs' acknowledgements give
-// way to checkpoints: an inlet is an edge.Resumer, a unit records the
-// inlet's position in every checkpoint (the messages a restore must not
-// take again), a message is acknowledged once the unit finished it and a
-// checkpoint after it committed, and a unit that moves restores its last
-// checkpoint and drops, acknowledging them, the messages it holds (see
-// position.go). The frontier above is the path without them; catching up,
-// below, serves both.
+// JetStream confirmed, PubAck, the message that carries it) and a
+// committed checkpoint is after it; until then it sends in-progress
+// acknowledgements. Meta particles are part of their message's tree like
+// data ones. A receiving instance drops copies of data particles it
+// received already, by identity (origin, sequence), within
+// Config.DedupWindow, and those before the position its restored state
+// released up to (edge.Feed.Released). A unit that restored derives again
+// what came after its checkpoint, under the identities it had (package
+// topology): its receivers drop those copies.
 //
 // # Catching up
 //
@@ -174,33 +160,29 @@ type Stats struct {
 // ack wait expires, while newer ones would flow at once and make the older
 // particles late. The worker taking the unit over holds the newer messages
 // back until the server has no message pending that it did not receive (at
-// most an ack wait and a pull's expiry), so that the unit sees its input
-// in order and rebuilds the windows open at the move. It does so too when
-// the server's delivery numbers show that deliveries went elsewhere or
-// were lost on the way; a silence alone (a NATS node stopped) changes
-// nothing, and each sender's count goes on.
+// most an ack wait and a pull's expiry), so that the unit takes what came
+// after its checkpoint in order. It does so too when the server's delivery
+// numbers show that deliveries went elsewhere or were lost on the way; a
+// silence alone (a NATS node stopped) changes nothing, and each sender's
+// count goes on.
 //
 // # Limits
 //
-// A window whose result time depends on its first input (a session) that
-// fires again after a move comes out at another time under the same
-// identity: a receiver that forgot the first result drops the second only
-// if its frontier is past it. A late particle that comes to a unit that
-// moved, before the frontier it started from, is counted as a copy, not
-// handed to the late policy. A worker that lost its pin while alive, other
-// than by handing the unit over, keeps its messages in progress: the
-// worker pinned next waits for them only until its catch-up bound, and
-// does not get them; pinned again later, it waits for the messages the
-// other acknowledged as for a gap, and skips them only after that wait. A
+// A late particle that comes to a unit that restored, before the position
+// its restored state released up to, is counted as a copy, not handed to
+// the late policy. A worker that lost its pin while alive, other than by
+// handing the unit over, keeps its messages in progress: the worker pinned
+// next waits for them only until its catch-up bound, and does not get
+// them; pinned again later, it waits for the messages the other
+// acknowledged as for a gap, and skips them only after that wait. A
 // publish stored only after its receiver started the sender's count
 // (tried again while the unit moved, or while the receiver started) is
 // handed on when it comes, late.
 type Transport struct {
-	cfg       Config
-	js        jetstream.JetStream
-	stream    jetstream.Stream
-	frontiers frontiers
-	fence     fence
+	cfg    Config
+	js     jetstream.JetStream
+	stream jetstream.Stream
+	fence  fence
 	// restarting counts the inlets whose Run the fence stopped and that
 	// were not called again yet: their instances have not started afresh.
 	restarting atomic.Int64
@@ -281,19 +263,6 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Transport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jetstreamedge: stream %s: %w", sc.Name, err)
 	}
-	kc := jetstream.KeyValueConfig{
-		Bucket:      FrontierBucket(cfg.Pipeline),
-		Description: "frontiers of the units of sensorstorm pipeline " + cfg.Pipeline,
-		Storage:     jetstream.FileStorage,
-		Replicas:    cfg.Replicas,
-	}
-	err = retry(ctx, cfg.Logger, "making the bucket "+kc.Bucket, func() (err error) {
-		t.frontiers.kv, err = js.CreateOrUpdateKeyValue(ctx, kc)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("jetstreamedge: bucket %s: %w", kc.Bucket, err)
-	}
 	return t, nil
 }
 
@@ -348,6 +317,9 @@ type inlet struct {
 // ends, delivering what the server sends while this worker is pinned.
 func (in *inlet) Run(ctx context.Context, feed edge.Feed) error {
 	t := in.t
+	if !in.checkpointed() {
+		return fmt.Errorf("%w: unit %s", ErrNoCheckpoints, in.consumer)
+	}
 	if in.fenced.Swap(false) {
 		// The instance started afresh.
 		t.restarting.Add(-1)

@@ -106,16 +106,39 @@ func (f *heldFeed) Deliver(ctx context.Context, b *edge.Batch, done func(error))
 	}
 }
 
-// runInlet runs the inlet of bolt/index on w until the returned stop.
-func runInlet(w *worker, bolt string, index int, feed edge.Feed) (stop func()) {
+// unitRun is an inlet of a unit that runs, as package topology runs one.
+type unitRun struct {
+	edge.Resumer
+	stop func()
+}
+
+// runInlet runs the inlet of bolt/index on w until stop, as the inlet of
+// a unit that restored the checkpoint at pos (nil: none). A feed that
+// commits (orderFeed) commits its checkpoints to the inlet.
+func runInlet(t *testing.T, w *worker, bolt string, index int, pos []byte, feed edge.Feed) *unitRun {
 	_, in, _ := w.t.Edge(bolt, index)
+	res := in.(edge.Resumer)
+	require.NoError(t, res.Resume(pos))
+	if f, ok := feed.(*orderFeed); ok {
+		f.unit = res
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = in.Run(ctx, feed) })
-	return func() {
+	return &unitRun{Resumer: res, stop: func() {
 		cancel()
 		wg.Wait()
-	}
+	}}
+}
+
+// commit commits a checkpoint of u after the batch it delivered as
+// delivered, and returns its position.
+func (u *unitRun) commit(t *testing.T, delivered uint64) []byte {
+	t.Helper()
+	pos, err := u.Position(delivered)
+	require.NoError(t, err)
+	u.Committed(pos)
+	return pos
 }
 
 // send publishes b to bolt/index from w and waits until it is durable.
@@ -163,20 +186,23 @@ func receive(t *testing.T, f *heldFeed) delivery {
 }
 
 // A message is acknowledged only once the engine reports every particle
-// in it done, and copies of particles already received are dropped.
+// in it done and a checkpoint after it committed, and copies of particles
+// already received are dropped.
 func TestAckOnlyAfterLocalCompletionAndDedup(t *testing.T) {
 	c := natstest.StartCluster(t, 3)
 	cfg := jetstreamedge.Config{Pipeline: "acks", Replicas: 3}
 	w := newWorker(t, c, cfg)
 	feed := &heldFeed{got: make(chan delivery)}
-	stop := runInlet(w, "sink", 0, feed)
-	defer stop()
+	u := runInlet(t, w, "sink", 0, nil, feed)
+	defer u.stop()
 
 	send(t, w, "sink", 0, data(7, 1, 2))
 	d := receive(t, feed)
 	require.Len(t, d.b.Items, 2)
 	require.Equal(t, 1, ackPending(t, w, "acks", "sink", 0), "unacknowledged while the particles are in progress")
 	d.done(nil)
+	require.Equal(t, 1, ackPending(t, w, "acks", "sink", 0), "unacknowledged until a checkpoint after it committed")
+	u.commit(t, d.b.Position)
 	require.Eventually(t, func() bool { return ackPending(t, w, "acks", "sink", 0) == 0 }, 10*time.Second, 20*time.Millisecond)
 
 	send(t, w, "sink", 0, data(7, 2, 3))
@@ -206,6 +232,8 @@ func TestEveryCopyOfAnEndedUnitReceivesAnEnd(t *testing.T) {
 
 	feed := &heldFeed{got: make(chan delivery)}
 	_, in, _ := owner.t.Edge("room", 0)
+	u := &unitRun{Resumer: in.(edge.Resumer)}
+	require.NoError(t, u.Resume(nil))
 	ctx, stop := context.WithCancelCause(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = in.Run(ctx, feed) })
@@ -213,18 +241,20 @@ func TestEveryCopyOfAnEndedUnitReceivesAnEnd(t *testing.T) {
 	require.True(t, d.b.EOS)
 	require.Eventually(t, func() bool { return owner.t.Stats().SpareEnds.Load() > 0 }, 20*time.Second, 20*time.Millisecond,
 		"the second end of stream is given back")
-	// The instance ended.
+	// The instance ended, and took its last checkpoint.
 	d.done(nil)
+	u.commit(t, d.b.Position)
 	stop(edge.ErrEnded)
 	wg.Wait()
 
 	ended.Store(true)
 	feed2 := &heldFeed{got: make(chan delivery)}
-	stop2 := runInlet(other, "room", 0, feed2)
-	defer stop2()
+	u2 := runInlet(t, other, "room", 0, nil, feed2)
+	defer u2.stop()
 	d = receive(t, feed2)
 	require.True(t, d.b.EOS, "the copy on the other worker ends too")
 	d.done(nil)
+	u2.commit(t, d.b.Position)
 	require.Eventually(t, func() bool { return ackPending(t, other, "ends", "room", 0) == 0 }, 10*time.Second, 20*time.Millisecond)
 }
 
@@ -233,20 +263,21 @@ func TestEveryCopyOfAnEndedUnitReceivesAnEnd(t *testing.T) {
 func TestRedeliveryAfterAWorkerDies(t *testing.T) {
 	first, second := twoWorkers(t, jetstreamedge.Config{Pipeline: "moves", Replicas: 3, AckWait: time.Second, PinnedTTL: time.Second})
 	feed1 := &heldFeed{got: make(chan delivery)}
-	stop1 := runInlet(first, "count", 1, feed1)
+	u1 := runInlet(t, first, "count", 1, nil, feed1)
 	send(t, first, "count", 1, data(3, 10, 11, 12))
 	d := receive(t, feed1)
 	require.Len(t, d.b.Items, 3)
 
 	feed2 := &heldFeed{got: make(chan delivery)}
-	stop2 := runInlet(second, "count", 1, feed2)
-	defer stop2()
+	u2 := runInlet(t, second, "count", 1, nil, feed2)
+	defer u2.stop()
 	// The first worker dies with the message in progress.
-	stop1()
+	u1.stop()
 	first.nc.Close()
 	d2 := receive(t, feed2)
 	require.Len(t, d2.b.Items, 3, "the new worker has seen none of them")
 	d2.done(nil)
+	u2.commit(t, d2.b.Position)
 	require.Eventually(t, func() bool { return ackPending(t, second, "moves", "count", 1) == 0 }, 10*time.Second, 20*time.Millisecond)
 }
 
@@ -256,16 +287,16 @@ func TestRedeliveryAfterAWorkerDies(t *testing.T) {
 func TestMovedUnitReceivesOlderMessagesFirst(t *testing.T) {
 	first, second := twoWorkers(t, jetstreamedge.Config{Pipeline: "order", Replicas: 3, AckWait: 3 * time.Second, PinnedTTL: time.Second})
 	feed1 := &heldFeed{got: make(chan delivery)}
-	stop1 := runInlet(first, "count", 0, feed1)
+	u1 := runInlet(t, first, "count", 0, nil, feed1)
 	send(t, first, "count", 0, data(3, 1))
 	send(t, first, "count", 0, data(3, 2))
 	receive(t, feed1)
 	receive(t, feed1)
 
 	feed2 := &heldFeed{got: make(chan delivery)}
-	stop2 := runInlet(second, "count", 0, feed2)
-	defer stop2()
-	stop1()
+	u2 := runInlet(t, second, "count", 0, nil, feed2)
+	defer u2.stop()
+	u1.stop()
 	first.nc.Close()
 	send(t, second, "count", 0, data(3, 3))
 	for _, want := range []uint64{1, 2, 3} {
@@ -276,38 +307,48 @@ func TestMovedUnitReceivesOlderMessagesFirst(t *testing.T) {
 	}
 }
 
-// A unit that moves drops the copies of the particles its predecessor
-// finished, although their messages were acknowledged and its identity
-// filter starts empty: it starts from the frontier the predecessor
-// recorded before acknowledging them. Here the copy comes in a message
-// with a newer particle, which the predecessor had not finished; without
-// the frontier, the copy would reach the instance again, and a window it
-// fired already would fire again with it alone.
-func TestMovedUnitDropsWhatItsPredecessorFinished(t *testing.T) {
-	first, second := twoWorkers(t, jetstreamedge.Config{Pipeline: "frontier", Replicas: 3, AckWait: time.Second, PinnedTTL: time.Second})
+// A unit that moves restores its predecessor's last checkpoint and takes
+// from the stream exactly what that checkpoint does not hold. Here the
+// predecessor finished its first message, still held a second one (a
+// window holds its particles) when its checkpoint was taken, and took a
+// third after it; it dies with the last two unacknowledged. Its successor
+// drops the second, which the state holds, acknowledging it, and takes
+// the third.
+func TestMovedUnitTakesWhatItsCheckpointDoesNotHold(t *testing.T) {
+	first, second := twoWorkers(t, jetstreamedge.Config{Pipeline: "restore", Replicas: 3, AckWait: time.Second, PinnedTTL: time.Second})
 	feed1 := &heldFeed{got: make(chan delivery)}
-	stop1 := runInlet(first, "window", 0, feed1)
+	u1 := runInlet(t, first, "window", 0, nil, feed1)
 	send(t, first, "window", 0, data(3, 1, 2))
-	receive(t, feed1).done(nil)
-	require.Eventually(t, func() bool { return ackPending(t, first, "frontier", "window", 0) == 0 }, 10*time.Second, 20*time.Millisecond)
-
-	// The sender moved too, and derived (3, 2) again.
-	send(t, first, "window", 0, data(3, 2, 5))
-	d := receive(t, feed1)
-	require.Len(t, d.b.Items, 1, "the copy of (3, 2) is dropped by identity")
+	send(t, first, "window", 0, data(3, 3))
+	d1, d2 := receive(t, feed1), receive(t, feed1)
+	d1.done(nil)
+	pos := u1.commit(t, d2.b.Position)
+	require.Eventually(t, func() bool { return ackPending(t, first, "restore", "window", 0) == 1 }, 10*time.Second, 20*time.Millisecond,
+		"the first message is acknowledged, the second, held, is not")
+	send(t, first, "window", 0, data(3, 4))
+	receive(t, feed1)
 
 	feed2 := &heldFeed{got: make(chan delivery)}
-	stop2 := runInlet(second, "window", 0, feed2)
-	defer stop2()
-	// The first worker dies with (3, 5) in progress.
-	stop1()
+	u2 := runInlet(t, second, "window", 0, pos, feed2)
+	defer u2.stop()
+	u1.stop()
 	first.nc.Close()
-	d = receive(t, feed2)
-	require.Len(t, d.b.Items, 1, "the copy of (3, 2) is dropped by the frontier")
-	require.Equal(t, uint64(5), d.b.Items[0].Particle.Seq)
-	require.Equal(t, uint64(1), second.t.Stats().Duplicates.Load())
+	d := receive(t, feed2)
+	require.Len(t, d.b.Items, 1)
+	require.Equal(t, uint64(4), d.b.Items[0].Particle.Seq, "only what came after the checkpoint")
+	require.Equal(t, uint64(1), second.t.Stats().Duplicates.Load(), "the message the checkpoint holds is dropped")
 	d.done(nil)
-	require.Eventually(t, func() bool { return ackPending(t, second, "frontier", "window", 0) == 0 }, 10*time.Second, 20*time.Millisecond)
+	u2.commit(t, d.b.Position)
+	require.Eventually(t, func() bool { return ackPending(t, second, "restore", "window", 0) == 0 }, 10*time.Second, 20*time.Millisecond)
+}
+
+// A unit that takes no checkpoints cannot run on a Transport: its state
+// could move only by redelivery.
+func TestInletNeedsCheckpoints(t *testing.T) {
+	c := natstest.StartCluster(t, 1)
+	w := newWorker(t, c, jetstreamedge.Config{Pipeline: "nockpt"})
+	_, in, _ := w.t.Edge("b", 0)
+	require.ErrorIs(t, in.Run(context.Background(), &heldFeed{got: make(chan delivery)}), jetstreamedge.ErrNoCheckpoints)
 }
 
 // A message whose particles failed is delivered again, whole.
@@ -315,8 +356,8 @@ func TestFailedMessageIsDeliveredAgain(t *testing.T) {
 	c := natstest.StartCluster(t, 1)
 	w := newWorker(t, c, jetstreamedge.Config{Pipeline: "nak"})
 	feed := &heldFeed{got: make(chan delivery)}
-	stop := runInlet(w, "b", 0, feed)
-	defer stop()
+	u := runInlet(t, w, "b", 0, nil, feed)
+	defer u.stop()
 	send(t, w, "b", 0, data(1, 5, 6))
 	d := receive(t, feed)
 	d.done(edge.ErrParticleFailed)
@@ -326,9 +367,10 @@ func TestFailedMessageIsDeliveredAgain(t *testing.T) {
 }
 
 // orderFeed records the sequence numbers of the particles it receives, in
-// order, and completes every batch at once.
+// order, completes every batch at once and commits a checkpoint after it.
 type orderFeed struct {
 	releases
+	unit edge.Resumer
 	mu   sync.Mutex
 	seqs []uint64
 }
@@ -341,6 +383,11 @@ func (f *orderFeed) Deliver(_ context.Context, b *edge.Batch, done func(error)) 
 	f.mu.Unlock()
 	f.finished(b.Items)
 	done(nil)
+	pos, err := f.unit.Position(b.Position)
+	if err != nil {
+		return err
+	}
+	f.unit.Committed(pos)
 	return nil
 }
 
@@ -358,8 +405,8 @@ func TestOrderKeptWhileTheStreamLeaderStops(t *testing.T) {
 	cfg := jetstreamedge.Config{Pipeline: "leader", Replicas: 3, AckWait: 2 * time.Second, PublishTimeout: time.Second}
 	from, to := newWorker(t, c, cfg), newWorker(t, c, cfg)
 	feed := &orderFeed{}
-	stop := runInlet(to, "b", 0, feed)
-	defer stop()
+	u := runInlet(t, to, "b", 0, nil, feed)
+	defer u.stop()
 	js, err := jetstream.New(from.nc)
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
