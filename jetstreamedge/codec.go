@@ -11,11 +11,11 @@ import (
 	"github.com/sensorstorm/sensorstorm/topology/edge"
 )
 
-// The wire format of one message, version 3. Integers are varints
-// (zigzag for signed ones), but for the stamp: the sender and the number,
-// 8 bytes each, little endian, at fixed offsets so that a number can be
-// set once the message is encoded and a receiver can read the stamp
-// without decoding the rest. A message keeps three tables, each filled as
+// The wire format of one message, version 4. Integers are varints
+// (zigzag for signed ones), but for the stamp: the sender, the number and
+// the sender's settled mark, 8 bytes each, little endian, at fixed
+// offsets so that the number and mark can be set once the message is
+// encoded and a receiver can read the stamp without decoding the rest. A message keeps three tables, each filled as
 // it goes: strings, tag sets and field schemas (the keys and kinds of a
 // particle's fields, in order). A reference into a table is uvarint 2*i+1
 // for its i-th entry, or 2*n followed by the n parts of a new entry,
@@ -24,7 +24,7 @@ import (
 // one sensor cost their tag set and field names once per message and a
 // byte each after, and the decoder hands them one shared Tags slice.
 //
-//	message  = version sender number input flags high promise count item*
+//	message  = version sender number settled input flags high promise count item*
 //	item     = iflags time-delta [origin] [seq-delta] [high-delta] body
 //	body     = meta-type meta-payload | [measurement] tagset schema value*
 //	value    = float | varint | uvarint | string | bool-byte, by the schema's kind
@@ -37,20 +37,24 @@ import (
 // omitted when equal to the previous data item's. A float that is an
 // integer m over 10^decimals exactly (21.21, as sensors report them) is
 // sent as m, in two or three bytes instead of eight.
-const version = 3
+const version = 4
 
 // Offsets of the stamp in a message, and the length of its fixed head.
 const (
-	senderAt = 1
-	numberAt = senderAt + 8
-	headLen  = numberAt + 8
+	senderAt  = 1
+	numberAt  = senderAt + 8
+	settledAt = numberAt + 8
+	headLen   = settledAt + 8
 )
 
 // stamp tells a receiver where a message comes from and in which order:
 // the outlet that sent it (a random number, new with every outlet) and
-// the message's number among that outlet's, from 1.
+// the message's number among that outlet's, from 1. Settled is the
+// sender's settled mark when it numbered the message: the server had
+// confirmed every message of the sender numbered below it, so that a
+// receiver missing one of those knows it was stored.
 type stamp struct {
-	sender, number uint64
+	sender, number, settled uint64
 }
 
 // readStamp returns the stamp of a message.
@@ -58,12 +62,17 @@ func readStamp(data []byte) (stamp, error) {
 	if len(data) < headLen || data[0] != version {
 		return stamp{}, fmt.Errorf("%w: no version %d head", ErrMalformed, version)
 	}
-	return stamp{sender: binary.LittleEndian.Uint64(data[senderAt:]), number: binary.LittleEndian.Uint64(data[numberAt:])}, nil
+	return stamp{
+		sender:  binary.LittleEndian.Uint64(data[senderAt:]),
+		number:  binary.LittleEndian.Uint64(data[numberAt:]),
+		settled: binary.LittleEndian.Uint64(data[settledAt:]),
+	}, nil
 }
 
-// setNumber numbers an encoded message.
-func setNumber(data []byte, number uint64) {
+// setStamp numbers an encoded message and sets its settled mark.
+func setStamp(data []byte, number, settled uint64) {
 	binary.LittleEndian.PutUint64(data[numberAt:], number)
+	binary.LittleEndian.PutUint64(data[settledAt:], settled)
 }
 
 // message flags
@@ -144,6 +153,7 @@ func (e *encoder) appendBatch(dst []byte, st stamp, b *edge.Batch) ([]byte, erro
 	dst = append(dst, version)
 	dst = binary.LittleEndian.AppendUint64(dst, st.sender)
 	dst = binary.LittleEndian.AppendUint64(dst, st.number)
+	dst = binary.LittleEndian.AppendUint64(dst, st.settled)
 	dst = binary.AppendUvarint(dst, uint64(b.Input))
 	dst = append(dst, flags)
 	dst = binary.AppendVarint(dst, b.High)

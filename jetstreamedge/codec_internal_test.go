@@ -76,11 +76,11 @@ func drawBatch(t *rapid.T) edge.Batch {
 func TestCodecRoundTrip(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		b := drawBatch(t)
-		st := stamp{sender: rapid.Uint64().Draw(t, "sender"), number: rapid.Uint64().Draw(t, "number")}
+		st := stamp{sender: rapid.Uint64().Draw(t, "sender"), number: rapid.Uint64().Draw(t, "number"), settled: rapid.Uint64().Draw(t, "settled")}
 		var e encoder
 		data, err := e.appendBatch(nil, stamp{sender: st.sender}, &b)
 		require.NoError(t, err)
-		setNumber(data, st.number)
+		setStamp(data, st.number, st.settled)
 		head, err := readStamp(data)
 		require.NoError(t, err)
 		require.Equal(t, st, head)

@@ -43,8 +43,11 @@ type outlet struct {
 	// flushMu guards what follows. The acknowledgement handler takes it,
 	// so it is never held while calling nats.go.
 	flushMu sync.Mutex
-	sent    uint64              // the number of the last message sent
-	open    map[uint64]struct{} // numbers sent, neither confirmed nor given up
+	sent    uint64   // the number of the last message sent
+	open    []uint64 // numbers sent, neither confirmed nor given up, in order
+	// lost is the lowest number given up, 0 for none: the settled mark
+	// never passes it.
+	lost    uint64
 	flushes []*flushing
 }
 
@@ -79,15 +82,23 @@ func (o *outlet) Flush(ctx context.Context) error {
 	}
 }
 
-// opened counts number sent and not yet confirmed.
-func (o *outlet) opened(number uint64) {
+// opened counts number, the next, sent and not yet confirmed, and returns
+// the settled mark of its message: every number below it was confirmed.
+// A number given up holds the mark back for good: a receiver that misses
+// it must not take it for stored.
+func (o *outlet) opened(number uint64) (settled uint64) {
 	o.flushMu.Lock()
-	if o.open == nil {
-		o.open = map[uint64]struct{}{}
+	defer o.flushMu.Unlock()
+	settled = number
+	if len(o.open) > 0 {
+		settled = o.open[0]
 	}
-	o.open[number] = struct{}{}
+	if o.lost != 0 {
+		settled = min(settled, o.lost)
+	}
+	o.open = append(o.open, number)
 	o.sent = number
-	o.flushMu.Unlock()
+	return settled
 }
 
 // settled takes number out of the open messages, confirmed (err nil) or
@@ -95,7 +106,12 @@ func (o *outlet) opened(number uint64) {
 func (o *outlet) settled(number uint64, err error) {
 	o.flushMu.Lock()
 	defer o.flushMu.Unlock()
-	delete(o.open, number)
+	if i, ok := slices.BinarySearch(o.open, number); ok {
+		o.open = slices.Delete(o.open, i, i+1)
+	}
+	if err != nil && (o.lost == 0 || number < o.lost) {
+		o.lost = number
+	}
 	o.flushes = slices.DeleteFunc(o.flushes, func(f *flushing) bool {
 		if err != nil && number <= f.upTo && f.err == nil {
 			f.err = err
@@ -110,12 +126,7 @@ func (o *outlet) settled(number uint64, err error) {
 
 // openUpTo reports whether a message numbered upTo or less is open.
 func (o *outlet) openUpTo(upTo uint64) bool {
-	for n := range o.open {
-		if n <= upTo {
-			return true
-		}
-	}
-	return false
+	return len(o.open) > 0 && o.open[0] <= upTo
 }
 
 func newOutlet(t *Transport, subject string) *outlet {
@@ -216,8 +227,7 @@ func (o *outlet) Send(ctx context.Context, b *edge.Batch, done func(error)) erro
 		return ErrFenced
 	}
 	o.number++
-	o.opened(o.number)
-	setNumber(data, o.number)
+	setStamp(data, o.number, o.opened(o.number))
 	p := &pending{o: o, ctx: ctx, msg: &nats.Msg{Subject: o.subject, Data: data}, number: o.number, done: done, particles: len(b.Items)}
 	if b.Drained || b.EOS {
 		o.synced = make(chan struct{})

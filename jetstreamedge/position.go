@@ -25,7 +25,11 @@ import (
 // checkpoint's that did not come again yet. JetStream delivers the others
 // again, in order (see catchUp): exactly what came after the cut. The set
 // is bounded by MaxAckPending and what two checkpoint intervals
-// acknowledge.
+// acknowledge. The position also holds, per sender, the number it expects
+// next: every message of the sender numbered below was handed on before
+// the cut, so that the unit's next holder waits for a missing one from
+// there (see sequencer) instead of taking the first it receives for the
+// sender's start.
 var _ edge.Resumer = (*inlet)(nil)
 
 // resumeState is an inlet's side of its unit's checkpoints.
@@ -44,18 +48,25 @@ type resumeState struct {
 	// forgetAt is when inState no longer matters: the messages a dead
 	// predecessor held came again by then.
 	forgetAt time.Time
+	// senders are, of the restored checkpoint, the number each sender
+	// expected next.
+	senders map[uint64]uint64
+	// missing are, per sender, the messages found missing last, for
+	// which the unit started again from its checkpoint: missing again,
+	// they stop it.
+	missing map[uint64]*MissingError
 }
 
 // Resume implements edge.Resumer.
 func (in *inlet) Resume(position []byte) error {
-	_, seqs, err := decodePosition(position)
+	_, seqs, senders, err := decodePosition(position)
 	if err != nil {
 		return fmt.Errorf("jetstreamedge: resume %s: %w", in.consumer, err)
 	}
 	rs := &in.resume
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	rs.on = true
+	rs.on, rs.senders = true, senders
 	rs.inState = map[uint64]bool{}
 	for _, s := range seqs {
 		rs.inState[s] = true
@@ -121,6 +132,7 @@ func (in *inlet) Position(delivered uint64) ([]byte, error) {
 	rs := &in.resume
 	rs.mu.Lock()
 	r := rs.current
+	senders := maps.Clone(rs.senders)
 	set := map[uint64]bool{}
 	for _, s := range rs.acked {
 		set[s] = true
@@ -141,14 +153,15 @@ func (in *inlet) Position(delivered uint64) ([]byte, error) {
 				set[f.seq] = true
 			}
 		}
+		senders = r.handedBy(delivered)
 		r.mu.Unlock()
 	}
-	return encodePosition(delivered, slices.Sorted(maps.Keys(set))), nil
+	return encodePosition(delivered, slices.Sorted(maps.Keys(set)), senders), nil
 }
 
 // Committed implements edge.Resumer.
 func (in *inlet) Committed(position []byte) {
-	delivered, _, err := decodePosition(position)
+	delivered, _, _, err := decodePosition(position)
 	rs := &in.resume
 	rs.mu.Lock()
 	r := rs.current
@@ -170,6 +183,36 @@ func (rs *resumeState) run(r *receiver) {
 	rs.mu.Lock()
 	rs.current = r
 	rs.mu.Unlock()
+}
+
+// resumedSenders returns, of the checkpoint the unit restored, the number
+// each sender was expected to send next.
+func (in *inlet) resumedSenders() map[uint64]uint64 {
+	rs := &in.resume
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	out := maps.Clone(rs.senders)
+	if out == nil {
+		out = map[uint64]uint64{}
+	}
+	return out
+}
+
+// foundMissing reports whether the messages e names were found missing
+// before, since the unit last started again for them; otherwise it notes
+// them.
+func (in *inlet) foundMissing(e *MissingError) bool {
+	rs := &in.resume
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if was := rs.missing[e.Sender]; was != nil && was.From <= e.To && e.From <= was.To {
+		return true
+	}
+	if rs.missing == nil {
+		rs.missing = map[uint64]*MissingError{}
+	}
+	rs.missing[e.Sender] = e
+	return false
 }
 
 // checkpointed reports whether the inlet's unit checkpoints.
@@ -207,8 +250,9 @@ func (in *inlet) noteAcked(seqs []uint64) {
 var errPosition = errors.New("malformed position")
 
 // encodePosition encodes the delivery number of the last message before
-// a cut and the sequences a restore must not take again.
-func encodePosition(delivered uint64, seqs []uint64) []byte {
+// a cut, the sequences a restore must not take again and the number each
+// sender is expected to send next.
+func encodePosition(delivered uint64, seqs []uint64, senders map[uint64]uint64) []byte {
 	b := binary.AppendUvarint(nil, delivered)
 	b = binary.AppendUvarint(b, uint64(len(seqs)))
 	var prev uint64
@@ -216,14 +260,20 @@ func encodePosition(delivered uint64, seqs []uint64) []byte {
 		b = binary.AppendUvarint(b, s-prev)
 		prev = s
 	}
+	b = binary.AppendUvarint(b, uint64(len(senders)))
+	for _, id := range slices.Sorted(maps.Keys(senders)) {
+		b = binary.LittleEndian.AppendUint64(b, id)
+		b = binary.AppendUvarint(b, senders[id])
+	}
 	return b
 }
 
 // decodePosition decodes a position encodePosition encoded; nil is the
-// position of a unit that restored nothing.
-func decodePosition(b []byte) (delivered uint64, seqs []uint64, err error) {
+// position of a unit that restored nothing. A position without senders
+// (written before they were) has none.
+func decodePosition(b []byte) (delivered uint64, seqs []uint64, senders map[uint64]uint64, err error) {
 	if b == nil {
-		return 0, nil, nil
+		return 0, nil, nil, nil
 	}
 	next := func() uint64 {
 		v, n := binary.Uvarint(b)
@@ -237,7 +287,7 @@ func decodePosition(b []byte) (delivered uint64, seqs []uint64, err error) {
 	delivered = next()
 	count := next()
 	if err != nil || count > uint64(len(b)) {
-		return 0, nil, errPosition
+		return 0, nil, nil, errPosition
 	}
 	seqs = make([]uint64, 0, count)
 	var prev uint64
@@ -245,8 +295,24 @@ func decodePosition(b []byte) (delivered uint64, seqs []uint64, err error) {
 		prev += next()
 		seqs = append(seqs, prev)
 	}
-	if err != nil || len(b) > 0 {
-		return 0, nil, errPosition
+	if err == nil && len(b) > 0 {
+		count = next()
+		if err == nil && count > uint64(len(b)) {
+			err = errPosition
+		}
+		senders = make(map[uint64]uint64, count)
+		for i := uint64(0); i < count && err == nil; i++ {
+			if len(b) < 8 {
+				err = errPosition
+				break
+			}
+			id := binary.LittleEndian.Uint64(b)
+			b = b[8:]
+			senders[id] = next()
+		}
 	}
-	return delivered, seqs, nil
+	if err != nil || len(b) > 0 {
+		return 0, nil, nil, errPosition
+	}
+	return delivered, seqs, senders, nil
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"maps"
 	"math"
 	"slices"
 	"sync"
@@ -58,6 +59,12 @@ type receiver struct {
 	// newest checkpoint committed; delivered numbers the messages handed
 	// to the feed, in order.
 	committed, delivered uint64
+	// handed is, per sender, one past the highest number of its messages
+	// handed on (to the feed, or dropped as held by the restored state);
+	// undo takes the last one delivered out again, for a position before
+	// it.
+	handed map[uint64]uint64
+	undo   struct{ order, sender, prev uint64 }
 }
 
 // inFlight is a message taken and not yet acknowledged.
@@ -79,8 +86,36 @@ func newReceiver(in *inlet, feed edge.Feed, c *catchUp) *receiver {
 	return &receiver{
 		in: in, feed: feed, c: c, wake: make(chan struct{}, 1),
 		seen: newIdentitySet(in.t.cfg.DedupWindow), pending: map[jetstream.Msg]*inFlight{}, bySeq: map[uint64]*inFlight{},
-		ends: map[int]bool{},
+		ends: map[int]bool{}, handed: in.resumedSenders(),
 	}
+}
+
+// hand notes that the message stamped st is handed on, delivered as the
+// delivered-th if delivered is not 0.
+func (r *receiver) hand(st stamp, delivered uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	prev := r.handed[st.sender]
+	if st.number >= prev {
+		r.handed[st.sender] = st.number + 1
+	}
+	if delivered != 0 {
+		r.undo.order, r.undo.sender, r.undo.prev = delivered, st.sender, prev
+	}
+}
+
+// handedBy returns, per sender, one past the highest number handed on by
+// the time the delivered-th message was delivered. r.mu is held.
+func (r *receiver) handedBy(delivered uint64) map[uint64]uint64 {
+	out := maps.Clone(r.handed)
+	if u := r.undo; u.order > delivered {
+		if u.prev == 0 {
+			delete(out, u.sender)
+		} else {
+			out[u.sender] = u.prev
+		}
+	}
+	return out
 }
 
 // receive delivers m. It returns an error only when the feed refused it.
@@ -91,9 +126,13 @@ func (r *receiver) receive(ctx context.Context, m jetstream.Msg) error {
 	if err == nil && md.NumDelivered > 1 {
 		t.stats.Redelivered.Add(1)
 	}
+	st, stErr := readStamp(m.Data())
 	if err == nil && r.in.inRestoredState(md.Sequence.Stream) {
 		// Its particles are in the state the unit restored.
 		t.stats.Duplicates.Add(1)
+		if stErr == nil {
+			r.hand(st, 0)
+		}
 		r.forget(m)
 		if t.fence.up() {
 			return nil
@@ -119,6 +158,7 @@ func (r *receiver) receive(ctx context.Context, m jetstream.Msg) error {
 	}
 	r.delivered++
 	r.b.Position = r.delivered
+	r.hand(st, r.delivered)
 	ids := r.dropCopies(m)
 	err = r.feed.Deliver(ctx, &r.b, func(err error) { r.finished(m, ids, err) })
 	clear(r.b.Items)

@@ -2,6 +2,7 @@ package jetstreamedge
 
 import (
 	"cmp"
+	"fmt"
 	"log/slog"
 	"slices"
 	"time"
@@ -15,9 +16,17 @@ import (
 // delivery was lost (a connection or a consumer's leader gone) and the
 // server delivers it again only once its ack wait expired. Handed on
 // after them, its particles would be late. So a message that comes ahead
-// of a missing one of its sender waits for it, at most wait: then the
-// sender is taken to be gone with the missing message (a worker that died
-// while it was trying a publish again), and the gap is skipped.
+// of a missing one of its sender waits for it, at most wait. Then, if a
+// message of the sender says the server had confirmed the missing one
+// (its settled mark is past it), it was stored and is gone from the
+// stream: the sequencer reports it (MissingError). Otherwise the sender
+// is taken to be gone with the missing message (a worker that died while
+// it was trying a publish again, whose successor derives its content
+// again), and the gap is skipped.
+//
+// The senders of a unit's restored checkpoint are known from the start
+// (seed): every number below the one the checkpoint expects of each was
+// handed on before its cut.
 //
 // The messages of a sender in the first round a sequencer sees of it
 // (its first message, or all those a catch-up releases at once) are
@@ -28,18 +37,20 @@ import (
 // highest of them: the numbers missing among them were acknowledged
 // before, by this worker or by one that ran the unit before it.
 type sequencer struct {
-	wait    time.Duration
-	log     *slog.Logger
-	stats   *Stats
-	senders map[uint64]*sender
+	consumer string
+	wait     time.Duration
+	log      *slog.Logger
+	stats    *Stats
+	senders  map[uint64]*sender
 }
 
 // sender is what a sequencer knows of one sender.
 type sender struct {
-	next  uint64 // the number expected next
-	held  []numbered
-	since time.Time // when the gap before held began
-	last  time.Time // when a message of the sender last came
+	next    uint64 // the number expected next
+	settled uint64 // the highest settled mark of its messages
+	held    []numbered
+	since   time.Time // when the gap before held began
+	last    time.Time // when a message of the sender last came
 }
 
 // numbered is a message held back, with its number.
@@ -48,8 +59,32 @@ type numbered struct {
 	number uint64
 }
 
-func newSequencer(wait time.Duration, log *slog.Logger, stats *Stats) *sequencer {
-	return &sequencer{wait: wait, log: log, stats: stats, senders: map[uint64]*sender{}}
+func newSequencer(consumer string, wait time.Duration, log *slog.Logger, stats *Stats) *sequencer {
+	return &sequencer{consumer: consumer, wait: wait, log: log, stats: stats, senders: map[uint64]*sender{}}
+}
+
+// seed makes the senders of next known, each expecting its number there.
+func (s *sequencer) seed(now time.Time, next map[uint64]uint64) {
+	for id, n := range next {
+		s.senders[id] = &sender{next: n, last: now}
+	}
+}
+
+// MissingError is what a unit's inlet returns when messages of a sender
+// did not come although the server had confirmed them to their sender: a
+// gap that nothing fills, since they are gone from the stream (deleted,
+// or lost with a node's storage) and their inputs were acknowledged.
+type MissingError struct {
+	Consumer string // the unit's
+	Sender   uint64
+	// From and To are the numbers missing, To included.
+	From, To uint64
+	Waited   time.Duration
+}
+
+func (e *MissingError) Error() string {
+	return fmt.Sprintf("jetstreamedge: unit %s: messages %d to %d of sender %016x are missing: their sender saw them stored, and they did not come in %s",
+		e.Consumer, e.From, e.To, e.Sender, e.Waited.Round(time.Millisecond))
 }
 
 // order takes msgs, received at now, and returns those to hand on now, in
@@ -67,6 +102,9 @@ func (s *sequencer) order(now time.Time, msgs []jetstream.Msg) []jetstream.Msg {
 			continue
 		}
 		ss := s.senders[st.sender]
+		if ss != nil {
+			ss.settled = max(ss.settled, st.settled)
+		}
 		if ss == nil {
 			if first == nil {
 				first = map[uint64]*firstRound{}
@@ -78,6 +116,7 @@ func (s *sequencer) order(now time.Time, msgs []jetstream.Msg) []jetstream.Msg {
 			}
 			f.msgs = append(f.msgs, numbered{m: m, number: st.number})
 			f.places = append(f.places, len(out))
+			f.settled = max(f.settled, st.settled)
 			out = append(out, nil)
 			continue
 		}
@@ -104,15 +143,16 @@ func (s *sequencer) order(now time.Time, msgs []jetstream.Msg) []jetstream.Msg {
 		for i, n := range f.msgs {
 			out[f.places[i]] = n.m
 		}
-		s.senders[id] = &sender{next: f.msgs[len(f.msgs)-1].number + 1, last: now}
+		s.senders[id] = &sender{next: f.msgs[len(f.msgs)-1].number + 1, settled: f.settled, last: now}
 	}
 	return out
 }
 
 // firstRound is what a sequencer received of a sender in the first round.
 type firstRound struct {
-	msgs   []numbered
-	places []int
+	msgs    []numbered
+	places  []int
+	settled uint64
 }
 
 // hold adds n to the held messages, in number order.
@@ -151,12 +191,17 @@ func (ss *sender) release(now time.Time, out []jetstream.Msg) []jetstream.Msg {
 
 // expire returns, in order, the messages that waited wait for a missing
 // one before them, skipping the gap; and forgets the senders that were
-// silent long enough to be gone.
-func (s *sequencer) expire(now time.Time) []jetstream.Msg {
+// silent long enough to be gone. If a missing message was stored, it
+// returns a *MissingError instead.
+func (s *sequencer) expire(now time.Time) ([]jetstream.Msg, error) {
 	var out []jetstream.Msg
 	for id, ss := range s.senders {
 		switch {
 		case len(ss.held) > 0 && now.Sub(ss.since) >= s.wait:
+			if ss.settled > ss.next {
+				return nil, &MissingError{Consumer: s.consumer, Sender: id, From: ss.next,
+					To: min(ss.held[0].number, ss.settled) - 1, Waited: now.Sub(ss.since)}
+			}
 			s.stats.GapsSkipped.Add(1)
 			s.log.Warn("messages missing from a sender: skipped", "sender", id, "from", ss.next, "to", ss.held[0].number-1, "waited", now.Sub(ss.since))
 			ss.next = ss.held[0].number
@@ -165,7 +210,7 @@ func (s *sequencer) expire(now time.Time) []jetstream.Msg {
 			delete(s.senders, id)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // forgetAfter is how many waits a sender may be silent before a

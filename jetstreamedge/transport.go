@@ -106,15 +106,30 @@ type Stats struct {
 // random number per outlet) and its number among the sender's, and a
 // receiving inlet hands each sender's messages on in number order,
 // holding one that comes ahead of a missing one until that comes, or for
-// at most two ack waits and a publish timeout (a sender that died while
-// it tried the missing one again, a NATS outage longer than that, or a
-// hole left by a previous owner that acknowledged messages out of order).
-// Stream sequences cannot do this: a retried publish is stored after the
-// batches that overtook it. A receiver cannot tell a number acknowledged
-// before it had the unit from one still to come, so it starts each
-// sender's count past the highest number of the first messages it
-// receives from it (after a catch-up, below, all those the server had
-// pending).
+// at most two ack waits and a publish timeout. Stream sequences cannot do
+// this: a retried publish is stored after the batches that overtook it.
+//
+// A gap nothing fills stops the unit. Every message also carries its
+// sender's settled mark: the server had confirmed every message of the
+// sender numbered below it (a message given up holds the mark back for
+// good). When the wait ends and a message of the sender says a missing
+// one was stored, it is gone from the stream (deleted, or lost with a
+// node's storage) after its sender's inputs were acknowledged: the unit
+// starts again from its newest checkpoint (its last holder may have taken
+// the message into one since this holder restored), and if the message is
+// missing again, the inlet's Run returns a *MissingError that names the
+// sender and the numbers, and the run stops. Otherwise the sender died
+// before the server stored it (or a NATS outage outlasted the wait): the
+// unit that sent it derives its content again from its own checkpoint,
+// under another sender, and the gap is skipped (Stats.GapsSkipped).
+//
+// A unit's checkpoint records, per sender, the number it expects next:
+// every message numbered below was handed on before the cut, and a
+// message the last holder acknowledged is among them. A unit that
+// restores it waits for a missing message from there. A sender the
+// checkpoint does not know starts its count past the highest number of
+// the first messages the unit receives from it (after a catch-up, below,
+// all those the server had pending).
 //
 // # Chains
 //
@@ -358,8 +373,9 @@ func (in *inlet) Run(ctx context.Context, feed edge.Feed) error {
 	// leader's election: two ack waits and a publish timeout cover both
 	// but for long outages. Longer, a hole left by messages a previous
 	// owner acknowledged out of order would stall the unit as long.
-	s := newSequencer(2*t.cfg.AckWait+t.cfg.PublishTimeout, t.cfg.Logger.With("consumer", in.consumer), &t.stats)
+	s := newSequencer(in.consumer, 2*t.cfg.AckWait+t.cfg.PublishTimeout, t.cfg.Logger.With("consumer", in.consumer), &t.stats)
 	r := newReceiver(in, feed, c)
+	s.seed(time.Now(), r.handed)
 	in.resume.run(r)
 	defer in.resume.run(nil)
 	var wg sync.WaitGroup
@@ -456,7 +472,19 @@ func (in *inlet) Run(ctx context.Context, feed edge.Feed) error {
 		if err := receive(s.order(now, held)); err != nil {
 			return err
 		}
-		if err := receive(s.expire(now)); err != nil {
+		expired, err := s.expire(now)
+		if me, ok := errors.AsType[*MissingError](err); ok {
+			if in.foundMissing(me) {
+				t.cfg.Logger.Error("messages missing: the unit stops", "consumer", in.consumer, "err", me)
+				return me
+			}
+			// Its last holder may have taken them since, in a checkpoint
+			// this one's restore did not see: the unit starts again from
+			// its newest.
+			t.cfg.Logger.Warn("messages missing: starting again from the newest checkpoint", "consumer", in.consumer, "err", me)
+			return in.release(p, q, c, s)
+		}
+		if err := receive(expired); err != nil {
 			return err
 		}
 	}

@@ -2,6 +2,7 @@ package jetstreamedge_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -158,6 +159,18 @@ func data(origin uint32, seqs ...uint64) edge.Batch {
 		b.Items = append(b.Items, edge.Item{Particle: p, High: p.Time})
 	}
 	return b
+}
+
+// streamOf returns the stream of pipeline, as w's connection sees it.
+func streamOf(t *testing.T, w *worker, pipeline string) jetstream.Stream {
+	t.Helper()
+	js, err := jetstream.New(w.nc)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	stream, err := js.Stream(ctx, jetstreamedge.StreamName(pipeline))
+	require.NoError(t, err)
+	return stream
 }
 
 // ackPending returns the consumer's unacknowledged messages.
@@ -351,6 +364,46 @@ func TestInletNeedsCheckpoints(t *testing.T) {
 	require.ErrorIs(t, in.Run(context.Background(), &heldFeed{got: make(chan delivery)}), jetstreamedge.ErrNoCheckpoints)
 }
 
+// A message JetStream confirmed to its sender that is gone from the
+// stream before its unit took it (deleted here, lost with a node's
+// storage alike) is a gap nothing fills: the unit waits for it, starts
+// again from its newest checkpoint in case its last holder took it since,
+// and, missing again, stops with an error that names it.
+func TestStoredMessageMissingStopsTheUnit(t *testing.T) {
+	c := natstest.StartCluster(t, 1)
+	w := newWorker(t, c, jetstreamedge.Config{Pipeline: "missing", AckWait: time.Second, PublishTimeout: time.Second, PinnedTTL: time.Second})
+	out, _, _ := w.t.Edge("b", 0)
+	sendOne := func(b edge.Batch) {
+		durable := make(chan error, 1)
+		require.NoError(t, out.Send(context.Background(), &b, func(err error) { durable <- err }))
+		require.NoError(t, <-durable)
+	}
+	feed := &heldFeed{got: make(chan delivery)}
+	u := runInlet(t, w, "b", 0, nil, feed)
+	sendOne(data(1, 1))
+	d := receive(t, feed)
+	d.done(nil)
+	pos := u.commit(t, d.b.Position)
+	require.Eventually(t, func() bool { return ackPending(t, w, "missing", "b", 0) == 0 }, 10*time.Second, 20*time.Millisecond)
+	u.stop()
+
+	sendOne(data(1, 2))
+	sendOne(data(1, 3))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, streamOf(t, w, "missing").DeleteMsg(ctx, 2), "the sender's second message")
+
+	require.NoError(t, u.Resume(pos))
+	require.ErrorIs(t, u.Run(ctx, feed), edge.ErrReleased, "started again from the newest checkpoint")
+	require.NoError(t, u.Resume(pos))
+	err := u.Run(ctx, feed)
+	me, ok := errors.AsType[*jetstreamedge.MissingError](err)
+	require.True(t, ok, "stopped with what is missing: %v", err)
+	require.Equal(t, jetstreamedge.ConsumerName("b", 0), me.Consumer)
+	require.Equal(t, [2]uint64{2, 2}, [2]uint64{me.From, me.To})
+	require.Empty(t, feed.got, "the third message waits for the second")
+}
+
 // A message whose particles failed is delivered again, whole.
 func TestFailedMessageIsDeliveredAgain(t *testing.T) {
 	c := natstest.StartCluster(t, 1)
@@ -407,13 +460,7 @@ func TestOrderKeptWhileTheStreamLeaderStops(t *testing.T) {
 	feed := &orderFeed{}
 	u := runInlet(t, to, "b", 0, nil, feed)
 	defer u.stop()
-	js, err := jetstream.New(from.nc)
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	stream, err := js.Stream(ctx, jetstreamedge.StreamName("leader"))
-	require.NoError(t, err)
-	leader := stream.CachedInfo().Cluster.Leader
+	leader := streamOf(t, from, "leader").CachedInfo().Cluster.Leader
 
 	const batches, size = 300, 10
 	out, _, _ := from.t.Edge("b", 0)

@@ -3,8 +3,6 @@ package postgres_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -48,16 +46,12 @@ func openDB(t testing.TB) *db {
 // again. It may be called from a source's goroutine, so it returns its
 // error rather than failing a test.
 func (d *db) restartServer() error {
-	versions, err := os.ReadDir("/etc/postgresql")
-	if err != nil || len(versions) != 1 {
-		return fmt.Errorf("no single local PostgreSQL cluster to restart (%d): %v", len(versions), err)
-	}
-	cmd := exec.Command("pg_ctlcluster", "--skip-systemctl-redirect", versions[0].Name(), "main", "restart")
-	if outp, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("restart PostgreSQL: %w: %s", err, outp)
+	if err := pgtest.Restart(); err != nil {
+		return err
 	}
 	ctx := context.Background()
 	_ = d.conn.Close(ctx) // the server ended it
+	var err error
 	d.conn, err = pgx.Connect(ctx, pgtest.URL())
 	return err
 }
