@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/sensorstorm/sensorstorm/internal/jsretry"
 	"github.com/sensorstorm/sensorstorm/jetstreamedge"
 	"github.com/sensorstorm/sensorstorm/topology"
 )
@@ -142,7 +143,10 @@ func Join(ctx context.Context, nc *nats.Conn, cfg Config) (*Worker, error) {
 		{&w.workers, workerBucket(tok), cfg.LeaseTTL},
 		{&w.done, doneBucket(tok), 0},
 	} {
-		*b.kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: b.name, TTL: b.ttl, Replicas: replicas})
+		err = jsretry.Do(ctx, cfg.Logger, "making the bucket "+b.name, func() (err error) {
+			*b.kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: b.name, TTL: b.ttl, Replicas: replicas})
+			return err
+		})
 		if err != nil {
 			return nil, fmt.Errorf("cluster: bucket %s: %w", b.name, err)
 		}
@@ -151,7 +155,10 @@ func Join(ctx context.Context, nc *nats.Conn, cfg Config) (*Worker, error) {
 	if err := w.refresh(ctx); err != nil {
 		return nil, fmt.Errorf("cluster: reading the workers: %w", err)
 	}
-	w.checkpoints, err = jetstreamstore.New(ctx, js, jetstreamstore.Config{Bucket: CheckpointBucket(cfg.Pipeline), Replicas: replicas})
+	err = jsretry.Do(ctx, cfg.Logger, "opening the checkpoint store", func() (err error) {
+		w.checkpoints, err = jetstreamstore.New(ctx, js, jetstreamstore.Config{Bucket: CheckpointBucket(cfg.Pipeline), Replicas: replicas})
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/sensorstorm/sensorstorm/internal/jsretry"
 	"github.com/sensorstorm/sensorstorm/topology/edge"
 )
 
@@ -265,7 +266,7 @@ func (o *outlet) Send(ctx context.Context, b *edge.Batch, done func(error)) erro
 // until it comes, p's context ends or Config.RetryFor passed.
 func (o *outlet) publishSync(p *pending) error {
 	t := o.t
-	b := backoff{min: retryMin, max: retryMax}
+	b := jsretry.Backoff{}
 	for {
 		if t.fence.up() {
 			return ErrFenced
@@ -284,7 +285,7 @@ func (o *outlet) publishSync(p *pending) error {
 			return fmt.Errorf("%w: gave up after %s: %w", ErrPublishFailed, t.cfg.RetryFor, err)
 		}
 		t.cfg.Logger.Warn("publish failed: trying again", "subject", o.subject, "number", p.number, "err", err)
-		if err := b.wait(p.ctx); err != nil {
+		if err := b.Wait(p.ctx); err != nil {
 			return err
 		}
 	}
@@ -314,7 +315,7 @@ func (o *outlet) retryLocked(p *pending, err error) {
 // left.
 func (o *outlet) publishFailed() {
 	t := o.t
-	b := backoff{min: retryMin, max: retryMax}
+	b := jsretry.Backoff{}
 	for {
 		o.mu.Lock()
 		round := o.failed
@@ -364,7 +365,7 @@ func (o *outlet) publishFailed() {
 			}
 		}
 		if len(again) == 0 {
-			b = backoff{min: retryMin, max: retryMax}
+			b = jsretry.Backoff{}
 			continue
 		}
 		t.cfg.Logger.Warn("publish failed: trying again in place", "subject", o.subject, "from", again[0].number, "messages", len(again), "err", first)
@@ -372,7 +373,7 @@ func (o *outlet) publishFailed() {
 		o.failed = append(again, o.failed...)
 		slices.SortFunc(o.failed, func(a, b *pending) int { return cmp.Compare(a.number, b.number) })
 		o.mu.Unlock()
-		if err := b.wait(again[0].ctx); err != nil {
+		if err := b.Wait(again[0].ctx); err != nil {
 			// The run ends: the next round gives every message up.
 			continue
 		}

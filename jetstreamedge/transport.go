@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/sensorstorm/sensorstorm/internal/jsretry"
 	"github.com/sensorstorm/sensorstorm/topology/edge"
 )
 
@@ -271,7 +272,7 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Transport, error) {
 		Storage:   jetstream.FileStorage,
 		Replicas:  cfg.Replicas,
 	}
-	err = retry(ctx, cfg.Logger, "making the stream "+sc.Name, func() (err error) {
+	err = jsretry.Do(ctx, cfg.Logger, "making the stream "+sc.Name, func() (err error) {
 		t.stream, err = js.CreateOrUpdateStream(ctx, sc)
 		return err
 	})
@@ -507,7 +508,7 @@ func (in *inlet) consumerOf(ctx context.Context) (jetstream.Consumer, error) {
 		PinnedTTL:      t.cfg.PinnedTTL,
 	}
 	var cons jetstream.Consumer
-	err := retry(ctx, t.cfg.Logger, "making the consumer "+in.consumer, func() (err error) {
+	err := jsretry.Do(ctx, t.cfg.Logger, "making the consumer "+in.consumer, func() (err error) {
 		cons, err = t.js.CreateOrUpdateConsumer(ctx, StreamName(t.cfg.Pipeline), cfg)
 		return err
 	})
@@ -545,7 +546,7 @@ type puller struct {
 func (p *puller) run(ctx context.Context) {
 	defer close(p.done)
 	in := p.in
-	b := backoff{min: retryMin, max: retryMax}
+	b := jsretry.Backoff{}
 	for {
 		select {
 		case <-ctx.Done():
@@ -568,7 +569,7 @@ func (p *puller) run(ctx context.Context) {
 		}
 		switch {
 		case err == nil:
-			b.next = 0
+			b.Reset()
 			continue
 		case errors.Is(err, nats.ErrConnectionClosed):
 			p.err = fmt.Errorf("jetstreamedge: consumer %s: %w", in.consumer, err)
@@ -580,7 +581,7 @@ func (p *puller) run(ctx context.Context) {
 		if errors.Is(err, jetstream.ErrPinIDMismatch) {
 			continue
 		}
-		if b.wait(ctx) != nil {
+		if b.Wait(ctx) != nil {
 			return
 		}
 	}
