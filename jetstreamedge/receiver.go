@@ -65,6 +65,9 @@ type receiver struct {
 	// it.
 	handed map[uint64]uint64
 	undo   struct{ order, sender, prev uint64 }
+	// asked is committed when the receiver last asked for a checkpoint,
+	// plus one; 0 before it asked.
+	asked uint64
 }
 
 // inFlight is a message taken and not yet acknowledged.
@@ -257,7 +260,25 @@ func (r *receiver) receiveAll(ctx context.Context, msgs []jetstream.Msg) error {
 			return err
 		}
 	}
+	r.askForCheckpoint()
 	return nil
+}
+
+// askForCheckpoint asks the unit for a checkpoint once half of
+// MaxAckPending messages wait for one: the server delivers nothing more
+// past MaxAckPending, and the unit acknowledges only at checkpoints, so
+// waiting for the interval would idle it. It asks once per checkpoint
+// committed.
+func (r *receiver) askForCheckpoint() {
+	r.mu.Lock()
+	ask := len(r.pending) >= max(r.in.t.cfg.MaxAckPending/2, 1) && r.asked != r.committed+1
+	if ask {
+		r.asked = r.committed + 1
+	}
+	r.mu.Unlock()
+	if ask {
+		r.feed.Checkpoint()
+	}
 }
 
 // keep counts m among the messages in progress, kept alive until

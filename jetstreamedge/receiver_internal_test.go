@@ -44,6 +44,7 @@ type modelFeed struct {
 	released syncbuffer.Key
 	ok       bool
 	batches  []modelBatch
+	asked    int // checkpoints asked for
 }
 
 type modelBatch struct {
@@ -62,10 +63,12 @@ func (f *modelFeed) Deliver(_ context.Context, b *edge.Batch, done func(error)) 
 
 func (f *modelFeed) Released() (syncbuffer.Key, bool) { return f.released, f.ok }
 
+func (f *modelFeed) Checkpoint() { f.asked++ }
+
 // newTestReceiver returns the receiver of a unit that restored the
 // checkpoint at position pos (nil: none), feeding feed.
 func newTestReceiver(t testing.TB, pos []byte, feed edge.Feed) *receiver {
-	tr := &Transport{cfg: Config{DedupWindow: 1 << 10, Logger: slog.New(slog.DiscardHandler)}}
+	tr := &Transport{cfg: Config{DedupWindow: 1 << 10, MaxAckPending: 4, Logger: slog.New(slog.DiscardHandler)}}
 	in := &inlet{t: tr, consumer: "unit"}
 	require.NoError(t, in.Resume(pos))
 	r := newReceiver(in, feed, &catchUp{})
@@ -266,4 +269,42 @@ func TestReceiverTakesAMessageDeliveredAgainInProgressOnce(t *testing.T) {
 	require.Empty(t, r.pending)
 	require.Empty(t, r.bySeq)
 	require.True(t, r.keep(&testMsg{seq: 7, data: data}), "a delivery after the acknowledgement is new")
+}
+
+// A consumer delivers nothing past MaxAckPending messages unacknowledged,
+// and a unit acknowledges only at checkpoints: once half of them wait, the
+// receiver asks for a checkpoint rather than idle until the interval;
+// once per checkpoint committed.
+func TestReceiverAsksForACheckpointHalfWayToMaxAckPending(t *testing.T) {
+	ctx := context.Background()
+	feed := &modelFeed{}
+	r := newTestReceiver(t, nil, feed)
+	var enc encoder
+	deliver := func(n int) {
+		for range n {
+			number := r.delivered + 1
+			b := edge.Batch{Items: []edge.Item{{Particle: particle.Particle{Time: int64(number), Origin: 1, Seq: number, Measurement: "m"}}}}
+			data, err := enc.appendBatch(nil, stamp{sender: 1, number: number}, &b)
+			require.NoError(t, err)
+			m := &testMsg{seq: number, data: data}
+			r.keep(m)
+			require.NoError(t, r.receiveAll(ctx, []jetstream.Msg{m}))
+		}
+	}
+	deliver(1)
+	require.Zero(t, feed.asked, "one of four waits")
+	deliver(1)
+	require.Equal(t, 1, feed.asked, "two of four wait")
+	deliver(1)
+	require.Equal(t, 1, feed.asked, "asked once until a checkpoint commits")
+	for _, b := range feed.batches {
+		b.done(nil)
+	}
+	pos, err := r.in.Position(r.delivered)
+	require.NoError(t, err)
+	r.in.Committed(pos)
+	r.settle()
+	require.Empty(t, r.pending)
+	deliver(2)
+	require.Equal(t, 2, feed.asked, "asked again after the commit")
 }

@@ -77,6 +77,8 @@ func (r *releases) finished(items []edge.Item) {
 	}
 }
 
+func (r *releases) Checkpoint() {}
+
 func (r *releases) Released() (syncbuffer.Key, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

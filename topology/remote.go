@@ -237,10 +237,15 @@ func (f *feed) Deliver(ctx context.Context, rb *edge.Batch, done func(error)) er
 // blocked asks the unit for a checkpoint when Deliver waits for unfinished
 // batches: those whose inputs a window holds finish with it.
 func (f *feed) blocked() error {
+	f.Checkpoint()
+	return nil
+}
+
+// Checkpoint implements edge.Feed.
+func (f *feed) Checkpoint() {
 	if u := f.b.unit; u != nil {
 		u.request()
 	}
-	return nil
 }
 
 // failAll fails the trees of the batches delivered and not finished. The

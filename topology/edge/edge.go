@@ -154,6 +154,12 @@ type Feed interface {
 	// batch is still in progress; one delivered from now on with a key
 	// before it is late or behind, never processed in order.
 	Released() (syncbuffer.Key, bool)
+	// Checkpoint asks for a checkpoint of the unit (Resumer) soon, rather
+	// than at its interval: the Inlet holds many batches that it lets go
+	// of only once a checkpoint after them committed (a JetStream
+	// consumer delivers nothing more past its bound of messages not
+	// acknowledged).
+	Checkpoint()
 }
 
 // Batch is a batch between instances in transit across processes:
