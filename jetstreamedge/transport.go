@@ -190,8 +190,9 @@ type Stats struct {
 // handing the unit over, keeps its messages in progress: the worker pinned
 // next waits for them only until its catch-up bound, and does not get
 // them; pinned again later, it waits for the messages the other
-// acknowledged as for a gap, and skips them only after that wait. A
-// publish stored only after its receiver started the sender's count
+// acknowledged as for a gap, and after that wait starts again from the
+// newest checkpoint, which the other committed before it acknowledged
+// them. A publish stored only after its receiver started the sender's count
 // (tried again while the unit moved, or while the receiver started) is
 // handed on when it comes, late.
 type Transport struct {
