@@ -14,6 +14,7 @@ import (
 
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
+	"github.com/sensorstorm/sensorstorm/state"
 )
 
 // SinkStats counts what a Sink did. The counters are safe to read while it
@@ -281,6 +282,52 @@ func (s *Sink) settle(ctx context.Context, out operation.Emitter, wait bool) err
 		}
 	}
 }
+
+var _ operation.Snapshotter = (*Sink)(nil)
+
+// Snapshot implements operation.Snapshotter: at a checkpoint's barrier it
+// waits until the broker confirmed every publication made so far, and
+// keeps nothing. With checkpoints, an input is acknowledged once a
+// checkpoint after it completes, not once its publication is confirmed:
+// one still unconfirmed at the commit would be lost with the process, as
+// a file's unwritten bytes would without the file sink's fsync at the
+// barrier. A publication that failed, or that the broker did not confirm
+// within PublishTimeout, fails the checkpoint: settle publishes it again,
+// and the next checkpoint waits for it.
+func (s *Sink) Snapshot(*state.Writer) error {
+	s.mu.Lock()
+	var pubs []publication
+	for _, ps := range s.pending {
+		pubs = append(pubs, ps...)
+	}
+	s.mu.Unlock()
+	for _, p := range pubs {
+		done := p.tok.Done()
+		select {
+		case <-done:
+		default:
+			timer := time.NewTimer(max(p.deadline.Sub(s.cfg.Wall.Now()), 0))
+			select {
+			case <-done:
+			case <-timer.C:
+			}
+			timer.Stop()
+		}
+		select {
+		case <-done:
+		default:
+			return fmt.Errorf("mqtt sink: publication to %s: %w", p.topic, ErrPublishTimeout)
+		}
+		if err := p.tok.Error(); err != nil {
+			return fmt.Errorf("mqtt sink: publication to %s: %w", p.topic, err)
+		}
+	}
+	return nil
+}
+
+// Restore implements operation.Snapshotter: the sink keeps no state; what
+// it published after the checkpoint, the restored run publishes again.
+func (s *Sink) Restore(*state.Reader) error { return nil }
 
 // payload encodes p. s.mu is held.
 func (s *Sink) payload(p *particle.Particle) ([]byte, error) {
