@@ -33,7 +33,8 @@ type logTransport struct {
 	logs      []*batchLog
 	flushing  []*batchLog
 	// early counts the checkpoints of bolt's units that committed while
-	// a batch sent to flushed before their cut was not durable.
+	// a batch sent to flushed before their cut was not durable, of
+	// commits.
 	early, commits int
 }
 
@@ -143,10 +144,14 @@ func (l *batchLog) Position(delivered uint64) ([]byte, error) {
 			pos = binary.AppendUvarint(pos, uint64(i))
 		}
 	}
-	if l.cuts == nil {
-		l.cuts = map[string]int{}
+	if !l.deferred {
+		// Of a unit that sends to the bolt flushed; the logs of that
+		// bolt's own units are what it sends to.
+		if l.cuts == nil {
+			l.cuts = map[string]int{}
+		}
+		l.cuts[string(pos)] = sent
 	}
-	l.cuts[string(pos)] = sent
 	return pos, nil
 }
 
@@ -155,12 +160,14 @@ func (l *batchLog) Committed(pos []byte) {
 	_, durable := l.lt.downstream()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.lt.mu.Lock()
-	l.lt.commits++
-	if durable < l.cuts[string(pos)] {
-		l.lt.early++
+	if !l.deferred {
+		l.lt.mu.Lock()
+		l.lt.commits++
+		if durable < l.cuts[string(pos)] {
+			l.lt.early++
+		}
+		l.lt.mu.Unlock()
 	}
-	l.lt.mu.Unlock()
 	l.committed = max(l.committed, delivered)
 	l.settleLocked()
 }
