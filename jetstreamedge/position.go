@@ -132,7 +132,8 @@ func (in *inlet) Position(delivered uint64) ([]byte, error) {
 	rs := &in.resume
 	rs.mu.Lock()
 	r := rs.current
-	senders := maps.Clone(rs.senders)
+	// Resume replaces the map, never changes it.
+	senders := rs.senders
 	set := map[uint64]bool{}
 	for _, s := range rs.acked {
 		set[s] = true

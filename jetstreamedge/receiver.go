@@ -93,11 +93,9 @@ func newReceiver(in *inlet, feed edge.Feed, c *catchUp) *receiver {
 	}
 }
 
-// hand notes that the message stamped st is handed on, delivered as the
-// delivered-th if delivered is not 0.
-func (r *receiver) hand(st stamp, delivered uint64) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+// handLocked notes that the message stamped st is handed on, delivered as
+// the delivered-th if delivered is not 0. r.mu is held.
+func (r *receiver) handLocked(st stamp, delivered uint64) {
 	prev := r.handed[st.sender]
 	if st.number >= prev {
 		r.handed[st.sender] = st.number + 1
@@ -134,7 +132,9 @@ func (r *receiver) receive(ctx context.Context, m jetstream.Msg) error {
 		// Its particles are in the state the unit restored.
 		t.stats.Duplicates.Add(1)
 		if stErr == nil {
-			r.hand(st, 0)
+			r.mu.Lock()
+			r.handLocked(st, 0)
+			r.mu.Unlock()
 		}
 		r.forget(m)
 		if t.fence.up() {
@@ -161,8 +161,7 @@ func (r *receiver) receive(ctx context.Context, m jetstream.Msg) error {
 	}
 	r.delivered++
 	r.b.Position = r.delivered
-	r.hand(st, r.delivered)
-	ids := r.dropCopies(m)
+	ids := r.dropCopies(m, st)
 	err = r.feed.Deliver(ctx, &r.b, func(err error) { r.finished(m, ids, err) })
 	clear(r.b.Items)
 	return err
@@ -343,11 +342,13 @@ func (r *receiver) forget(m jetstream.Msg) {
 
 // dropCopies removes from r.b the data particles already received and
 // those before the position the unit's restored state released up to,
-// and returns the identities it added. Meta particles stay: the engine
+// and returns the identities it added; it notes the message, stamped st,
+// handed on as the latest delivered. Meta particles stay: the engine
 // handles each identity once itself.
-func (r *receiver) dropCopies(m jetstream.Msg) []identity {
+func (r *receiver) dropCopies(m jetstream.Msg, st stamp) []identity {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.handLocked(st, r.delivered)
 	f := r.pending[m]
 	if f == nil {
 		f = &inFlight{}
