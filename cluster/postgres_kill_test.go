@@ -23,12 +23,18 @@ import (
 // into table instead of its file, and returns the pipeline's file.
 func roomsToTable(t *testing.T, dir, speed, table string) string {
 	t.Helper()
+	return roomsWithSink(t, dir, speed, fmt.Sprintf("sink: {postgres: {url: %q, table: %s}}", pgtest.URL(), table))
+}
+
+// roomsWithSink writes issue 27's pipeline into dir with sink instead of
+// its file sink, and returns the pipeline's file.
+func roomsWithSink(t *testing.T, dir, speed, sink string) string {
+	t.Helper()
 	file := roomsPipeline(t, dir, speed)
 	spec, err := os.ReadFile(file)
 	require.NoError(t, err)
-	sink := fmt.Appendf(nil, "sink: {postgres: {url: %q, table: %s}}", pgtest.URL(), table)
-	spec = bytes.Replace(spec, []byte("sink: {file: out.lp, precision: s}"), sink, 1)
-	require.Contains(t, string(spec), table)
+	spec = bytes.Replace(spec, []byte("sink: {file: out.lp, precision: s}"), []byte(sink), 1)
+	require.Contains(t, string(spec), sink)
 	require.NoError(t, os.WriteFile(file, spec, 0o644))
 	return file
 }

@@ -10,6 +10,9 @@ import (
 // failures; what is emitted is dropped. It is not safe for concurrent use.
 type Emitter struct {
 	next operation.Anchor
+	// Checkpointed makes Hold return anchors of a run that takes
+	// checkpoints (operation.Anchor.Checkpointed).
+	Checkpointed bool
 	// Acked counts the Acks; Failed holds the errors of the Fails.
 	Acked  int
 	Failed []error
@@ -24,7 +27,13 @@ func (e *Emitter) Emit(particle.Particle) {}
 func (e *Emitter) EmitAnchored(particle.Particle, ...operation.Anchor) {}
 
 // Hold implements operation.Emitter: each call returns a new anchor.
-func (e *Emitter) Hold() operation.Anchor { e.next++; return e.next }
+func (e *Emitter) Hold() operation.Anchor {
+	e.next++
+	if e.Checkpointed {
+		return e.next | operation.CheckpointedAnchor
+	}
+	return e.next
+}
 
 // Ack implements operation.Emitter.
 func (e *Emitter) Ack(operation.Anchor) { e.Acked++ }

@@ -188,3 +188,17 @@ type Snapshotter interface {
 	// that has processed nothing. An error leaves it unusable.
 	Restore(r *state.Reader) error
 }
+
+// Committer is implemented by Snapshotters whose effect outside the run
+// must wait for the checkpoint that holds it: a sink that cannot take back
+// what it wrote (an MQTT broker) keeps it in its snapshot and writes it
+// once Committed says the checkpoint is complete, so that a restore
+// neither loses it nor writes it twice.
+type Committer interface {
+	// Committed tells that a checkpoint holding every snapshot the
+	// operation took before is complete: checkpoints that failed are
+	// covered by the next one to complete. It is called from the run's
+	// checkpoint goroutine, concurrently with the instance's calls, once
+	// per instance the operation serves, and must not block.
+	Committed()
+}

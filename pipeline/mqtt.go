@@ -231,8 +231,23 @@ func (d *decoder) checkMQTT(p *Pipeline) {
 	for _, b := range p.Bolts {
 		if b.Sink != nil && b.Sink.MQTT != nil {
 			claim("client id", b.Sink.MQTT.ClientID, fmt.Sprintf("bolt %q", b.Name), b.pos)
+			if p.Checkpoints.Dir != "" {
+				if err := stagedSinkInstances(b); err != nil {
+					d.failAt(b.pos, "%v", err)
+				}
+			}
 		}
 	}
+}
+
+// stagedSinkInstances reports an MQTT sink bolt that publishes at
+// checkpoints with more than one instance: each would take its snapshot
+// at its own point of the stream.
+func stagedSinkInstances(b Bolt) error {
+	if b.Sink == nil || b.Sink.MQTT == nil || b.Sink.MQTT.AtLeastOnce || b.Parallelism <= 1 {
+		return nil
+	}
+	return fmt.Errorf("bolt %q: parallelism %d: an mqtt sink publishes at checkpoints from one instance; remove parallelism, or set at_least_once: true to publish at once and again after a restore", b.Name, b.Parallelism)
 }
 
 // Live reports whether the pipeline reads MQTT feeds, which run on the
@@ -246,12 +261,13 @@ func (p *Pipeline) Live() bool {
 	return false
 }
 
-// CheckCluster reports the sources that cannot run on a cluster of
+// CheckCluster reports the components that cannot run on a cluster of
 // workers: http sources, whose address and spool are one machine's, and
 // MQTT sources in mode spool, whose acknowledged messages wait in one
 // worker's spool, where the worker taking the instance over cannot replay
-// them. On a cluster, mode tree acknowledges a message once JetStream
-// holds its particles.
+// them; and MQTT sinks of several instances that publish at checkpoints,
+// which a cluster always takes. On a cluster, mode tree acknowledges a
+// message once JetStream holds its particles.
 func (p *Pipeline) CheckCluster() error {
 	var errs []error
 	for _, s := range p.Sources {
@@ -264,6 +280,11 @@ func (p *Pipeline) CheckCluster() error {
 		}
 		if err != nil {
 			errs = append(errs, &Error{File: p.File, Line: s.pos.line, Column: s.pos.col, Err: err})
+		}
+	}
+	for _, b := range p.Bolts {
+		if err := stagedSinkInstances(b); err != nil {
+			errs = append(errs, &Error{File: p.File, Line: b.pos.line, Column: b.pos.col, Err: err})
 		}
 	}
 	return errors.Join(errs...)

@@ -91,3 +91,30 @@ func TestParseMQTTBacklog(t *testing.T) {
 	_, err = pipeline.Parse([]byte(strings.Replace(yml, "min_free_bytes", "memory_records", 1)), "p.yaml")
 	assert.ErrorContains(t, err, "memory_records", "only the quota's keys are settable")
 }
+
+// An MQTT sink that publishes at checkpoints has one instance: several
+// would take their snapshots at different points of the stream.
+func TestParseMQTTSinkInstancesWithCheckpoints(t *testing.T) {
+	parallel := strings.Replace(goodMQTT, "  - name: publish\n", "  - name: publish\n    parallelism: 2\n", 1)
+	const want = `bolt "publish": parallelism 2: an mqtt sink publishes at checkpoints from one instance`
+	for _, tc := range []struct {
+		name, src string
+		err       bool
+	}{
+		{"with checkpoints", "checkpoints: {dir: ckpt}\n" + parallel, true},
+		{"at least once", "checkpoints: {dir: ckpt}\n" + strings.Replace(parallel, "qos: 1}", "qos: 1, at_least_once: true}", 1), false},
+		{"without checkpoints", parallel, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := pipeline.Parse([]byte(tc.src), "p.yaml")
+			if tc.err {
+				assert.ErrorContains(t, err, want)
+				return
+			}
+			assert.NoError(t, err)
+		})
+	}
+	p, err := pipeline.Parse([]byte(parallel), "p.yaml")
+	require.NoError(t, err)
+	assert.ErrorContains(t, p.CheckCluster(), want, "a cluster always takes checkpoints")
+}

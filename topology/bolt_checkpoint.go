@@ -195,7 +195,7 @@ func (b *boltInstance) maybeCompleteCheckpoint() {
 	if c.waiting != 0 {
 		return
 	}
-	rep := ckptReport{id: c.id, instance: b.instanceName(), snapshot: withChannel(c.snapshot, c.recorded, c.channel), acks: c.cut, err: c.snapErr}
+	rep := ckptReport{id: c.id, instance: b.instanceName(), snapshot: withChannel(c.snapshot, c.recorded, c.channel), acks: c.cut, err: c.snapErr, committer: b.caps.commit}
 	c.cut, c.snapshot, c.waiting = ackOps{}, nil, -1
 	b.coordinator().send(rep)
 }
@@ -215,7 +215,7 @@ func (b *boltInstance) finalShare(ctx context.Context) {
 	snap, err := b.snapshot(ctx)
 	acks := b.ckpt.deferred
 	b.ckpt.deferred = ackOps{}
-	b.coordinator().end(ckptReport{instance: b.instanceName(), snapshot: withChannel(snap, 0, state.NewWriter(nil)), acks: acks, err: err})
+	b.coordinator().end(ckptReport{instance: b.instanceName(), snapshot: withChannel(snap, 0, state.NewWriter(nil)), acks: acks, err: err, committer: b.caps.commit})
 }
 
 // inputEnded counts an input that ended as arrived for the checkpoint in

@@ -17,6 +17,7 @@ type capabilities struct {
 	tick      operation.TickHandler
 	flush     operation.Flusher
 	snapshot  operation.Snapshotter
+	commit    operation.Committer
 	span      operation.Spanner
 }
 
@@ -34,6 +35,7 @@ func capabilitiesOf(op operation.Operation) capabilities {
 	c.tick, _ = op.(operation.TickHandler)
 	c.flush, _ = op.(operation.Flusher)
 	c.snapshot, _ = op.(operation.Snapshotter)
+	c.commit, _ = op.(operation.Committer)
 	c.span, _ = op.(operation.Spanner)
 	return c
 }
@@ -47,7 +49,7 @@ func (c capabilities) names() []string {
 	}{
 		{"MetaHandler", c.meta != nil}, {"WatermarkHandler", c.watermark != nil}, {"OutputHolder", c.hold != nil},
 		{"TickHandler", c.tick != nil}, {"Flusher", c.flush != nil}, {"Snapshotter", c.snapshot != nil},
-		{"Spanner", c.span != nil},
+		{"Committer", c.commit != nil}, {"Spanner", c.span != nil},
 	} {
 		if h.has {
 			names = append(names, h.name)

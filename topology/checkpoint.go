@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sensorstorm/sensorstorm/checkpoint"
+	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/state"
 	"github.com/sensorstorm/sensorstorm/topology/edge"
 )
@@ -115,14 +116,16 @@ func (t *Topology) Checkpoints() CheckpointStats {
 
 // ckptReport is what one instance contributes to a checkpoint: a bolt
 // instance's snapshot and the acknowledgements it deferred to the
-// checkpoint, or a source instance's position.
+// checkpoint, or a source instance's position. committer is the
+// operation that took the snapshot, if it waits for the commit.
 type ckptReport struct {
-	id       uint64
-	instance string
-	snapshot []byte
-	acks     ackOps
-	source   *sourcePosition
-	err      error
+	id        uint64
+	instance  string
+	snapshot  []byte
+	acks      ackOps
+	source    *sourcePosition
+	err       error
+	committer operation.Committer
 }
 
 // sourcePosition is where a source instance was at a checkpoint.
@@ -347,6 +350,11 @@ func (c *coordinator) take(ctx context.Context) error {
 	}
 	if c.feed != nil {
 		c.feed.resumer.Committed(shares[c.feed.instanceName()].source.own)
+	}
+	for _, rep := range shares {
+		if rep.committer != nil {
+			rep.committer.Committed()
+		}
 	}
 	now := c.r.cfg.Wall.Now()
 	c.mu.Lock()

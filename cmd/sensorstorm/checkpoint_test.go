@@ -186,14 +186,17 @@ func lastLines(s string, n int) string {
 
 // TestRunCheckpointedRecordingKilled replays the shipped recording through
 // three stages with state (resampling per mote, alignment of the motes,
-// ten-minute means) into a file and a PostgreSQL table, kills the process
-// with SIGKILL at random moments and starts it again each time: the file
-// holds the bytes and the table the rows of a run never killed.
+// ten-minute means) into a file, a PostgreSQL table and an MQTT broker,
+// kills the process with SIGKILL at random moments and starts it again
+// each time: the file holds the bytes, the table the rows and the broker
+// got the messages of a run never killed, each once.
 func TestRunCheckpointedRecordingKilled(t *testing.T) {
 	ctx := context.Background()
 	const schema = "test_run_checkpointed_kill"
 	conn := pgtest.Schema(t, schema)
 	bin := buildBinary(t)
+	broker := mosquittotest.Start(t, mosquittotest.Config{})
+	messages := broker.Subscribe(t, "results", "results/#")
 	recording, err := filepath.Abs("../../testdata/library1-r1.lp")
 	require.NoError(t, err)
 	pipelineFile := func(dir, table, checkpoints string) string {
@@ -223,7 +226,11 @@ bolts:
     input: {from: mean, grouping: global}
     sink:
       postgres: {url: %q, table: %s.%s}
-`, recording, checkpoints, pgtest.URL(), schema, table), 0o644))
+  - name: broker
+    input: {from: mean, grouping: global}
+    sink:
+      mqtt: {broker: %[6]s, topic: results/%[5]s}
+`, recording, checkpoints, pgtest.URL(), schema, table, broker.URL()), 0o644))
 		return file
 	}
 	rows := func(table string) string {
@@ -239,6 +246,9 @@ bolts:
 	require.NoError(t, err, "%s", out)
 	want, wantRows := readFile(t, filepath.Join(whole, "out.lp")), rows("whole")
 	require.NotEmpty(t, want)
+	wantMessages := strings.Count(want, "\n")
+	require.Eventually(t, func() bool { return len(messages.Payloads("results/whole")) == wantMessages }, 10*time.Second, 10*time.Millisecond,
+		"%d of %d messages", len(messages.Payloads("results/whole")), wantMessages)
 
 	killed := t.TempDir()
 	file := pipelineFile(killed, "killed", "checkpoints: {dir: checkpoints, interval: 100ms}")
@@ -278,6 +288,10 @@ bolts:
 	require.Positive(t, restores, "a restarted run restored a checkpoint")
 	assert.Equal(t, want, readFile(t, filepath.Join(killed, "out.lp")), "the file")
 	assert.Equal(t, wantRows, rows("killed"), "the table's rows")
+	// The restored runs publish what the checkpoints committed and the
+	// broker does not have yet.
+	require.Eventually(t, func() bool { return len(messages.Payloads("results/killed")) >= wantMessages }, 10*time.Second, 10*time.Millisecond)
+	assert.Equal(t, messages.Payloads("results/whole"), messages.Payloads("results/killed"), "the messages, each once, in order")
 }
 
 // TestRunCheckpointedHTTPWrites counts ten-minute windows of readings

@@ -33,6 +33,7 @@ const (
 	DefaultJSONTimeFormat       = "rfc3339"
 	DefaultSinkMaxInflight      = 256
 	DefaultPublishTimeout       = 30 * time.Second
+	DefaultCommitTopic          = "sensorstorm/commits"
 	DefaultDisconnectQuiesce    = 250 * time.Millisecond
 )
 
@@ -423,6 +424,17 @@ type SinkConfig struct {
 	// broker failing (operation.ErrDestination): the input stays held,
 	// never failed. Defaults to DefaultPublishTimeout.
 	PublishTimeout time.Duration `yaml:"publish_timeout"`
+	// AtLeastOnce publishes at once even when the run takes checkpoints,
+	// rather than once the checkpoint holding a publication completes:
+	// output comes without the checkpoints' delay, and what was
+	// published after the checkpoint a run is restored from is
+	// published again. Defaults to false.
+	AtLeastOnce bool `yaml:"at_least_once"`
+	// CommitTopic is the topic under which a sink that publishes at
+	// checkpoints keeps, retained, the mark of what it published: one
+	// message per run, on CommitTopic/RUN. Defaults to
+	// DefaultCommitTopic.
+	CommitTopic string `yaml:"commit_topic"`
 }
 
 // DefaultClientID returns prefix-hostname: stable across restarts, so that
@@ -584,6 +596,9 @@ func (c *SinkConfig) setDefaults() {
 	if c.PublishTimeout == 0 {
 		c.PublishTimeout = DefaultPublishTimeout
 	}
+	if c.CommitTopic == "" {
+		c.CommitTopic = DefaultCommitTopic
+	}
 }
 
 // Validate reports every invalid field.
@@ -600,6 +615,9 @@ func (c *SinkConfig) Validate() error {
 	}
 	if c.MaxInflight < 1 || c.PublishTimeout < 0 {
 		errs = append(errs, errors.New("max inflight must be positive, publish timeout not negative"))
+	}
+	if strings.ContainsAny(c.CommitTopic, "+#\x00") || strings.HasPrefix(c.CommitTopic, "$") {
+		errs = append(errs, fmt.Errorf("commit topic %q: with wildcards, NUL or a leading $", c.CommitTopic))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("mqtt: invalid sink config: %w", err)

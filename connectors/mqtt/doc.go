@@ -48,7 +48,9 @@
 //
 // This package is not a broker and does not speak MQTT 5 (no receive
 // maximum, no message expiry). It does not deduplicate what a
-// crash makes it process twice, and its Sink is at least once, not
-// exactly once. [Probe] checks that a broker accepts a connection; it
+// crash makes it process twice. Its Sink is exactly once only with
+// checkpoints, and then but for one moment (a kill between the broker's
+// confirmations and the mark that records them); it cannot fence a
+// process cut off from its cluster that still publishes. [Probe] checks that a broker accepts a connection; it
 // does not subscribe. See DESIGN.md, "MQTT".
 package mqtt

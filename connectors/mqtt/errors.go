@@ -54,6 +54,12 @@ var (
 	// publication in time: the sink publishes it again and the engine
 	// backs off.
 	ErrPublishTimeout = errors.New("mqtt: publish not confirmed in time")
+	// ErrMarkRefused is the cause of a Sink that publishes at
+	// checkpoints stopping because the broker does not let it read the
+	// mark of what it published (SinkConfig.CommitTopic): it refused the
+	// subscription, or dropped the probe published there. Without the
+	// mark the Sink cannot tell what a restore must publish again.
+	ErrMarkRefused = errors.New("mqtt: broker does not let the sink read its commit topic")
 )
 
 // ConnectError reports why a client stopped connecting: the broker

@@ -41,14 +41,21 @@ type SinkStats struct {
 // is bad input: it is counted and rejected (operation.ErrRejected), which
 // the engine dead-letters and acknowledges, never retries.
 //
-// With checkpoints the Sink is at least once, not exactly once: a broker
-// cannot take a publication back, so what it published after the
-// checkpoint a run is restored from is published again by the restored
-// run, with the same particles (the same identities, event times and
-// values), and receivers that deduplicate drop it. It needs no snapshot.
+// With checkpoints the Sink publishes each particle once, although a
+// broker cannot take a publication back: it publishes nothing at once,
+// keeps what it would publish in its snapshot, and publishes it once the
+// checkpoint is complete (operation.Committer), followed by a retained
+// mark on CommitTopic of how far it got; a restored Sink reads the mark
+// and publishes only what is not out. A kill in the moment between the
+// broker's confirmations and the mark gives duplicates of that batch.
+// Output then waits for the checkpoints, and such a Sink serves one bolt
+// instance. With AtLeastOnce it publishes at once instead, and what it
+// published after the checkpoint a run is restored from is published
+// again, with the same particles (the same identities, event times and
+// values), for receivers that deduplicate.
 //
-// One Sink may serve several bolt instances. It connects on the first
-// Process, and Close disconnects.
+// Without checkpoints, one Sink may serve several bolt instances. It
+// connects on the first Process, and Close disconnects.
 type Sink struct {
 	cfg   SinkConfig
 	tmpl  []topicPart
@@ -60,6 +67,7 @@ type Sink struct {
 	conn    *conn
 	enc     particle.Encoder
 	pending map[operation.Emitter][]publication
+	staging *staging
 	closed  bool
 }
 
@@ -67,8 +75,15 @@ type publication struct {
 	tok      paho.Token
 	anchor   operation.Anchor
 	deadline time.Time
-	topic    string
-	payload  []byte
+	msg      outMessage
+}
+
+// outMessage is what a publication publishes.
+type outMessage struct {
+	topic   string
+	payload []byte
+	// mark is the retained, confirmed mark of a staging sink, not output.
+	mark bool
 }
 
 // topicPart is a literal or, with tag set, a tag reference of a topic
@@ -158,14 +173,20 @@ func (s *Sink) Process(ctx context.Context, in particle.Particle, out operation.
 	if err != nil {
 		return err
 	}
-	tok, err := s.publish(ctx, cn, topic, payload)
+	msg := outMessage{topic: topic, payload: payload}
+	a := out.Hold()
+	if a.Checkpointed() && !s.cfg.AtLeastOnce {
+		// The engine acknowledges in at the checkpoint, which holds msg.
+		out.Ack(a)
+		return s.stage(ctx, out, msg)
+	}
+	tok, err := s.publish(ctx, cn, msg)
 	if err != nil {
 		return err
 	}
-	a := out.Hold()
 	s.stats.Published.Add(1)
 	s.mu.Lock()
-	s.pending[out] = append(s.pending[out], publication{tok: tok, anchor: a, deadline: s.cfg.Wall.Now().Add(s.cfg.PublishTimeout), topic: topic, payload: payload})
+	s.pending[out] = append(s.pending[out], publication{tok: tok, anchor: a, deadline: s.cfg.Wall.Now().Add(s.cfg.PublishTimeout), msg: msg})
 	full := len(s.pending[out]) >= s.cfg.MaxInflight
 	s.mu.Unlock()
 	// The input is held now: a failing broker is reported by the next
@@ -176,16 +197,20 @@ func (s *Sink) Process(ctx context.Context, in particle.Particle, out operation.
 	return nil
 }
 
-// publish publishes once connected. paho refuses a publication at once
+// publish publishes m once connected. paho refuses a publication at once
 // while disconnected; one made while connected it keeps, and sends again
 // after a reconnection if need be.
-func (s *Sink) publish(ctx context.Context, cn *conn, topic string, payload []byte) (paho.Token, error) {
+func (s *Sink) publish(ctx context.Context, cn *conn, m outMessage) (paho.Token, error) {
+	qos, retain := s.cfg.QoS.Byte(), s.cfg.Retain
+	if m.mark {
+		qos, retain = max(qos, 1), true
+	}
 	for {
 		cl, err := cn.ready(ctx)
 		if err != nil {
 			return nil, err
 		}
-		tok := cl.Publish(topic, s.cfg.QoS.Byte(), s.cfg.Retain, payload)
+		tok := cl.Publish(m.topic, qos, retain, m.payload)
 		select {
 		case <-tok.Done():
 			if errors.Is(tok.Error(), paho.ErrNotConnected) {
@@ -213,7 +238,14 @@ func (s *Sink) OnTick(ctx context.Context, _ int64, out operation.Emitter) error
 }
 
 // Flush implements operation.Flusher: it waits for every confirmation.
+// A sink that publishes at checkpoints publishes what it staged when it
+// closes, since no checkpoint may follow the end of the stream.
 func (s *Sink) Flush(ctx context.Context, out operation.Emitter) error {
+	s.mu.Lock()
+	if s.staging != nil {
+		s.staging.ended = true
+	}
+	s.mu.Unlock()
 	return s.settle(ctx, out, true)
 }
 
@@ -258,7 +290,7 @@ func (s *Sink) settle(ctx context.Context, out operation.Emitter, wait bool) err
 			}
 			failed = err
 			if ctx.Err() == nil {
-				if tok, perr := s.publish(ctx, s.conn, p.topic, p.payload); perr == nil {
+				if tok, perr := s.publish(ctx, s.conn, p.msg); perr == nil {
 					s.stats.Republished.Add(1)
 					p.tok, p.deadline = tok, s.cfg.Wall.Now().Add(s.cfg.PublishTimeout)
 				} else {
@@ -283,18 +315,43 @@ func (s *Sink) settle(ctx context.Context, out operation.Emitter, wait bool) err
 	}
 }
 
-var _ operation.Snapshotter = (*Sink)(nil)
+var (
+	_ operation.Snapshotter = (*Sink)(nil)
+	_ operation.Committer   = (*Sink)(nil)
+)
 
-// Snapshot implements operation.Snapshotter: at a checkpoint's barrier it
-// waits until the broker confirmed every publication made so far, and
-// keeps nothing. With checkpoints, an input is acknowledged once a
-// checkpoint after it completes, not once its publication is confirmed:
-// one still unconfirmed at the commit would be lost with the process, as
-// a file's unwritten bytes would without the file sink's fsync at the
-// barrier. A publication that failed, or that the broker did not confirm
-// within PublishTimeout, fails the checkpoint: settle publishes it again,
-// and the next checkpoint waits for it.
-func (s *Sink) Snapshot(*state.Writer) error {
+// Snapshot implements operation.Snapshotter. A sink that publishes at
+// checkpoints writes what it staged and has not yet published; the
+// checkpoint's Committed lets it go out.
+//
+// With AtLeastOnce, it waits until the broker confirmed every
+// publication made so far. With checkpoints, an input is acknowledged
+// once a checkpoint after it completes, not once its publication is
+// confirmed: one still unconfirmed at the commit would be lost with the
+// process, as a file's unwritten bytes would without the file sink's
+// fsync at the barrier. A publication that failed, or that the broker
+// did not confirm within PublishTimeout, fails the checkpoint: settle
+// publishes it again, and the next checkpoint waits for it.
+func (s *Sink) Snapshot(w *state.Writer) error {
+	if err := s.awaitPending(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w.PutUvarint(stagingVersion)
+	if s.staging == nil {
+		w.PutString("")
+		w.PutUvarint(0)
+		w.PutLen(0)
+		return nil
+	}
+	s.staging.snapshot(w)
+	return nil
+}
+
+// awaitPending waits until the broker confirmed every publication made
+// at once.
+func (s *Sink) awaitPending() error {
 	s.mu.Lock()
 	var pubs []publication
 	for _, ps := range s.pending {
@@ -316,18 +373,28 @@ func (s *Sink) Snapshot(*state.Writer) error {
 		select {
 		case <-done:
 		default:
-			return fmt.Errorf("mqtt sink: publication to %s: %w", p.topic, ErrPublishTimeout)
+			return fmt.Errorf("mqtt sink: publication to %s: %w", p.msg.topic, ErrPublishTimeout)
 		}
 		if err := p.tok.Error(); err != nil {
-			return fmt.Errorf("mqtt sink: publication to %s: %w", p.topic, err)
+			return fmt.Errorf("mqtt sink: publication to %s: %w", p.msg.topic, err)
 		}
 	}
 	return nil
 }
 
-// Restore implements operation.Snapshotter: the sink keeps no state; what
-// it published after the checkpoint, the restored run publishes again.
-func (s *Sink) Restore(*state.Reader) error { return nil }
+// Restore implements operation.Snapshotter: what the snapshot staged is
+// published at once, after the sink read the mark of what is out
+// already. With AtLeastOnce, what it published after the checkpoint, the
+// restored run publishes again.
+func (s *Sink) Restore(r *state.Reader) error {
+	if r.Len() == 0 {
+		return nil // written by a version that staged nothing
+	}
+	if v := r.ReadUvarint(); v != stagingVersion {
+		return fmt.Errorf("%w: mqtt sink: state version %d, want %d", state.ErrMalformed, v, stagingVersion)
+	}
+	return s.restoreStaging(r)
+}
 
 // payload encodes p. s.mu is held.
 func (s *Sink) payload(p *particle.Particle) ([]byte, error) {
@@ -385,13 +452,20 @@ func (s *Sink) connection() (*conn, error) {
 	return cn, nil
 }
 
-// Close disconnects. The engine calls it after Flush.
+// Close publishes what checkpoints committed (and, once the stream
+// ended, everything staged), within PublishTimeout of the last
+// confirmation, and disconnects. The engine calls it after Flush.
 func (s *Sink) Close() error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.closed && s.conn != nil {
-		s.conn.stop()
-	}
+	closed, cn := s.closed, s.conn
 	s.closed = true
-	return nil
+	s.mu.Unlock()
+	if closed {
+		return nil
+	}
+	err := s.closeStaging()
+	if cn != nil {
+		cn.stop()
+	}
+	return err
 }

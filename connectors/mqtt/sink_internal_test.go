@@ -10,6 +10,7 @@ import (
 	"github.com/sensorstorm/sensorstorm/connectors/mqtt/mosquittotest"
 	"github.com/sensorstorm/sensorstorm/connectortest"
 	"github.com/sensorstorm/sensorstorm/particle"
+	"github.com/sensorstorm/sensorstorm/state"
 )
 
 // A checkpoint's snapshot of the sink returns only once the broker
@@ -26,7 +27,7 @@ func TestSinkSnapshotWaitsForConfirmations(t *testing.T) {
 			Fields: []particle.Field{{Key: "v", Value: particle.Int(int64(i))}}}
 		require.NoError(t, s.Process(context.Background(), p, out))
 	}
-	require.NoError(t, s.Snapshot(nil))
+	require.NoError(t, s.Snapshot(state.NewWriter(nil)))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, pubs := range s.pending {
@@ -35,7 +36,7 @@ func TestSinkSnapshotWaitsForConfirmations(t *testing.T) {
 			case <-p.tok.Done():
 				require.NoError(t, p.tok.Error())
 			default:
-				t.Fatalf("publication to %s unconfirmed after the snapshot", p.topic)
+				t.Fatalf("publication to %s unconfirmed after the snapshot", p.msg.topic)
 			}
 		}
 	}
@@ -54,6 +55,6 @@ func (p pendingToken) Error() error                   { return nil }
 func TestSinkSnapshotFailsOnAnUnconfirmedPublication(t *testing.T) {
 	s, err := NewSink(SinkConfig{ConnConfig: ConnConfig{Brokers: []string{"tcp://127.0.0.1:1"}}, Topic: "results", PublishTimeout: 50 * time.Millisecond})
 	require.NoError(t, err)
-	s.pending[nil] = []publication{{tok: pendingToken{done: make(chan struct{})}, topic: "results", deadline: s.cfg.Wall.Now().Add(s.cfg.PublishTimeout)}}
-	require.ErrorIs(t, s.Snapshot(nil), ErrPublishTimeout)
+	s.pending[nil] = []publication{{tok: pendingToken{done: make(chan struct{})}, msg: outMessage{topic: "results"}, deadline: s.cfg.Wall.Now().Add(s.cfg.PublishTimeout)}}
+	require.ErrorIs(t, s.Snapshot(state.NewWriter(nil)), ErrPublishTimeout)
 }
