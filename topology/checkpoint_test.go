@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/sensorstorm/sensorstorm/checkpoint"
 	"github.com/sensorstorm/sensorstorm/operation"
 	"github.com/sensorstorm/sensorstorm/particle"
+	"github.com/sensorstorm/sensorstorm/state"
 	"github.com/sensorstorm/sensorstorm/streamclock"
 	"github.com/sensorstorm/sensorstorm/syncbuffer"
 	"github.com/sensorstorm/sensorstorm/topology"
@@ -277,4 +279,84 @@ func TestCheckpointsLetAQuietFeedCloseItsWindow(t *testing.T) {
 	stopClock()
 	require.NoError(t, <-done)
 	require.Equal(t, []string{"sum n=5i,sum=10i 1767225601\n"}, out.lines)
+}
+
+// committingSink counts what it processed; at Committed it records the
+// newest complete checkpoint of its store and how many particles the
+// snapshots so far held.
+type committingSink struct {
+	store checkpoint.Store
+
+	mu        sync.Mutex
+	processed int
+	sealed    int
+	commits   []commitSeen
+}
+
+// commitSeen is what a committingSink saw at a Committed call.
+type commitSeen struct {
+	checkpoint uint64
+	sealed     int
+}
+
+func (s *committingSink) Process(context.Context, particle.Particle, operation.Emitter) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.processed++
+	return nil
+}
+
+func (s *committingSink) Snapshot(w *state.Writer) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sealed = s.processed
+	w.PutUvarint(uint64(s.processed))
+	return nil
+}
+
+func (s *committingSink) Restore(r *state.Reader) error {
+	s.processed = int(r.ReadUvarint())
+	return r.Err()
+}
+
+func (s *committingSink) Committed() {
+	st, err := checkpoint.Latest(context.Background(), s.store)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil {
+		s.commits = append(s.commits, commitSeen{checkpoint: st.ID, sealed: s.sealed})
+	}
+}
+
+// An operation.Committer hears of each checkpoint once it is complete,
+// after the snapshot it covers, and of no other.
+func TestCommitterHearsOfCompleteCheckpoints(t *testing.T) {
+	store, err := checkpoint.OpenDir(t.TempDir())
+	require.NoError(t, err)
+	sink := &committingSink{store: store}
+	cfg := topology.Config{Replay: true}
+	cfg.Checkpoints.Store, cfg.Checkpoints.Interval = store, time.Hour
+	topo := newTopology(t, cfg)
+	src := &stoppableSource{readings: threeKeys(), stopAt: 200, reached: make(chan struct{})}
+	topo.AddSource("src", topology.Single(src), topology.SourceConfig{})
+	topo.AddBolt("out", operation.Stateless(sink), topology.BoltConfig{}).Input("src", topology.Global())
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- topo.Run(ctx) }()
+	<-src.reached
+	stop() // takes a final checkpoint
+	require.NoError(t, <-done)
+
+	st, err := checkpoint.Latest(context.Background(), store)
+	require.NoError(t, err)
+	require.NotEmpty(t, sink.commits)
+	require.Equal(t, st.ID, sink.commits[len(sink.commits)-1].checkpoint, "the last call is for the final checkpoint")
+	for i, c := range sink.commits {
+		require.NotZero(t, c.checkpoint, "call %d came before any checkpoint was complete", i)
+		if i > 0 {
+			require.Greater(t, c.checkpoint, sink.commits[i-1].checkpoint, "one call per checkpoint")
+		}
+	}
+	require.Positive(t, sink.processed)
+	require.Equal(t, sink.processed, sink.commits[len(sink.commits)-1].sealed, "the final checkpoint holds all the sink processed")
 }

@@ -98,9 +98,14 @@ func newRunID() string {
 	return hex.EncodeToString(b[:])
 }
 
+// stagedBehind is how many times MaxInflight publications the publisher
+// may be behind the checkpoints before stage blocks.
+const stagedBehind = 8
+
 // stage adds a publication for out, once the checkpoint holding it is
-// complete. It blocks while the publisher is MaxInflight publications
-// behind the checkpoints: backpressure while the broker is away.
+// complete. It blocks while the publisher is stagedBehind times
+// MaxInflight publications behind the checkpoints: backpressure while the
+// broker is away.
 func (s *Sink) stage(ctx context.Context, out operation.Emitter, m outMessage) error {
 	if _, err := s.connection(); err != nil {
 		return err
@@ -114,7 +119,7 @@ func (s *Sink) stage(ctx context.Context, out operation.Emitter, m outMessage) e
 	if st.emitter != out {
 		return fmt.Errorf("%w: mqtt sink %q: used by more than one bolt instance, and it publishes at checkpoints, which each instance takes at its own point of the stream: give the sink's bolt one instance, or set at_least_once", operation.ErrRefused, s.cfg.Topic)
 	}
-	for st.err == nil && st.due() >= uint64(s.cfg.MaxInflight) {
+	for st.err == nil && st.due() >= stagedBehind*uint64(s.cfg.MaxInflight) {
 		progress := st.progress
 		s.mu.Unlock()
 		select {
@@ -205,52 +210,131 @@ func (s *Sink) restoreStaging(r *state.Reader) error {
 	return nil
 }
 
-// publishStaged publishes what the checkpoints committed, in order, in
-// batches of at most MaxInflight, each followed by its mark, until ctx
-// ends. A failure is tried again once the connection is back; a refusal
-// for good stops it.
+// publishStaged publishes what the checkpoints committed, in order,
+// until ctx ends, keeping up to MaxInflight publications in flight.
+// Whenever MaxInflight more are confirmed, and whenever it has nothing
+// left in flight, it publishes the mark of what is out and drops that
+// from what snapshots hold. A publication that failed or was not
+// confirmed in time is made again; a refusal for good stops it.
 func (s *Sink) publishStaged(ctx context.Context, st *staging) {
 	defer close(st.done)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-st.wake:
+	var (
+		// inflight are the tokens of the ordinals from base on, in order.
+		inflight  []paho.Token
+		base, gen uint64
+		marked    uint64 // the last mark published
+	)
+	for ctx.Err() == nil {
+		s.mu.Lock()
+		if gen != st.gen || len(inflight) == 0 {
+			// A restore leaves what was in flight to the mark it reads.
+			gen, base, marked, inflight = st.gen, st.first, st.first, inflight[:0]
 		}
-		for ctx.Err() == nil {
+		unmarked, markTopic := st.unmarked, s.cfg.CommitTopic+"/"+st.run
+		var send []outMessage
+		if !unmarked {
+			for next, end := base+uint64(len(inflight)), st.first+st.due(); next < end && len(inflight)+len(send) < s.cfg.MaxInflight; next++ {
+				send = append(send, st.pubs[next-st.first])
+			}
+		}
+		s.mu.Unlock()
+		var err error
+		switch {
+		case unmarked:
+			err = s.dropMarked(ctx, st, markTopic)
+		case len(send) == 0 && len(inflight) == 0:
+			select {
+			case <-ctx.Done():
+			case <-st.wake:
+			}
+			continue
+		default:
+			inflight, err = s.sendStaged(ctx, send, inflight)
+			if err == nil {
+				var confirmed int
+				confirmed, err = s.confirmOldest(ctx, st, gen, base, inflight)
+				inflight, base = inflight[confirmed:], base+uint64(confirmed)
+			}
+			if err == nil && base > marked && (base-marked >= uint64(s.cfg.MaxInflight) || len(inflight) == 0) {
+				// Not waited for: a later mark covers one lost, and a
+				// stopping sink's disconnection lets it through.
+				_, err = s.publish(ctx, s.conn, outMessage{topic: markTopic, payload: strconv.AppendUint(nil, base, 10), mark: true})
+				if err == nil {
+					marked = base
+					s.drop(st, gen, base)
+				}
+			}
+		}
+		if err == nil {
+			continue
+		}
+		if ce := (*ConnectError)(nil); errors.As(err, &ce) || errors.Is(err, ErrMarkRefused) {
 			s.mu.Lock()
-			first, unmarked, gen, markTopic := st.first, st.unmarked, st.gen, s.cfg.CommitTopic+"/"+st.run
-			n := min(st.due(), uint64(s.cfg.MaxInflight))
-			batch := st.pubs[:n]
+			st.err = err
+			close(st.progress)
+			st.progress = make(chan struct{})
 			s.mu.Unlock()
-			if n == 0 && !unmarked {
-				break
-			}
-			var err error
-			if unmarked {
-				err = s.dropMarked(ctx, st, markTopic)
-			} else if err = s.publishAll(ctx, batch); err == nil {
-				err = s.publishAll(ctx, []outMessage{{topic: markTopic, payload: strconv.AppendUint(nil, first+n, 10), mark: true}})
-			}
-			if err != nil {
-				if ce := (*ConnectError)(nil); errors.As(err, &ce) || errors.Is(err, ErrMarkRefused) {
-					s.mu.Lock()
-					st.err = err
-					close(st.progress)
-					st.progress = make(chan struct{})
-					s.mu.Unlock()
-					return
-				}
-				if ctx.Err() == nil {
-					s.cfg.Logger.Warn("mqtt sink: publishing what a checkpoint committed failed: trying again", "err", err)
-				}
-				continue
-			}
-			if !unmarked {
-				s.drop(st, gen, first+n)
-			}
+			return
+		}
+		if ctx.Err() == nil {
+			s.cfg.Logger.Warn("mqtt sink: publishing what a checkpoint committed failed: trying again", "err", err)
 		}
 	}
+}
+
+// sendStaged publishes msgs and returns inflight with their tokens.
+func (s *Sink) sendStaged(ctx context.Context, msgs []outMessage, inflight []paho.Token) ([]paho.Token, error) {
+	for _, m := range msgs {
+		tok, err := s.publish(ctx, s.conn, m)
+		if err != nil {
+			return inflight, err
+		}
+		s.stats.Published.Add(1)
+		inflight = append(inflight, tok)
+	}
+	return inflight, nil
+}
+
+// confirmOldest waits for the confirmation of the oldest publication in
+// flight, ordinal base, and returns how many from it on are confirmed. One
+// that failed or timed out is made again, in place.
+func (s *Sink) confirmOldest(ctx context.Context, st *staging, gen, base uint64, inflight []paho.Token) (int, error) {
+	if err := wait(ctx, inflight[0], s.cfg.PublishTimeout); err != nil {
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		s.mu.Lock()
+		var m outMessage
+		again := gen == st.gen
+		if again {
+			m = st.pubs[base-st.first]
+		}
+		s.mu.Unlock()
+		if again {
+			tok, perr := s.publish(ctx, s.conn, m)
+			if perr != nil {
+				return 0, perr
+			}
+			s.stats.Republished.Add(1)
+			inflight[0] = tok
+		}
+		return 0, err
+	}
+	n := 1
+	for n < len(inflight) {
+		select {
+		case <-inflight[n].Done():
+		default:
+			s.stats.Confirmed.Add(uint64(n))
+			return n, nil
+		}
+		if inflight[n].Error() != nil {
+			break
+		}
+		n++
+	}
+	s.stats.Confirmed.Add(uint64(n))
+	return n, nil
 }
 
 // drop removes the publications below ordinal upto, unless a restore
@@ -332,41 +416,6 @@ func (s *Sink) readMark(ctx context.Context, topic string) (uint64, error) {
 	case <-ctx.Done():
 		return 0, ctx.Err()
 	}
-}
-
-// publishAll publishes pubs and waits until the broker confirmed each,
-// publishing again one that failed or was not confirmed in time.
-func (s *Sink) publishAll(ctx context.Context, pubs []outMessage) error {
-	toks := make([]paho.Token, len(pubs))
-	for i, p := range pubs {
-		tok, err := s.publish(ctx, s.conn, p)
-		if err != nil {
-			return err
-		}
-		if !p.mark {
-			s.stats.Published.Add(1)
-		}
-		toks[i] = tok
-	}
-	for i, tok := range toks {
-		for {
-			err := wait(ctx, tok, s.cfg.PublishTimeout)
-			if err == nil {
-				if !pubs[i].mark {
-					s.stats.Confirmed.Add(1)
-				}
-				break
-			}
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if tok, err = s.publish(ctx, s.conn, pubs[i]); err != nil {
-				return err
-			}
-			s.stats.Republished.Add(1)
-		}
-	}
-	return nil
 }
 
 // wait waits at most timeout for tok, and returns its error.

@@ -225,7 +225,12 @@ func TestSinkStopsWhenTheMarkIsRefused(t *testing.T) {
 	restored := newSink("mark-restored")
 	require.NoError(t, restored.Restore(state.NewReader(snap)))
 	p := particle.Particle{Measurement: "reading", Tags: []particle.Tag{{Key: "sensor", Value: "s"}}, Fields: []particle.Field{{Key: "v", Value: particle.Int(5)}}}
-	err := restored.Process(context.Background(), p, &connectortest.Emitter{Checkpointed: true})
+	out := &connectortest.Emitter{Checkpointed: true}
+	var err error
+	require.Eventually(t, func() bool {
+		err = restored.Process(context.Background(), p, out)
+		return err != nil
+	}, 10*time.Second, time.Millisecond)
 	require.ErrorIs(t, err, operation.ErrRefused)
 	require.ErrorIs(t, err, ErrMarkRefused)
 	require.ErrorContains(t, err, DefaultCommitTopic)
