@@ -102,14 +102,11 @@ func newRunID() string {
 // may be behind the checkpoints before stage blocks.
 const stagedBehind = 8
 
-// stage adds a publication for out, once the checkpoint holding it is
-// complete. It blocks while the publisher is stagedBehind times
+// stage adds a publication for out, to be published once the checkpoint
+// holding it is complete; Process connected first. It blocks while the publisher is stagedBehind times
 // MaxInflight publications behind the checkpoints: backpressure while the
 // broker is away.
 func (s *Sink) stage(ctx context.Context, out operation.Emitter, m outMessage) error {
-	if _, err := s.connection(); err != nil {
-		return err
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.startStaging("")

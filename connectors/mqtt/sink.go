@@ -82,7 +82,8 @@ type publication struct {
 type outMessage struct {
 	topic   string
 	payload []byte
-	// mark is the retained, confirmed mark of a staging sink, not output.
+	// mark tells the retained mark of a staging sink (QoS 1 at least)
+	// from output.
 	mark bool
 }
 
