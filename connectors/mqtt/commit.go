@@ -103,9 +103,9 @@ func newRunID() string {
 const stagedBehind = 8
 
 // stage adds a publication for out, to be published once the checkpoint
-// holding it is complete; Process connected first. It blocks while the publisher is stagedBehind times
-// MaxInflight publications behind the checkpoints: backpressure while the
-// broker is away.
+// holding it is complete; Process connected first. It blocks while the
+// publisher is stagedBehind times MaxInflight publications behind the
+// checkpoints: backpressure while the broker is away.
 func (s *Sink) stage(ctx context.Context, out operation.Emitter, m outMessage) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
