@@ -171,9 +171,9 @@ func (st *staging) snapshot(w *state.Writer) {
 	}
 }
 
-// restore reads what snapshot wrote into a sink that has published
-// nothing: it comes from a complete checkpoint, so the publisher
-// publishes it at once, after the mark.
+// restoreStaging reads what snapshot wrote: it comes from a complete
+// checkpoint, so the publisher publishes it at once, after reading the
+// mark.
 func (s *Sink) restoreStaging(r *state.Reader) error {
 	run, first, n := r.ReadString(), r.ReadUvarint(), r.ReadLen()
 	pubs := make([]outMessage, 0, n)
@@ -219,13 +219,13 @@ func (s *Sink) publishStaged(ctx context.Context, st *staging) {
 		// inflight are the tokens of the ordinals from base on, in order.
 		inflight  []paho.Token
 		base, gen uint64
-		marked    uint64 // the last mark published
+		lastMark  uint64 // the last mark published
 	)
 	for ctx.Err() == nil {
 		s.mu.Lock()
 		if gen != st.gen || len(inflight) == 0 {
 			// A restore leaves what was in flight to the mark it reads.
-			gen, base, marked, inflight = st.gen, st.first, st.first, inflight[:0]
+			gen, base, lastMark, inflight = st.gen, st.first, st.first, inflight[:0]
 		}
 		unmarked, markTopic := st.unmarked, s.cfg.CommitTopic+"/"+st.run
 		var send []outMessage
@@ -252,12 +252,12 @@ func (s *Sink) publishStaged(ctx context.Context, st *staging) {
 				confirmed, err = s.confirmOldest(ctx, st, gen, base, inflight)
 				inflight, base = inflight[confirmed:], base+uint64(confirmed)
 			}
-			if err == nil && base > marked && (base-marked >= uint64(s.cfg.MaxInflight) || len(inflight) == 0) {
+			if err == nil && base > lastMark && (base-lastMark >= uint64(s.cfg.MaxInflight) || len(inflight) == 0) {
 				// Not waited for: a later mark covers one lost, and a
 				// stopping sink's disconnection lets it through.
 				_, err = s.publish(ctx, s.conn, outMessage{topic: markTopic, payload: strconv.AppendUint(nil, base, 10), mark: true})
 				if err == nil {
-					marked = base
+					lastMark = base
 					s.drop(st, gen, base)
 				}
 			}
@@ -415,18 +415,25 @@ func (s *Sink) readMark(ctx context.Context, topic string) (uint64, error) {
 	}
 }
 
-// wait waits at most timeout for tok, and returns its error.
+// wait waits at most timeout for tok, and returns its error; a token
+// done when the time is up counts as done.
 func wait(ctx context.Context, tok paho.Token, timeout time.Duration) error {
-	timer := time.NewTimer(timeout)
+	timer := time.NewTimer(max(timeout, 0))
 	defer timer.Stop()
 	select {
 	case <-tok.Done():
-		return tok.Error()
 	case <-timer.C:
-		return ErrPublishTimeout
 	case <-ctx.Done():
-		return ctx.Err()
 	}
+	select {
+	case <-tok.Done():
+		return tok.Error()
+	default:
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return ErrPublishTimeout
 }
 
 // closeStaging publishes what is left to publish (what the checkpoints

@@ -360,23 +360,7 @@ func (s *Sink) awaitPending() error {
 	}
 	s.mu.Unlock()
 	for _, p := range pubs {
-		done := p.tok.Done()
-		select {
-		case <-done:
-		default:
-			timer := time.NewTimer(max(p.deadline.Sub(s.cfg.Wall.Now()), 0))
-			select {
-			case <-done:
-			case <-timer.C:
-			}
-			timer.Stop()
-		}
-		select {
-		case <-done:
-		default:
-			return fmt.Errorf("mqtt sink: publication to %s: %w", p.msg.topic, ErrPublishTimeout)
-		}
-		if err := p.tok.Error(); err != nil {
+		if err := wait(context.Background(), p.tok, p.deadline.Sub(s.cfg.Wall.Now())); err != nil {
 			return fmt.Errorf("mqtt sink: publication to %s: %w", p.msg.topic, err)
 		}
 	}
